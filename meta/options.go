@@ -1,0 +1,304 @@
+package meta
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// ResourceVersionMatch says how a list's resourceVersion is applied.
+type ResourceVersionMatch string
+
+// resourceVersionMatch values.
+const (
+	ResourceVersionMatchNotOlderThan ResourceVersionMatch = "NotOlderThan"
+	ResourceVersionMatchExact        ResourceVersionMatch = "Exact"
+)
+
+// ListOptions are the query options of LIST and WATCH requests.
+type ListOptions struct {
+	LabelSelector        string
+	FieldSelector        string
+	Watch                bool
+	AllowWatchBookmarks  bool
+	ResourceVersion      string
+	ResourceVersionMatch ResourceVersionMatch
+	TimeoutSeconds       *int64
+	Limit                int64
+	Continue             string
+	SendInitialEvents    *bool
+}
+
+// GetOptions are the query options of GET requests.
+type GetOptions struct {
+	ResourceVersion string
+}
+
+// DryRunAll is the only dryRun value: run everything but persist nothing.
+const DryRunAll = "All"
+
+// Field validation levels (the fieldValidation query parameter).
+const (
+	FieldValidationIgnore = "Ignore"
+	FieldValidationWarn   = "Warn"
+	FieldValidationStrict = "Strict"
+)
+
+// CreateOptions are the query options of POST requests.
+type CreateOptions struct {
+	DryRun          []string
+	FieldManager    string
+	FieldValidation string
+}
+
+// UpdateOptions are the query options of PUT requests.
+type UpdateOptions struct {
+	DryRun          []string
+	FieldManager    string
+	FieldValidation string
+}
+
+// PatchOptions are the query options of PATCH requests.
+type PatchOptions struct {
+	DryRun          []string
+	Force           *bool
+	FieldManager    string
+	FieldValidation string
+}
+
+// DeletionPropagation says how dependents of a deleted object are treated.
+type DeletionPropagation string
+
+// Propagation policies.
+const (
+	DeletePropagationOrphan     DeletionPropagation = "Orphan"
+	DeletePropagationBackground DeletionPropagation = "Background"
+	DeletePropagationForeground DeletionPropagation = "Foreground"
+)
+
+// Preconditions must hold for a delete to proceed.
+type Preconditions struct {
+	UID             *string `json:"uid,omitempty"`
+	ResourceVersion *string `json:"resourceVersion,omitempty"`
+}
+
+// DeleteOptions is the body (or query) of DELETE requests.
+type DeleteOptions struct {
+	TypeMeta           `json:",inline"`
+	GracePeriodSeconds *int64               `json:"gracePeriodSeconds,omitempty"`
+	Preconditions      *Preconditions       `json:"preconditions,omitempty"`
+	OrphanDependents   *bool                `json:"orphanDependents,omitempty"`
+	PropagationPolicy  *DeletionPropagation `json:"propagationPolicy,omitempty"`
+	DryRun             []string             `json:"dryRun,omitempty"`
+}
+
+// IsDryRun reports whether dryRun asks for a dry run, validating its values.
+func IsDryRun(dryRun []string) (bool, error) {
+	for _, v := range dryRun {
+		if v != DryRunAll {
+			return false, NewBadRequest(fmt.Sprintf("Invalid dryRun value: %q; supported values: %q", v, DryRunAll))
+		}
+	}
+	return len(dryRun) > 0, nil
+}
+
+func parseBool(q url.Values, name string) (bool, bool, error) {
+	v, ok := q[name]
+	if !ok || len(v) == 0 {
+		return false, false, nil
+	}
+	switch strings.ToLower(v[0]) {
+	case "", "1", "true":
+		return true, true, nil
+	case "0", "false":
+		return false, true, nil
+	}
+	b, err := strconv.ParseBool(v[0])
+	if err != nil {
+		return false, true, NewBadRequest(fmt.Sprintf("invalid value %q for query parameter %s: must be a boolean", v[0], name))
+	}
+	return b, true, nil
+}
+
+func parseInt(q url.Values, name string) (int64, bool, error) {
+	v := q.Get(name)
+	if v == "" {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, true, NewBadRequest(fmt.Sprintf("invalid value %q for query parameter %s: must be an integer", v, name))
+	}
+	return n, true, nil
+}
+
+// ParseListOptions reads list and watch options from a query and validates
+// them as kube-apiserver does; failures are BadRequest or Invalid Status errors.
+func ParseListOptions(q url.Values) (ListOptions, error) {
+	var o ListOptions
+	var err error
+	o.LabelSelector = q.Get("labelSelector")
+	o.FieldSelector = q.Get("fieldSelector")
+	if o.Watch, _, err = parseBool(q, "watch"); err != nil {
+		return o, err
+	}
+	if o.AllowWatchBookmarks, _, err = parseBool(q, "allowWatchBookmarks"); err != nil {
+		return o, err
+	}
+	o.ResourceVersion = q.Get("resourceVersion")
+	o.ResourceVersionMatch = ResourceVersionMatch(q.Get("resourceVersionMatch"))
+	if t, ok, err := parseInt(q, "timeoutSeconds"); err != nil {
+		return o, err
+	} else if ok {
+		o.TimeoutSeconds = &t
+	}
+	if o.Limit, _, err = parseInt(q, "limit"); err != nil {
+		return o, err
+	}
+	o.Continue = q.Get("continue")
+	if b, ok, err := parseBool(q, "sendInitialEvents"); err != nil {
+		return o, err
+	} else if ok {
+		o.SendInitialEvents = &b
+	}
+	if errs := o.Validate(); len(errs) > 0 {
+		return o, NewInvalid(GroupKind{Group: "meta.k8s.io", Kind: "ListOptions"}, "", errs)
+	}
+	return o, nil
+}
+
+// Validate checks the combinations kube-apiserver forbids.
+func (o *ListOptions) Validate() FieldErrors {
+	var errs FieldErrors
+	matchPath := NewPath("resourceVersionMatch")
+	if o.Watch {
+		if o.SendInitialEvents != nil {
+			if o.ResourceVersionMatch != ResourceVersionMatchNotOlderThan {
+				errs = append(errs, Forbidden(matchPath, "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
+			}
+			if *o.SendInitialEvents && !o.AllowWatchBookmarks {
+				errs = append(errs, Forbidden(NewPath("allowWatchBookmarks"), "allowWatchBookmarks must be set to true when sendInitialEvents is true"))
+			}
+		}
+		if o.ResourceVersionMatch != "" {
+			if o.SendInitialEvents == nil {
+				errs = append(errs, Forbidden(matchPath, "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"))
+			}
+			if o.ResourceVersionMatch != ResourceVersionMatchNotOlderThan {
+				errs = append(errs, NotSupported(matchPath, string(o.ResourceVersionMatch), []string{string(ResourceVersionMatchNotOlderThan)}))
+			}
+			if o.Continue != "" {
+				errs = append(errs, Forbidden(matchPath, "resourceVersionMatch is forbidden when continue is provided"))
+			}
+		}
+		return errs
+	}
+	if m := o.ResourceVersionMatch; m != "" {
+		if o.ResourceVersion == "" {
+			errs = append(errs, Forbidden(matchPath, "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+		}
+		if o.Continue != "" {
+			errs = append(errs, Forbidden(matchPath, "resourceVersionMatch is forbidden when continue is provided"))
+		}
+		if m != ResourceVersionMatchExact && m != ResourceVersionMatchNotOlderThan {
+			errs = append(errs, NotSupported(matchPath, string(m), []string{string(ResourceVersionMatchExact), string(ResourceVersionMatchNotOlderThan), ""}))
+		}
+		if m == ResourceVersionMatchExact && o.ResourceVersion == "0" {
+			errs = append(errs, Forbidden(matchPath, `resourceVersionMatch "exact" is forbidden for resourceVersion "0"`))
+		}
+	}
+	if o.SendInitialEvents != nil {
+		errs = append(errs, Forbidden(NewPath("sendInitialEvents"), "sendInitialEvents is forbidden for list"))
+	}
+	if o.Limit < 0 {
+		errs = append(errs, Invalid(NewPath("limit"), o.Limit, "must be greater than or equal to 0"))
+	}
+	return errs
+}
+
+// ParseGetOptions reads GET options from a query.
+func ParseGetOptions(q url.Values) GetOptions {
+	return GetOptions{ResourceVersion: q.Get("resourceVersion")}
+}
+
+func parseWriteCommon(q url.Values) (dryRun []string, manager, validation string, err error) {
+	dryRun = q["dryRun"]
+	if _, err = IsDryRun(dryRun); err != nil {
+		return nil, "", "", err
+	}
+	manager = q.Get("fieldManager")
+	if len(manager) > 128 {
+		return nil, "", "", NewBadRequest("fieldManager may not be longer than 128 characters")
+	}
+	validation = q.Get("fieldValidation")
+	switch validation {
+	case "", FieldValidationIgnore, FieldValidationWarn, FieldValidationStrict:
+	default:
+		return nil, "", "", NewBadRequest(fmt.Sprintf("fieldValidation must be one of %q, %q or %q, got %q",
+			FieldValidationIgnore, FieldValidationWarn, FieldValidationStrict, validation))
+	}
+	return dryRun, manager, validation, nil
+}
+
+// ParseCreateOptions reads POST options from a query.
+func ParseCreateOptions(q url.Values) (CreateOptions, error) {
+	d, m, v, err := parseWriteCommon(q)
+	return CreateOptions{DryRun: d, FieldManager: m, FieldValidation: v}, err
+}
+
+// ParseUpdateOptions reads PUT options from a query.
+func ParseUpdateOptions(q url.Values) (UpdateOptions, error) {
+	d, m, v, err := parseWriteCommon(q)
+	return UpdateOptions{DryRun: d, FieldManager: m, FieldValidation: v}, err
+}
+
+// ParsePatchOptions reads PATCH options from a query.
+func ParsePatchOptions(q url.Values) (PatchOptions, error) {
+	d, m, v, err := parseWriteCommon(q)
+	o := PatchOptions{DryRun: d, FieldManager: m, FieldValidation: v}
+	if err != nil {
+		return o, err
+	}
+	if b, ok, err := parseBool(q, "force"); err != nil {
+		return o, err
+	} else if ok {
+		o.Force = &b
+	}
+	return o, nil
+}
+
+// ParseDeleteQuery merges DELETE options given as query parameters into o
+// (kubectl sends them in the body; curl users often use the query).
+func ParseDeleteQuery(q url.Values, o *DeleteOptions) error {
+	if g, ok, err := parseInt(q, "gracePeriodSeconds"); err != nil {
+		return err
+	} else if ok {
+		o.GracePeriodSeconds = &g
+	}
+	if p := q.Get("propagationPolicy"); p != "" {
+		pp := DeletionPropagation(p)
+		o.PropagationPolicy = &pp
+	}
+	if b, ok, err := parseBool(q, "orphanDependents"); err != nil {
+		return err
+	} else if ok {
+		o.OrphanDependents = &b
+	}
+	if d := q["dryRun"]; len(d) > 0 {
+		o.DryRun = d
+	}
+	if _, err := IsDryRun(o.DryRun); err != nil {
+		return err
+	}
+	if p := o.PropagationPolicy; p != nil {
+		switch *p {
+		case DeletePropagationOrphan, DeletePropagationBackground, DeletePropagationForeground:
+		default:
+			return NewInvalid(GroupKind{Group: "meta.k8s.io", Kind: "DeleteOptions"}, "",
+				FieldErrors{NotSupported(NewPath("propagationPolicy"), string(*p),
+					[]string{string(DeletePropagationForeground), string(DeletePropagationBackground), string(DeletePropagationOrphan), "nil"})})
+		}
+	}
+	return nil
+}

@@ -1,0 +1,177 @@
+package meta
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// TypeMeta names the kind and API version of a serialized object.
+type TypeMeta struct {
+	Kind       string `json:"kind,omitempty"`
+	APIVersion string `json:"apiVersion,omitempty"`
+}
+
+// GetTypeMeta returns the TypeMeta itself, so that any struct embedding
+// TypeMeta exposes it through the Object interface.
+func (t *TypeMeta) GetTypeMeta() *TypeMeta { return t }
+
+// GroupVersionKind parses APIVersion and pairs it with Kind.
+func (t *TypeMeta) GroupVersionKind() GroupVersionKind {
+	gv, _ := ParseGroupVersion(t.APIVersion)
+	return gv.WithKind(t.Kind)
+}
+
+// ObjectMeta is the metadata every persisted resource carries.
+//
+// Field order and tags follow k8s.io/apimachinery's ObjectMeta, including the
+// quirk that a zero creationTimestamp is written as null rather than omitted.
+type ObjectMeta struct {
+	Name                       string            `json:"name,omitempty"`
+	GenerateName               string            `json:"generateName,omitempty"`
+	Namespace                  string            `json:"namespace,omitempty"`
+	SelfLink                   string            `json:"selfLink,omitempty"`
+	UID                        string            `json:"uid,omitempty"`
+	ResourceVersion            string            `json:"resourceVersion,omitempty"`
+	Generation                 int64             `json:"generation,omitempty"`
+	CreationTimestamp          Time              `json:"creationTimestamp"`
+	DeletionTimestamp          *Time             `json:"deletionTimestamp,omitempty"`
+	DeletionGracePeriodSeconds *int64            `json:"deletionGracePeriodSeconds,omitempty"`
+	Labels                     map[string]string `json:"labels,omitempty"`
+	Annotations                map[string]string `json:"annotations,omitempty"`
+	OwnerReferences            []OwnerReference  `json:"ownerReferences,omitempty"`
+	Finalizers                 []string          `json:"finalizers,omitempty"`
+	ManagedFields              []ManagedFields   `json:"managedFields,omitempty"`
+}
+
+// GetObjectMeta returns the ObjectMeta itself, so that any struct embedding
+// ObjectMeta exposes it through the Object interface.
+func (m *ObjectMeta) GetObjectMeta() *ObjectMeta { return m }
+
+// OwnerReference identifies an object that owns the referring one.
+type OwnerReference struct {
+	APIVersion         string `json:"apiVersion"`
+	Kind               string `json:"kind"`
+	Name               string `json:"name"`
+	UID                string `json:"uid"`
+	Controller         *bool  `json:"controller,omitempty"`
+	BlockOwnerDeletion *bool  `json:"blockOwnerDeletion,omitempty"`
+}
+
+// ManagedFields records which manager set which fields. apikit stores and
+// returns it as given; it does not implement server-side apply field tracking.
+type ManagedFields struct {
+	Manager     string          `json:"manager,omitempty"`
+	Operation   string          `json:"operation,omitempty"`
+	APIVersion  string          `json:"apiVersion,omitempty"`
+	Time        *Time           `json:"time,omitempty"`
+	FieldsType  string          `json:"fieldsType,omitempty"`
+	FieldsV1    json.RawMessage `json:"fieldsV1,omitempty"`
+	Subresource string          `json:"subresource,omitempty"`
+}
+
+// ListMeta is the metadata of a list response.
+type ListMeta struct {
+	SelfLink           string `json:"selfLink,omitempty"`
+	ResourceVersion    string `json:"resourceVersion,omitempty"`
+	Continue           string `json:"continue,omitempty"`
+	RemainingItemCount *int64 `json:"remainingItemCount,omitempty"`
+}
+
+// Object is implemented by a pointer to any struct that embeds TypeMeta and
+// ObjectMeta. It is how apikit handles API types without generated code.
+type Object interface {
+	GetTypeMeta() *TypeMeta
+	GetObjectMeta() *ObjectMeta
+}
+
+// Time is a timestamp with the JSON form Kubernetes uses: RFC 3339 in UTC with
+// second precision, and null for the zero time.
+type Time struct {
+	time.Time
+}
+
+// Now returns the current time truncated to the second, as it will round-trip
+// through JSON.
+func Now() Time { return Time{time.Now().UTC().Truncate(time.Second)} }
+
+// NewTime wraps t.
+func NewTime(t time.Time) Time { return Time{t} }
+
+// IsZero reports whether t is unset; it is safe on a nil receiver.
+func (t *Time) IsZero() bool { return t == nil || t.Time.IsZero() }
+
+// MarshalJSON implements json.Marshaler.
+func (t Time) MarshalJSON() ([]byte, error) {
+	if t.Time.IsZero() {
+		return []byte("null"), nil
+	}
+	b := make([]byte, 0, len(time.RFC3339)+2)
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, time.RFC3339)
+	return append(b, '"'), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (t *Time) UnmarshalJSON(b []byte) error {
+	if bytes.Equal(b, []byte("null")) {
+		t.Time = time.Time{}
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("time must be an RFC 3339 string: %w", err)
+	}
+	if s == "" {
+		t.Time = time.Time{}
+		return nil
+	}
+	p, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return err
+	}
+	t.Time = p.Local()
+	return nil
+}
+
+// MicroTime is a timestamp with microsecond precision, as used by
+// meta.k8s.io MicroTime fields.
+type MicroTime struct {
+	time.Time
+}
+
+const rfc3339Micro = "2006-01-02T15:04:05.000000Z07:00"
+
+// MarshalJSON implements json.Marshaler.
+func (t MicroTime) MarshalJSON() ([]byte, error) {
+	if t.Time.IsZero() {
+		return []byte("null"), nil
+	}
+	b := make([]byte, 0, len(rfc3339Micro)+2)
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, rfc3339Micro)
+	return append(b, '"'), nil
+}
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (t *MicroTime) UnmarshalJSON(b []byte) error {
+	if bytes.Equal(b, []byte("null")) {
+		t.Time = time.Time{}
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("time must be an RFC 3339 string: %w", err)
+	}
+	if s == "" {
+		t.Time = time.Time{}
+		return nil
+	}
+	p, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return err
+	}
+	t.Time = p.Local()
+	return nil
+}

@@ -1,0 +1,117 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code classifies a storage error.
+type Code int
+
+// Error codes.
+const (
+	CodeNotFound Code = iota + 1
+	CodeAlreadyExists
+	CodeConflict
+	CodeExpired
+	CodeTooLargeResourceVersion
+	CodeInvalidObject
+	CodeUnavailable
+)
+
+// Error is the error type every backend returns for the cases callers branch on.
+type Error struct {
+	Code Code
+	Key  string
+	// Revision is the revision involved: the current one of a Conflict, the
+	// compacted one of an Expired, the requested one of a
+	// TooLargeResourceVersion.
+	Revision int64
+	Message  string
+	Err      error
+}
+
+// Sentinel values for errors.Is; only Code is compared.
+var (
+	ErrNotFound                = &Error{Code: CodeNotFound}
+	ErrAlreadyExists           = &Error{Code: CodeAlreadyExists}
+	ErrConflict                = &Error{Code: CodeConflict}
+	ErrExpired                 = &Error{Code: CodeExpired}
+	ErrTooLargeResourceVersion = &Error{Code: CodeTooLargeResourceVersion}
+	ErrInvalidObject           = &Error{Code: CodeInvalidObject}
+	ErrUnavailable             = &Error{Code: CodeUnavailable}
+)
+
+func (e *Error) Error() string {
+	msg := e.Message
+	if msg == "" {
+		switch e.Code {
+		case CodeNotFound:
+			msg = "key not found"
+		case CodeAlreadyExists:
+			msg = "key already exists"
+		case CodeConflict:
+			msg = "the object has been modified; please apply your changes to the latest version and try again"
+		case CodeExpired:
+			msg = "the requested revision has been compacted"
+		case CodeTooLargeResourceVersion:
+			msg = "Too large resource version"
+		case CodeInvalidObject:
+			msg = "invalid object"
+		case CodeUnavailable:
+			msg = "storage unavailable"
+		}
+	}
+	if e.Key != "" {
+		msg = fmt.Sprintf("%s (key %q)", msg, e.Key)
+	}
+	if e.Err != nil {
+		msg = fmt.Sprintf("%s: %v", msg, e.Err)
+	}
+	return msg
+}
+
+// Is matches errors with the same Code.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code
+}
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// NewNotFound returns ErrNotFound for key.
+func NewNotFound(key string) error { return &Error{Code: CodeNotFound, Key: key} }
+
+// NewAlreadyExists returns ErrAlreadyExists for key.
+func NewAlreadyExists(key string) error { return &Error{Code: CodeAlreadyExists, Key: key} }
+
+// NewConflict returns ErrConflict for key at its current revision.
+func NewConflict(key string, current int64) error {
+	return &Error{Code: CodeConflict, Key: key, Revision: current}
+}
+
+// NewExpired returns ErrExpired: rev is older than compacted.
+func NewExpired(rev, compacted int64) error {
+	return &Error{Code: CodeExpired, Revision: compacted,
+		Message: fmt.Sprintf("too old resource version: %d (%d)", rev, compacted)}
+}
+
+// NewTooLargeResourceVersion returns ErrTooLargeResourceVersion: rev is
+// newer than current.
+func NewTooLargeResourceVersion(rev, current int64) error {
+	return &Error{Code: CodeTooLargeResourceVersion, Revision: rev,
+		Message: fmt.Sprintf("Too large resource version: %d, current: %d", rev, current)}
+}
+
+// NewUnavailable wraps a backend failure.
+func NewUnavailable(err error) error { return &Error{Code: CodeUnavailable, Err: err} }
+
+// CodeOf returns the Code of err, or 0 when it is not a storage error.
+func CodeOf(err error) Code {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return 0
+}

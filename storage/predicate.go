@@ -1,0 +1,94 @@
+package storage
+
+import "github.com/apikit-dev/apikit/meta"
+
+// AttrFunc extracts the labels and selectable fields of an encoded object.
+type AttrFunc func(value []byte) (labels, fields meta.Set, err error)
+
+// Attrs are the selectable attributes of one object.
+type Attrs struct {
+	Labels meta.Set
+	Fields meta.Set
+}
+
+type attrsMemoKey struct{}
+
+// Predicate selects objects by label and field selectors. The zero value
+// matches everything.
+type Predicate struct {
+	Label meta.Selector
+	Field meta.Selector
+	// GetAttrs decodes what the selectors need. It is required when either
+	// selector is not empty.
+	GetAttrs AttrFunc
+}
+
+// Empty reports whether p matches everything.
+func (p Predicate) Empty() bool {
+	return (p.Label == nil || p.Label.Empty()) && (p.Field == nil || p.Field.Empty())
+}
+
+// Matches reports whether the encoded value matches. A memo, when given,
+// caches the decoded attributes for the value.
+func (p Predicate) Matches(value []byte, memo *Memo) (bool, error) {
+	if p.Empty() {
+		return true, nil
+	}
+	var a Attrs
+	if v, ok := memo.Load(attrsMemoKey{}); ok {
+		a = v.(Attrs)
+	} else {
+		l, f, err := p.GetAttrs(value)
+		if err != nil {
+			return false, err
+		}
+		a = Attrs{Labels: l, Fields: f}
+		memo.LoadOrStore(attrsMemoKey{}, a)
+	}
+	return p.MatchesAttrs(a), nil
+}
+
+// MatchesAttrs reports whether already-extracted attributes match.
+func (p Predicate) MatchesAttrs(a Attrs) bool {
+	if p.Label != nil && !p.Label.Empty() && !p.Label.Matches(a.Labels) {
+		return false
+	}
+	if p.Field != nil && !p.Field.Empty() && !p.Field.Matches(a.Fields) {
+		return false
+	}
+	return true
+}
+
+// FilterEvent applies p to a change and returns the event a watcher with
+// that predicate must see, or false when it must see nothing: an object
+// that starts matching is Added, one that stops matching is Deleted (with
+// its previous value), and one that never matched is invisible.
+func (p Predicate) FilterEvent(ev Event) (Event, bool, error) {
+	if p.Empty() || ev.Type == Bookmark || ev.Type == ErrorEvent {
+		return ev, true, nil
+	}
+	cur, err := p.Matches(ev.Value, ev.Memo)
+	if err != nil {
+		return ev, false, err
+	}
+	if ev.Type != Modified {
+		return ev, cur, nil
+	}
+	prev := false
+	if ev.PrevValue != nil {
+		if prev, err = p.Matches(ev.PrevValue, nil); err != nil {
+			return ev, false, err
+		}
+	}
+	switch {
+	case cur && prev:
+		return ev, true, nil
+	case cur && !prev:
+		ev.Type = Added
+		return ev, true, nil
+	case !cur && prev:
+		return Event{Type: Deleted, Key: ev.Key, Value: ev.PrevValue, Revision: ev.Revision}, true, nil
+	default:
+		return ev, false, nil
+	}
+}
