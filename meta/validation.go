@@ -1,13 +1,13 @@
 package meta
 
-import (
-	"regexp"
-	"strconv"
-	"strings"
-)
+import "strconv"
 
 // The name and value rules of Kubernetes, with its messages word for word:
-// clients and users match on them.
+// clients and users match on them. The checks are hand-written rather than
+// regular expressions because label selectors arrive with every LIST and
+// WATCH and are validated on the request path; the *Fmt constants are the
+// regular expressions Kubernetes uses and appear only in messages (the tests
+// hold the checks to them).
 
 const (
 	dns1123LabelFmt          = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -27,14 +27,8 @@ const (
 	dns1123LabelMaxLen      = 63
 )
 
-var (
-	dns1123SubdomainRe = regexp.MustCompile("^" + dns1123SubdomainFmt + "$")
-	dns1123LabelRe     = regexp.MustCompile("^" + dns1123LabelFmt + "$")
-	qualifiedNameRe    = regexp.MustCompile("^" + qualifiedNameFmt + "$")
-	labelValueRe       = regexp.MustCompile("^" + labelValueFmt + "$")
-)
-
-// regexError formats a validation message as k8s.io/apimachinery does.
+// regexError formats a validation message as k8s.io/apimachinery does,
+// including its doubled space after each example ("'MyName',  or").
 func regexError(msg, format string, examples ...string) string {
 	if len(examples) == 0 {
 		return msg + " (regex used for validation is '" + format + "')"
@@ -51,6 +45,51 @@ func regexError(msg, format string, examples ...string) string {
 
 func maxLenError(n int) string { return "must be no more than " + strconv.Itoa(n) + " characters" }
 
+func isLowerAlnum(c byte) bool { return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' }
+
+func isAlnum(c byte) bool { return isLowerAlnum(c) || 'A' <= c && c <= 'Z' }
+
+// isDNS1123Label reports whether s matches dns1123LabelFmt.
+func isDNS1123Label(s string) bool {
+	if s == "" || !isLowerAlnum(s[0]) || !isLowerAlnum(s[len(s)-1]) {
+		return false
+	}
+	for i := 1; i < len(s)-1; i++ {
+		if c := s[i]; !isLowerAlnum(c) && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// isDNS1123Subdomain reports whether s matches dns1123SubdomainFmt: labels
+// joined by single dots.
+func isDNS1123Subdomain(s string) bool {
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == '.' {
+			if !isDNS1123Label(s[start:i]) {
+				return false
+			}
+			start = i + 1
+		}
+	}
+	return true
+}
+
+// isQualifiedNamePart reports whether s matches qualifiedNameFmt.
+func isQualifiedNamePart(s string) bool {
+	if s == "" || !isAlnum(s[0]) || !isAlnum(s[len(s)-1]) {
+		return false
+	}
+	for i := 1; i < len(s)-1; i++ {
+		if c := s[i]; !isAlnum(c) && c != '-' && c != '_' && c != '.' {
+			return false
+		}
+	}
+	return true
+}
+
 // ValidateDNS1123Subdomain returns the problems of value as an RFC 1123
 // subdomain (the rule for most object names); none when it is valid.
 func ValidateDNS1123Subdomain(value string) []string {
@@ -58,7 +97,7 @@ func ValidateDNS1123Subdomain(value string) []string {
 	if len(value) > dns1123SubdomainMaxLen {
 		errs = append(errs, maxLenError(dns1123SubdomainMaxLen))
 	}
-	if !dns1123SubdomainRe.MatchString(value) {
+	if !isDNS1123Subdomain(value) {
 		errs = append(errs, regexError(dns1123SubdomainErrorMsg, dns1123SubdomainFmt, "example.com"))
 	}
 	return errs
@@ -71,7 +110,7 @@ func ValidateDNS1123Label(value string) []string {
 	if len(value) > dns1123LabelMaxLen {
 		errs = append(errs, maxLenError(dns1123LabelMaxLen))
 	}
-	if !dns1123LabelRe.MatchString(value) {
+	if !isDNS1123Label(value) {
 		errs = append(errs, regexError(dns1123LabelErrorMsg, dns1123LabelFmt, "my-name", "123-abc"))
 	}
 	return errs
@@ -82,14 +121,21 @@ func ValidateDNS1123Label(value string) []string {
 // characters (the rule for label and annotation keys and finalizers).
 func ValidateQualifiedName(value string) []string {
 	var errs []string
-	parts := strings.Split(value, "/")
-	var name string
-	switch len(parts) {
-	case 1:
-		name = parts[0]
-	case 2:
-		var prefix string
-		prefix, name = parts[0], parts[1]
+	name := value
+	for i := 0; i < len(value); i++ {
+		if value[i] != '/' {
+			continue
+		}
+		prefix := value[:i]
+		name = value[i+1:]
+		for j := 0; j < len(name); j++ {
+			if name[j] == '/' {
+				// Kubernetes reports a second "/" as one error about the
+				// whole value, without looking at its parts.
+				return []string{"a qualified name " + regexError(qualifiedNameErrMsg, qualifiedNameFmt, "MyName", "my.name", "123-abc") +
+					" with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"}
+			}
+		}
 		if prefix == "" {
 			errs = append(errs, "prefix part must be non-empty")
 		} else {
@@ -97,28 +143,28 @@ func ValidateQualifiedName(value string) []string {
 				errs = append(errs, "prefix part "+msg)
 			}
 		}
-	default:
-		return append(errs, "a qualified name "+regexError(qualifiedNameErrMsg, qualifiedNameFmt, "MyName", "my.name", "123-abc")+
-			" with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')")
+		break
 	}
 	if name == "" {
 		errs = append(errs, "name part must be non-empty")
 	} else if len(name) > qualifiedNameMaxLength {
 		errs = append(errs, "name part "+maxLenError(qualifiedNameMaxLength))
 	}
-	if !qualifiedNameRe.MatchString(name) {
+	if !isQualifiedNamePart(name) {
 		errs = append(errs, "name part "+regexError(qualifiedNameErrMsg, qualifiedNameFmt, "MyName", "my.name", "123-abc"))
 	}
 	return errs
 }
 
-// ValidateLabelValue returns the problems of value as a label value.
+// ValidateLabelValue returns the problems of value as a label value: empty,
+// or at most 63 characters that start and end alphanumeric with '-', '_' and
+// '.' between.
 func ValidateLabelValue(value string) []string {
 	var errs []string
 	if len(value) > labelValueMaxLength {
 		errs = append(errs, maxLenError(labelValueMaxLength))
 	}
-	if !labelValueRe.MatchString(value) {
+	if value != "" && !isQualifiedNamePart(value) {
 		errs = append(errs, regexError(labelValueErrMsg, labelValueFmt, "MyValue", "my_value", "12345"))
 	}
 	return errs
