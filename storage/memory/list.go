@@ -1,0 +1,112 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/apikit-dev/apikit/storage"
+)
+
+// listPrefix makes prefix end in "/", so that "/a" never lists "/ab/x".
+func listPrefix(prefix string) string {
+	if !strings.HasSuffix(prefix, "/") {
+		return prefix + "/"
+	}
+	return prefix
+}
+
+func invalid(format string, args ...any) error {
+	return &storage.Error{Code: storage.CodeInvalidObject, Message: fmt.Sprintf(format, args...)}
+}
+
+// List implements storage.Interface.
+func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOptions) (storage.ListResult, error) {
+	if err := ctx.Err(); err != nil {
+		return storage.ListResult{}, err
+	}
+	prefix = listPrefix(prefix)
+	start := prefix
+	var rev int64 // 0: the latest
+	switch {
+	case opts.Continue != "":
+		if opts.Revision != 0 {
+			return storage.ListResult{}, invalid("specifying resource version is not allowed when using continue")
+		}
+		var err error
+		if start, rev, err = storage.DecodeContinue(opts.Continue, prefix); err != nil {
+			return storage.ListResult{}, err
+		}
+	case opts.AnyRevision || opts.Revision == 0:
+	case opts.Match == storage.MatchExact || (opts.Match == storage.MatchDefault && opts.Limit > 0):
+		rev = opts.Revision
+	case opts.Match == storage.MatchNotOlderThan || opts.Match == storage.MatchDefault:
+		if err := s.waitForRevision(ctx, opts.Revision); err != nil {
+			return storage.ListResult{}, err
+		}
+	default:
+		return storage.ListResult{}, invalid("unknown resourceVersionMatch %q", opts.Match)
+	}
+
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return storage.ListResult{}, errClosed()
+	}
+	switch {
+	case rev == 0:
+		rev = s.rev
+	case rev < s.compacted:
+		return storage.ListResult{}, storage.NewExpired(rev, s.compacted)
+	case rev > s.rev:
+		return storage.ListResult{}, storage.NewTooLargeResourceVersion(rev, s.rev)
+	}
+
+	res := storage.ListResult{Revision: rev}
+	keys := s.keys
+	i := searchKeys(keys, start)
+	filtered := !opts.Predicate.Empty()
+	if opts.Limit > 0 {
+		res.Items = make([]storage.KeyValue, 0, min(opts.Limit, 1024))
+	}
+	more := false
+	for ; i < len(keys) && strings.HasPrefix(keys[i].key, prefix); i++ {
+		v, ok := keys[i].at(rev)
+		if !ok {
+			continue
+		}
+		if opts.Limit > 0 && int64(len(res.Items)) == opts.Limit {
+			more = true
+			break
+		}
+		if filtered {
+			match, err := opts.Predicate.Matches(v.value, v.memo)
+			if err != nil {
+				return storage.ListResult{}, fmt.Errorf("filtering %q: %w", keys[i].key, err)
+			}
+			if !match {
+				continue
+			}
+		}
+		res.Items = append(res.Items, kv(keys[i].key, v))
+	}
+	if !more {
+		return res, nil
+	}
+	last := res.Items[len(res.Items)-1].Key
+	token, err := storage.EncodeContinue(last, prefix, rev)
+	if err != nil {
+		return storage.ListResult{}, fmt.Errorf("encoding continue token: %w", err)
+	}
+	res.Continue = token
+	if !filtered {
+		var remaining int64
+		for ; i < len(keys) && strings.HasPrefix(keys[i].key, prefix); i++ {
+			if _, ok := keys[i].at(rev); ok {
+				remaining++
+			}
+		}
+		res.RemainingItemCount = &remaining
+	}
+	return res, nil
+}

@@ -1,0 +1,24 @@
+package memory
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/apikit-dev/apikit/storage"
+	"github.com/apikit-dev/apikit/storage/storagetest"
+)
+
+const testBookmarkInterval = 200 * time.Millisecond
+
+func TestConformance(t *testing.T) {
+	storagetest.Run(t, storagetest.Factory{
+		New: func(*testing.T) storage.Interface {
+			return New(WithBookmarkInterval(testBookmarkInterval), WithMaxRevisionWait(time.Second))
+		},
+		Compact: func(_ context.Context, s storage.Interface, rev int64) error {
+			return s.(*Store).Compact(rev)
+		},
+		BookmarkInterval: testBookmarkInterval,
+	})
+}
