@@ -156,12 +156,12 @@ func TestEscapeFieldValue(t *testing.T) {
 		}
 	}
 	for in, wantErr := range map[string]string{
-		`a\b`: `invalid field selector: invalid escape sequence: \b`,
-		`\`:   `invalid field selector: invalid escape sequence: \`,
+		`a\b`:  `invalid field selector: invalid escape sequence: \b`,
+		`\`:    `invalid field selector: invalid escape sequence: \`,
 		`a\\\`: `invalid field selector: invalid escape sequence: \`,
-		"a,b": "invalid field selector: unescaped character in value: 44",
-		"a=b": "invalid field selector: unescaped character in value: 61",
-		`\\=`: "invalid field selector: unescaped character in value: 61",
+		"a,b":  "invalid field selector: unescaped character in value: 44",
+		"a=b":  "invalid field selector: unescaped character in value: 61",
+		`\\=`:  "invalid field selector: unescaped character in value: 61",
 	} {
 		if got, err := UnescapeFieldValue(in); err == nil || err.Error() != wantErr {
 			t.Errorf("UnescapeFieldValue(%q) = %q, %v; want error %q", in, got, err, wantErr)
