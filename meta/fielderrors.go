@@ -1,8 +1,8 @@
 package meta
 
 import (
+	"encoding/json"
 	"fmt"
-	"reflect"
 	"strconv"
 	"strings"
 )
@@ -64,7 +64,9 @@ type FieldError struct {
 func (e *FieldError) Error() string { return e.Field + ": " + e.ErrorBody() }
 
 // ErrorBody returns the message without the field path, formatted as
-// k8s.io/apimachinery formats it.
+// k8s.io/apimachinery formats it: simple numbers and booleans as %v, strings
+// quoted, anything else as JSON (so a []string reads ["a","b"]), falling
+// back to String() and then %#v for values JSON cannot encode.
 func (e *FieldError) ErrorBody() string {
 	var s string
 	switch {
@@ -72,21 +74,21 @@ func (e *FieldError) ErrorBody() string {
 		e.Type == FieldValueTooLong, e.Type == FieldInternal:
 		s = e.Type.String()
 	default:
-		v := e.BadValue
-		if rv := reflect.ValueOf(v); v == nil || (rv.Kind() == reflect.Pointer && rv.IsNil()) {
-			v = "null"
-		} else if rv.Kind() == reflect.Pointer {
-			v = rv.Elem().Interface()
-		}
-		switch t := v.(type) {
-		case int, int64, int32, float64, float32, bool:
+		switch t := e.BadValue.(type) {
+		case int64, int32, float64, float32, bool:
 			s = fmt.Sprintf("%s: %v", e.Type, t)
 		case string:
 			s = fmt.Sprintf("%s: %q", e.Type, t)
-		case fmt.Stringer:
-			s = fmt.Sprintf("%s: %s", e.Type, t.String())
 		default:
-			s = fmt.Sprintf("%s: %#v", e.Type, t)
+			var v string
+			if b, err := json.Marshal(t); err == nil {
+				v = string(b)
+			} else if st, ok := t.(fmt.Stringer); ok {
+				v = st.String()
+			} else {
+				v = fmt.Sprintf("%#v", t)
+			}
+			s = fmt.Sprintf("%s: %s", e.Type, v)
 		}
 	}
 	if e.Detail != "" {
@@ -99,8 +101,11 @@ func (e *FieldError) ErrorBody() string {
 type FieldErrors []*FieldError
 
 // Error joins the errors as k8s.io/apimachinery's aggregate does: one error
-// as itself, several as "[a, b]", duplicates dropped.
+// as itself, several as "[a, b]", duplicates dropped, none as "".
 func (l FieldErrors) Error() string {
+	if len(l) == 0 {
+		return ""
+	}
 	seen := make(map[string]bool, len(l))
 	msgs := make([]string, 0, len(l))
 	for _, e := range l {
@@ -192,10 +197,14 @@ func Forbidden(p *Path, detail string) *FieldError {
 	return &FieldError{Type: FieldValueForbidden, Field: p.String(), Detail: detail, omitValue: true}
 }
 
-// TooLong reports a value over its maximum length.
+// TooLong reports a value over its maximum length in bytes; the value is
+// not repeated in the message. A negative maxLength leaves the limit out.
 func TooLong(p *Path, value any, maxLength int) *FieldError {
-	detail := ""
-	if maxLength >= 0 {
+	detail := "value is too long"
+	switch {
+	case maxLength == 1:
+		detail = "may not be more than 1 byte"
+	case maxLength >= 0:
 		detail = fmt.Sprintf("may not be more than %d bytes", maxLength)
 	}
 	return &FieldError{Type: FieldValueTooLong, Field: p.String(), BadValue: value, Detail: detail}
