@@ -137,10 +137,12 @@ func NewBadRequest(message string) *StatusError {
 	return newStatusError(http.StatusBadRequest, StatusReasonBadRequest, message, nil)
 }
 
-// NewUnauthorized reports a request without valid credentials (401).
+// NewUnauthorized reports a request without valid credentials (401). An
+// empty message becomes "not authorized", as in Kubernetes; kube-apiserver's
+// authentication filter itself answers NewUnauthorized("Unauthorized").
 func NewUnauthorized(message string) *StatusError {
 	if message == "" {
-		message = "Unauthorized"
+		message = "not authorized"
 	}
 	return newStatusError(http.StatusUnauthorized, StatusReasonUnauthorized, message, nil)
 }
@@ -184,11 +186,14 @@ func NewRequestEntityTooLarge(message string) *StatusError {
 		"Request entity too large: "+message, nil)
 }
 
-// NewUnsupportedMediaType reports a body in a format the server does not read (415).
+// NewUnsupportedMediaType reports a body in a format the server does not read
+// (415). Like Kubernetes, the body names the accepted types but not
+// contentType, and has no details; contentType is there for the caller's
+// own logging and a future cause.
 func NewUnsupportedMediaType(contentType string, accepted []string) *StatusError {
 	return newStatusError(http.StatusUnsupportedMediaType, StatusReasonUnsupportedMediaType,
 		fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: %s", strings.Join(accepted, ", ")),
-		&StatusDetails{Causes: []StatusCause{{Type: "UnsupportedMediaType", Message: fmt.Sprintf("content type %q is not supported", contentType)}}})
+		nil)
 }
 
 // NewNotAcceptable reports an Accept header the server cannot satisfy (406).
@@ -218,7 +223,8 @@ func NewTimeout(message string, retryAfterSeconds int) *StatusError {
 func NewServerTimeout(gr GroupResource, operation string, retryAfterSeconds int) *StatusError {
 	return newStatusError(http.StatusInternalServerError, StatusReasonServerTimeout,
 		fmt.Sprintf("The %s operation against %s could not be completed at this time, please try again.", operation, gr.String()),
-		&StatusDetails{Group: gr.Group, Kind: gr.Resource, RetryAfterSeconds: int32(retryAfterSeconds)})
+		// Kubernetes puts the operation in details.name.
+		&StatusDetails{Group: gr.Group, Kind: gr.Resource, Name: operation, RetryAfterSeconds: int32(retryAfterSeconds)})
 }
 
 // NewInternalError reports a server-side failure (500).
