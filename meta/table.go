@@ -27,7 +27,9 @@ type TableColumnDefinition struct {
 type TableRow struct {
 	Cells      []any               `json:"cells"`
 	Conditions []TableRowCondition `json:"conditions,omitempty"`
-	Object     json.RawMessage     `json:"object,omitempty"`
+	// Object is written even when nil, as "object":null: Kubernetes' field
+	// is a runtime.RawExtension struct, which omitempty never omits.
+	Object json.RawMessage `json:"object"`
 }
 
 // TableRowCondition marks a row, e.g. as Completed.
