@@ -103,22 +103,16 @@ func IsDryRun(dryRun []string) (bool, error) {
 	return len(dryRun) > 0, nil
 }
 
-func parseBool(q url.Values, name string) (bool, bool, error) {
+// parseBool reads a boolean query parameter as Kubernetes' conversion of
+// query parameters does: "0" and "false" (in any case) are false, and any
+// other value, including none at all ("?watch"), is true. It never fails;
+// ok reports whether the parameter was given.
+func parseBool(q url.Values, name string) (value, ok bool) {
 	v, ok := q[name]
 	if !ok || len(v) == 0 {
-		return false, false, nil
+		return false, false
 	}
-	switch strings.ToLower(v[0]) {
-	case "", "1", "true":
-		return true, true, nil
-	case "0", "false":
-		return false, true, nil
-	}
-	b, err := strconv.ParseBool(v[0])
-	if err != nil {
-		return false, true, NewBadRequest(fmt.Sprintf("invalid value %q for query parameter %s: must be a boolean", v[0], name))
-	}
-	return b, true, nil
+	return v[0] != "0" && !strings.EqualFold(v[0], "false"), true
 }
 
 func parseInt(q url.Values, name string) (int64, bool, error) {
@@ -140,12 +134,8 @@ func ParseListOptions(q url.Values) (ListOptions, error) {
 	var err error
 	o.LabelSelector = q.Get("labelSelector")
 	o.FieldSelector = q.Get("fieldSelector")
-	if o.Watch, _, err = parseBool(q, "watch"); err != nil {
-		return o, err
-	}
-	if o.AllowWatchBookmarks, _, err = parseBool(q, "allowWatchBookmarks"); err != nil {
-		return o, err
-	}
+	o.Watch, _ = parseBool(q, "watch")
+	o.AllowWatchBookmarks, _ = parseBool(q, "allowWatchBookmarks")
 	o.ResourceVersion = q.Get("resourceVersion")
 	o.ResourceVersionMatch = ResourceVersionMatch(q.Get("resourceVersionMatch"))
 	if t, ok, err := parseInt(q, "timeoutSeconds"); err != nil {
@@ -157,9 +147,7 @@ func ParseListOptions(q url.Values) (ListOptions, error) {
 		return o, err
 	}
 	o.Continue = q.Get("continue")
-	if b, ok, err := parseBool(q, "sendInitialEvents"); err != nil {
-		return o, err
-	} else if ok {
+	if b, ok := parseBool(q, "sendInitialEvents"); ok {
 		o.SendInitialEvents = &b
 	}
 	if errs := o.Validate(); len(errs) > 0 {
@@ -260,9 +248,7 @@ func ParsePatchOptions(q url.Values) (PatchOptions, error) {
 	if err != nil {
 		return o, err
 	}
-	if b, ok, err := parseBool(q, "force"); err != nil {
-		return o, err
-	} else if ok {
+	if b, ok := parseBool(q, "force"); ok {
 		o.Force = &b
 	}
 	return o, nil
@@ -280,9 +266,7 @@ func ParseDeleteQuery(q url.Values, o *DeleteOptions) error {
 		pp := DeletionPropagation(p)
 		o.PropagationPolicy = &pp
 	}
-	if b, ok, err := parseBool(q, "orphanDependents"); err != nil {
-		return err
-	} else if ok {
+	if b, ok := parseBool(q, "orphanDependents"); ok {
 		o.OrphanDependents = &b
 	}
 	if d := q["dryRun"]; len(d) > 0 {

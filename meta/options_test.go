@@ -1,0 +1,171 @@
+package meta
+
+import (
+	"net/http"
+	"net/url"
+	"testing"
+)
+
+func TestParseListOptions(t *testing.T) {
+	const invalid = `ListOptions.meta.k8s.io "" is invalid: `
+	tests := []struct {
+		name       string
+		query      string
+		check      func(t *testing.T, o ListOptions)
+		wantCode   int32
+		wantReason StatusReason
+		wantErr    string
+	}{
+		{name: "empty", query: "", check: func(t *testing.T, o ListOptions) {
+			if o.Watch || o.Limit != 0 || o.TimeoutSeconds != nil || o.SendInitialEvents != nil {
+				t.Errorf("got %+v", o)
+			}
+		}},
+		{name: "selectors and paging", query: "labelSelector=app%3Dweb&fieldSelector=metadata.name%3Dx&limit=50&continue=abc&timeoutSeconds=30",
+			check: func(t *testing.T, o ListOptions) {
+				if o.LabelSelector != "app=web" || o.FieldSelector != "metadata.name=x" || o.Limit != 50 || o.Continue != "abc" ||
+					o.TimeoutSeconds == nil || *o.TimeoutSeconds != 30 {
+					t.Errorf("got %+v", o)
+				}
+			}},
+		{name: "watch true", query: "watch=true", check: wantWatch(true)},
+		{name: "watch 1", query: "watch=1", check: wantWatch(true)},
+		{name: "watch without value", query: "watch", check: wantWatch(true)},
+		{name: "watch any other word", query: "watch=yes", check: wantWatch(true)},
+		{name: "watch false", query: "watch=false", check: wantWatch(false)},
+		{name: "watch FALSE", query: "watch=FALSE", check: wantWatch(false)},
+		{name: "watch 0", query: "watch=0", check: wantWatch(false)},
+		{name: "exact read", query: "resourceVersion=5&resourceVersionMatch=Exact", check: func(t *testing.T, o ListOptions) {
+			if o.ResourceVersion != "5" || o.ResourceVersionMatch != ResourceVersionMatchExact {
+				t.Errorf("got %+v", o)
+			}
+		}},
+		{name: "streaming list", query: "watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan",
+			check: func(t *testing.T, o ListOptions) {
+				if !o.Watch || !o.AllowWatchBookmarks || o.SendInitialEvents == nil || !*o.SendInitialEvents {
+					t.Errorf("got %+v", o)
+				}
+			}},
+
+		{name: "bad limit", query: "limit=ten", wantCode: http.StatusBadRequest, wantReason: StatusReasonBadRequest,
+			wantErr: `invalid value "ten" for query parameter limit: must be an integer`},
+		{name: "bad timeout", query: "timeoutSeconds=1.5", wantCode: http.StatusBadRequest, wantReason: StatusReasonBadRequest,
+			wantErr: `invalid value "1.5" for query parameter timeoutSeconds: must be an integer`},
+		{name: "negative limit", query: "limit=-1", wantCode: http.StatusUnprocessableEntity, wantReason: StatusReasonInvalid,
+			wantErr: invalid + `limit: Invalid value: -1: must be greater than or equal to 0`},
+		{name: "match without resourceVersion", query: "resourceVersionMatch=NotOlderThan", wantCode: http.StatusUnprocessableEntity, wantReason: StatusReasonInvalid,
+			wantErr: invalid + `resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided`},
+		{name: "match with continue", query: "resourceVersion=1&resourceVersionMatch=NotOlderThan&continue=abc", wantCode: http.StatusUnprocessableEntity, wantReason: StatusReasonInvalid,
+			wantErr: invalid + `resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided`},
+		{name: "unknown match", query: "resourceVersion=1&resourceVersionMatch=Newest", wantCode: http.StatusUnprocessableEntity, wantReason: StatusReasonInvalid,
+			wantErr: invalid + `resourceVersionMatch: Unsupported value: "Newest": supported values: "Exact", "NotOlderThan", ""`},
+		{name: "exact zero", query: "resourceVersion=0&resourceVersionMatch=Exact", wantCode: http.StatusUnprocessableEntity, wantReason: StatusReasonInvalid,
+			wantErr: invalid + `resourceVersionMatch: Forbidden: resourceVersionMatch "exact" is forbidden for resourceVersion "0"`},
+		{name: "several problems", query: "resourceVersionMatch=Newest&continue=abc", wantCode: http.StatusUnprocessableEntity, wantReason: StatusReasonInvalid,
+			wantErr: invalid + `[resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided, ` +
+				`resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided, ` +
+				`resourceVersionMatch: Unsupported value: "Newest": supported values: "Exact", "NotOlderThan", ""]`},
+		{name: "initial events on list", query: "sendInitialEvents=true", wantCode: http.StatusUnprocessableEntity, wantReason: StatusReasonInvalid,
+			wantErr: invalid + `sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list`},
+		{name: "initial events without match or bookmarks", query: "watch=1&sendInitialEvents=true", wantCode: http.StatusUnprocessableEntity, wantReason: StatusReasonInvalid,
+			wantErr: invalid + `[resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan, ` +
+				`allowWatchBookmarks: Forbidden: allowWatchBookmarks must be set to true when sendInitialEvents is true]`},
+		{name: "watch match without initial events", query: "watch=1&resourceVersionMatch=NotOlderThan", wantCode: http.StatusUnprocessableEntity, wantReason: StatusReasonInvalid,
+			wantErr: invalid + `resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided`},
+		{name: "watch exact", query: "watch=1&sendInitialEvents=false&resourceVersionMatch=Exact", wantCode: http.StatusUnprocessableEntity, wantReason: StatusReasonInvalid,
+			wantErr: invalid + `[resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan, ` +
+				`resourceVersionMatch: Unsupported value: "Exact": supported values: "NotOlderThan"]`},
+		{name: "watch match with continue", query: "watch=1&sendInitialEvents=false&resourceVersionMatch=NotOlderThan&continue=c", wantCode: http.StatusUnprocessableEntity, wantReason: StatusReasonInvalid,
+			wantErr: invalid + `resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden when continue is provided`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q, err := url.ParseQuery(tt.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err := ParseListOptions(q)
+			if tt.wantErr != "" {
+				if err == nil {
+					t.Fatalf("ParseListOptions(%s) = %+v, want error", tt.query, o)
+				}
+				s := StatusOf(err)
+				if err.Error() != tt.wantErr || s.Code != tt.wantCode || s.Reason != tt.wantReason {
+					t.Fatalf("error\n got: %d %s %s\nwant: %d %s %s", s.Code, s.Reason, err, tt.wantCode, tt.wantReason, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseListOptions(%s): %v", tt.query, err)
+			}
+			tt.check(t, o)
+		})
+	}
+}
+
+func wantWatch(want bool) func(*testing.T, ListOptions) {
+	return func(t *testing.T, o ListOptions) {
+		if o.Watch != want {
+			t.Errorf("Watch = %v, want %v", o.Watch, want)
+		}
+	}
+}
+
+func TestParseWriteOptions(t *testing.T) {
+	tests := []struct {
+		query   string
+		wantErr string
+	}{
+		{"", ""},
+		{"dryRun=All&fieldManager=kubectl&fieldValidation=Strict", ""},
+		{"dryRun=Some", `Invalid dryRun value: "Some"; supported values: "All"`},
+		{"fieldValidation=Loose", `fieldValidation must be one of "Ignore", "Warn" or "Strict", got "Loose"`},
+		{"fieldManager=" + string(make([]byte, 129)), "fieldManager may not be longer than 128 characters"},
+	}
+	for _, tt := range tests {
+		q, _ := url.ParseQuery(tt.query)
+		for name, parse := range map[string]func(url.Values) error{
+			"create": func(q url.Values) error { _, err := ParseCreateOptions(q); return err },
+			"update": func(q url.Values) error { _, err := ParseUpdateOptions(q); return err },
+			"patch":  func(q url.Values) error { _, err := ParsePatchOptions(q); return err },
+		} {
+			err := parse(q)
+			if got := errString(err); got != tt.wantErr {
+				t.Errorf("%s %q: error %q, want %q", name, tt.query, got, tt.wantErr)
+			}
+			if err != nil && !IsBadRequest(err) {
+				t.Errorf("%s %q: %v is not a BadRequest", name, tt.query, err)
+			}
+		}
+	}
+	o, err := ParsePatchOptions(url.Values{"force": {"true"}, "dryRun": {"All"}})
+	if err != nil || o.Force == nil || !*o.Force || len(o.DryRun) != 1 {
+		t.Errorf("ParsePatchOptions = %+v, %v", o, err)
+	}
+}
+
+func TestParseDeleteQuery(t *testing.T) {
+	q := url.Values{"gracePeriodSeconds": {"0"}, "propagationPolicy": {"Foreground"}, "orphanDependents": {"false"}, "dryRun": {"All"}}
+	var o DeleteOptions
+	if err := ParseDeleteQuery(q, &o); err != nil {
+		t.Fatal(err)
+	}
+	if o.GracePeriodSeconds == nil || *o.GracePeriodSeconds != 0 || o.PropagationPolicy == nil || *o.PropagationPolicy != DeletePropagationForeground ||
+		o.OrphanDependents == nil || *o.OrphanDependents || len(o.DryRun) != 1 {
+		t.Errorf("got %+v", o)
+	}
+	err := ParseDeleteQuery(url.Values{"propagationPolicy": {"Sideways"}}, &DeleteOptions{})
+	const want = `DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: "Sideways": supported values: "Foreground", "Background", "Orphan", "nil"`
+	if errString(err) != want || !IsInvalid(err) {
+		t.Errorf("error %q, want %q", errString(err), want)
+	}
+	checkJSON(t, DeleteOptions{TypeMeta: TypeMeta{Kind: "DeleteOptions", APIVersion: "v1"}, GracePeriodSeconds: o.GracePeriodSeconds, PropagationPolicy: o.PropagationPolicy},
+		`{"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":0,"propagationPolicy":"Foreground"}`)
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
