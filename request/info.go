@@ -1,0 +1,193 @@
+package request
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/apikit-dev/apikit/meta"
+)
+
+// Info is what a request asks of the server.
+type Info struct {
+	// IsResourceRequest is false for paths outside /api and /apis
+	// resource trees (/healthz, /apis discovery, /openapi/v2...).
+	IsResourceRequest bool
+	Path              string
+	// Verb is the Kubernetes verb: get, list, watch, create, update, patch,
+	// delete, deletecollection for resources; the lowercased HTTP method
+	// for other paths.
+	Verb        string
+	APIPrefix   string
+	APIGroup    string
+	APIVersion  string
+	Namespace   string
+	Resource    string
+	Subresource string
+	Name        string
+	Parts       []string
+	// FieldSelectorName is set when a list or watch selects one object by
+	// metadata.name; Name is then set to it as well, as kube-apiserver does,
+	// so that authorization can allow a watch on a single named object.
+	FieldSelectorName bool
+}
+
+// IsLongRunning reports whether the request may outlive the request timeout
+// (watches and streaming subresources).
+func (i *Info) IsLongRunning() bool {
+	if i.Verb == "watch" {
+		return true
+	}
+	switch i.Subresource {
+	case "proxy", "attach", "exec", "log", "portforward":
+		return true
+	}
+	return false
+}
+
+// IsMutating reports whether the verb changes state.
+func (i *Info) IsMutating() bool {
+	switch i.Verb {
+	case "create", "update", "patch", "delete", "deletecollection", "post", "put", "delete_nonresource":
+		return true
+	}
+	return false
+}
+
+// Resolver parses request paths. APIPrefixes are the roots of resource
+// trees with groups ("apis"); GrouplessPrefixes those without ("api").
+type Resolver struct {
+	APIPrefixes       []string
+	GrouplessPrefixes []string
+}
+
+// DefaultResolver parses /api and /apis as Kubernetes does.
+var DefaultResolver = &Resolver{APIPrefixes: []string{"apis", "api"}, GrouplessPrefixes: []string{"api"}}
+
+// namespaceSubresources are the subresources of a namespace object; a path
+// /namespaces/<ns>/<x> with x among them addresses the namespace itself.
+var namespaceSubresources = map[string]bool{"status": true, "finalize": true}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Resolve parses r into an Info. It never fails: anything it cannot place in
+// a resource tree is a non-resource request.
+func (res *Resolver) Resolve(r *http.Request) *Info {
+	return res.resolve(r.Method, r.URL)
+}
+
+func (res *Resolver) resolve(method string, u *url.URL) *Info {
+	info := &Info{Path: u.Path, Verb: strings.ToLower(method)}
+	parts := splitPath(u.Path)
+	if len(parts) < 3 || !contains(res.APIPrefixes, parts[0]) {
+		return info
+	}
+	info.APIPrefix = parts[0]
+	parts = parts[1:]
+	if !contains(res.GrouplessPrefixes, info.APIPrefix) {
+		if len(parts) < 3 {
+			// /apis/<group>/<version>: discovery, not a resource.
+			return info
+		}
+		info.APIGroup = parts[0]
+		parts = parts[1:]
+	}
+	info.IsResourceRequest = true
+	info.APIVersion = parts[0]
+	parts = parts[1:]
+
+	if parts[0] == "watch" {
+		// The deprecated /watch/ path prefix.
+		info.Verb = "watch"
+		parts = parts[1:]
+		if len(parts) == 0 {
+			info.IsResourceRequest = false
+			return info
+		}
+	} else {
+		switch method {
+		case http.MethodPost:
+			info.Verb = "create"
+		case http.MethodGet, http.MethodHead:
+			info.Verb = "get"
+		case http.MethodPut:
+			info.Verb = "update"
+		case http.MethodPatch:
+			info.Verb = "patch"
+		case http.MethodDelete:
+			info.Verb = "delete"
+		default:
+			info.Verb = ""
+		}
+	}
+
+	if parts[0] == "namespaces" {
+		if len(parts) > 1 {
+			info.Namespace = parts[1]
+			if len(parts) > 2 && !namespaceSubresources[parts[2]] {
+				parts = parts[2:]
+			}
+		}
+	}
+	info.Parts = parts
+	switch {
+	case len(parts) >= 3:
+		info.Subresource = parts[2]
+		fallthrough
+	case len(parts) == 2:
+		info.Name = parts[1]
+		fallthrough
+	case len(parts) == 1:
+		info.Resource = parts[0]
+	}
+
+	if info.Name == "" && info.Verb == "get" {
+		info.Verb = "list"
+		if w := u.Query().Get("watch"); w == "1" || strings.EqualFold(w, "true") {
+			info.Verb = "watch"
+		}
+	}
+	if info.Name == "" && info.Verb == "delete" {
+		info.Verb = "deletecollection"
+	}
+	if (info.Verb == "list" || info.Verb == "watch") && info.Name == "" {
+		if fs := u.Query().Get("fieldSelector"); fs != "" {
+			if sel, err := meta.ParseFieldSelector(fs); err == nil {
+				if name, ok := sel.RequiresExactMatch("metadata.name"); ok {
+					info.Name = name
+					info.FieldSelectorName = true
+				}
+			}
+		}
+	}
+	return info
+}
+
+func splitPath(p string) []string {
+	p = strings.Trim(p, "/")
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, "/")
+}
+
+type infoKey struct{}
+
+// WithInfo returns a context carrying info.
+func WithInfo(ctx context.Context, info *Info) context.Context {
+	return context.WithValue(ctx, infoKey{}, info)
+}
+
+// InfoFrom returns the Info a context carries.
+func InfoFrom(ctx context.Context) (*Info, bool) {
+	i, ok := ctx.Value(infoKey{}).(*Info)
+	return i, ok && i != nil
+}
