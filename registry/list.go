@@ -1,0 +1,245 @@
+package registry
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/storage"
+)
+
+// Entry is one object read from storage together with the memo a cache keeps
+// for it (nil without a cache).
+type Entry[T meta.Object] struct {
+	Object T
+	Memo   *storage.Memo
+}
+
+// ListResult is one page of objects.
+type ListResult[T meta.Object] struct {
+	Items              []Entry[T]
+	ResourceVersion    string
+	Continue           string
+	RemainingItemCount *int64
+}
+
+// predicate builds the storage predicate for the options' selectors.
+func (s *Store[T]) predicate(opts meta.ListOptions) (storage.Predicate, error) {
+	var p storage.Predicate
+	if opts.LabelSelector != "" {
+		sel, err := meta.ParseLabelSelector(opts.LabelSelector)
+		if err != nil {
+			return p, meta.NewBadRequest(fmt.Sprintf("unable to parse requirement: %v", err))
+		}
+		p.Label = sel
+	}
+	if opts.FieldSelector != "" {
+		sel, err := meta.ParseFieldSelector(opts.FieldSelector)
+		if err != nil {
+			return p, meta.NewBadRequest(fmt.Sprintf("invalid field selector: %v", err))
+		}
+		p.Field = sel
+	}
+	if !p.Empty() {
+		p.GetAttrs = s.attrs
+	}
+	return p, nil
+}
+
+// metadataOnly decodes only what default selectors need: a fraction of the
+// cost of decoding the whole object.
+type metadataOnly struct {
+	Metadata struct {
+		Name      string            `json:"name"`
+		Namespace string            `json:"namespace"`
+		Labels    map[string]string `json:"labels"`
+	} `json:"metadata"`
+}
+
+// attrs extracts the labels and selectable fields of a stored value.
+func (s *Store[T]) attrs(value []byte) (meta.Set, meta.Set, error) {
+	if s.opts.Fields != nil {
+		obj, err := s.decodeFresh(value, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		m := obj.GetObjectMeta()
+		fields := meta.Set{"metadata.name": m.Name}
+		if s.opts.NamespaceScoped {
+			fields["metadata.namespace"] = m.Namespace
+		}
+		for k, v := range s.opts.Fields(obj) {
+			fields[k] = v
+		}
+		return m.Labels, fields, nil
+	}
+	var mo metadataOnly
+	if err := json.Unmarshal(value, &mo); err != nil {
+		return nil, nil, fmt.Errorf("decoding metadata of stored %s: %w", s.opts.Resource, err)
+	}
+	fields := meta.Set{"metadata.name": mo.Metadata.Name}
+	if s.opts.NamespaceScoped {
+		fields["metadata.namespace"] = mo.Metadata.Namespace
+	}
+	return mo.Metadata.Labels, fields, nil
+}
+
+// storageListOptions maps Kubernetes list options to storage options.
+func (s *Store[T]) storageListOptions(opts meta.ListOptions) (storage.ListOptions, error) {
+	so := storage.ListOptions{Limit: opts.Limit, Continue: opts.Continue}
+	if opts.Continue != "" && opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+		return so, meta.NewBadRequest("specifying resource version is not allowed when using continue")
+	}
+	switch opts.ResourceVersion {
+	case "":
+	case "0":
+		so.AnyRevision = true
+	default:
+		n, err := parseResourceVersion(opts.ResourceVersion)
+		if err != nil {
+			return so, err
+		}
+		so.Revision = n
+	}
+	switch opts.ResourceVersionMatch {
+	case meta.ResourceVersionMatchExact:
+		so.Match = storage.MatchExact
+	case meta.ResourceVersionMatchNotOlderThan:
+		so.Match = storage.MatchNotOlderThan
+	}
+	p, err := s.predicate(opts)
+	if err != nil {
+		return so, err
+	}
+	so.Predicate = p
+	return so, nil
+}
+
+// List returns the objects in namespace ns ("" for all) matching opts. The
+// objects may be shared: do not modify them.
+func (s *Store[T]) List(ctx context.Context, ns string, opts meta.ListOptions) (*ListResult[T], error) {
+	so, err := s.storageListOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.opts.Storage.List(ctx, s.prefix(ns), so)
+	if err != nil {
+		if errors.Is(err, storage.ErrExpired) && opts.Continue != "" {
+			return nil, meta.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+		}
+		return nil, s.storageError(err, "")
+	}
+	out := &ListResult[T]{
+		Items:              make([]Entry[T], 0, len(res.Items)),
+		ResourceVersion:    strconv.FormatInt(res.Revision, 10),
+		Continue:           res.Continue,
+		RemainingItemCount: res.RemainingItemCount,
+	}
+	for _, kv := range res.Items {
+		obj, err := s.decodeStored(kv)
+		if err != nil {
+			return nil, err
+		}
+		out.Items = append(out.Items, Entry[T]{Object: obj, Memo: kv.Memo})
+	}
+	return out, nil
+}
+
+// Event is one change to a watched object.
+type Event[T meta.Object] struct {
+	Type meta.EventType
+	// Object is the object after the change (before it, for Deleted); for
+	// Bookmark only its resourceVersion (and annotations) are set.
+	Object T
+	Memo   *storage.Memo
+	// Err is set on Error events: a Status error.
+	Err error
+}
+
+// Watch streams changes to objects in ns ("" for all) matching opts. The
+// channel closes when ctx ends or after an Error event.
+func (s *Store[T]) Watch(ctx context.Context, ns string, opts meta.ListOptions) (<-chan Event[T], error) {
+	wo := storage.WatchOptions{Bookmarks: opts.AllowWatchBookmarks}
+	switch opts.ResourceVersion {
+	case "", "0":
+	default:
+		n, err := parseResourceVersion(opts.ResourceVersion)
+		if err != nil {
+			return nil, err
+		}
+		wo.Revision = n
+	}
+	if opts.SendInitialEvents != nil && *opts.SendInitialEvents {
+		wo.SendInitialEvents = true
+	}
+	p, err := s.predicate(opts)
+	if err != nil {
+		return nil, err
+	}
+	wo.Predicate = p
+	w, err := s.opts.Storage.Watch(ctx, s.prefix(ns), wo)
+	if err != nil {
+		return nil, s.storageError(err, "")
+	}
+	out := make(chan Event[T])
+	go func() {
+		defer close(out)
+		defer w.Stop()
+		for {
+			var ev storage.Event
+			var ok bool
+			select {
+			case ev, ok = <-w.ResultChan():
+				if !ok {
+					return
+				}
+			case <-ctx.Done():
+				return
+			}
+			e, ok := s.convertEvent(ev)
+			select {
+			case out <- e:
+			case <-ctx.Done():
+				return
+			}
+			if !ok {
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// convertEvent decodes a storage event; ok is false when the watch must end.
+func (s *Store[T]) convertEvent(ev storage.Event) (Event[T], bool) {
+	switch ev.Type {
+	case storage.ErrorEvent:
+		return Event[T]{Type: meta.Error, Err: s.storageError(ev.Err, "")}, false
+	case storage.Bookmark:
+		obj := s.ti.newObject().(T)
+		tm := obj.GetTypeMeta()
+		tm.APIVersion, tm.Kind = s.storageAPIVersion, s.opts.Kind
+		m := obj.GetObjectMeta()
+		m.ResourceVersion = strconv.FormatInt(ev.Revision, 10)
+		if ev.InitialEventsEnd {
+			m.Annotations = map[string]string{meta.InitialEventsAnnotation: "true"}
+		}
+		return Event[T]{Type: meta.Bookmark, Object: obj}, true
+	}
+	kv := storage.KeyValue{Key: ev.Key, Value: ev.Value, Revision: ev.Revision, Memo: ev.Memo}
+	obj, err := s.decodeStored(kv)
+	if err != nil {
+		return Event[T]{Type: meta.Error, Err: err}, false
+	}
+	t := meta.Added
+	switch ev.Type {
+	case storage.Modified:
+		t = meta.Modified
+	case storage.Deleted:
+		t = meta.Deleted
+	}
+	return Event[T]{Type: t, Object: obj, Memo: ev.Memo}, true
+}

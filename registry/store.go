@@ -1,0 +1,610 @@
+package registry
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/storage"
+)
+
+// Options configure a Store.
+type Options[T meta.Object] struct {
+	// Resource is the plural resource and its group, e.g.
+	// {Group: "wardle.example.com", Resource: "flunders"}.
+	Resource meta.GroupResource
+	// Kind is the object kind, e.g. "Flunder".
+	Kind string
+	// SingularName defaults to the lowercased Kind.
+	SingularName string
+	// ShortNames and Categories appear in discovery (kubectl get fl, get all).
+	ShortNames []string
+	Categories []string
+	// NamespaceScoped is true for namespaced resources.
+	NamespaceScoped bool
+	// StorageVersion is the version whose Go type T is; objects are stored
+	// with apiVersion <group>/<StorageVersion>.
+	StorageVersion string
+	// Strategy supplies defaults and validation. Required.
+	Strategy Strategy[T]
+	// Storage holds the objects. Required.
+	Storage storage.Interface
+	// KeyRoot is the storage key prefix of this resource; the default is
+	// "/<group>/<resource>", as kube-apiserver lays out etcd.
+	KeyRoot string
+	// StatusSubresource serves <name>/status: the main resource ignores
+	// status changes and the subresource ignores everything else.
+	StatusSubresource bool
+	// AllowCreateOnUpdate lets PUT create a missing object.
+	AllowCreateOnUpdate bool
+	// AllowUnconditionalUpdate lets PUT omit metadata.resourceVersion.
+	AllowUnconditionalUpdate bool
+	// NameValidator checks names; the default allows RFC 1123 subdomains.
+	NameValidator NameValidator
+	// Columns are extra Table columns after NAME (AGE comes last).
+	Columns []Column[T]
+	// Fields returns selectable fields beyond metadata.name and
+	// metadata.namespace, which are always selectable.
+	Fields func(obj T) meta.Set
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Store keeps the objects of one resource in storage with Kubernetes
+// semantics. Its methods work in the storage version T; objects they return
+// may be shared with a cache and must not be modified, except those returned
+// by Create, Update and Delete.
+type Store[T meta.Object] struct {
+	opts              Options[T]
+	ti                *typeInfo
+	storageAPIVersion string
+	gk                meta.GroupKind
+}
+
+// NewStore checks opts and returns a Store.
+func NewStore[T meta.Object](opts Options[T]) (*Store[T], error) {
+	ti, err := newTypeInfo[T]()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case opts.Resource.Resource == "":
+		return nil, errors.New("registry: Options.Resource.Resource is required")
+	case opts.Kind == "":
+		return nil, errors.New("registry: Options.Kind is required")
+	case opts.StorageVersion == "":
+		return nil, errors.New("registry: Options.StorageVersion is required")
+	case opts.Strategy == nil:
+		return nil, errors.New("registry: Options.Strategy is required")
+	case opts.Storage == nil:
+		return nil, errors.New("registry: Options.Storage is required")
+	}
+	if opts.StatusSubresource && ti.status < 0 {
+		return nil, fmt.Errorf("registry: StatusSubresource needs a field with JSON name \"status\" in %v", ti.elem)
+	}
+	if opts.SingularName == "" {
+		opts.SingularName = lower(opts.Kind)
+	}
+	if opts.KeyRoot == "" {
+		opts.KeyRoot = "/" + opts.Resource.Resource
+		if opts.Resource.Group != "" {
+			opts.KeyRoot = "/" + opts.Resource.Group + opts.KeyRoot
+		}
+	}
+	if opts.NameValidator == nil {
+		opts.NameValidator = ValidateDNSSubdomainName
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Store[T]{
+		opts:              opts,
+		ti:                ti,
+		storageAPIVersion: meta.GroupVersion{Group: opts.Resource.Group, Version: opts.StorageVersion}.String(),
+		gk:                meta.GroupKind{Group: opts.Resource.Group, Kind: opts.Kind},
+	}, nil
+}
+
+// MustNewStore is NewStore for package-level setup code; it panics on a
+// programming error in opts.
+func MustNewStore[T meta.Object](opts Options[T]) *Store[T] {
+	s, err := NewStore(opts)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// Resource returns the group and plural resource.
+func (s *Store[T]) Resource() meta.GroupResource { return s.opts.Resource }
+
+// GroupKind returns the group and kind.
+func (s *Store[T]) GroupKind() meta.GroupKind { return s.gk }
+
+// NamespaceScoped reports whether objects live in namespaces.
+func (s *Store[T]) NamespaceScoped() bool { return s.opts.NamespaceScoped }
+
+func (s *Store[T]) key(ns, name string) string {
+	if s.opts.NamespaceScoped {
+		return s.opts.KeyRoot + "/" + ns + "/" + name
+	}
+	return s.opts.KeyRoot + "/" + name
+}
+
+func (s *Store[T]) prefix(ns string) string {
+	if s.opts.NamespaceScoped && ns != "" {
+		return s.opts.KeyRoot + "/" + ns + "/"
+	}
+	return s.opts.KeyRoot + "/"
+}
+
+func (s *Store[T]) now() meta.Time { return meta.NewTime(s.opts.Now().UTC().Truncate(time.Second)) }
+
+// WriteOptions are common to writes.
+type WriteOptions struct {
+	// DryRun runs every step but persists nothing.
+	DryRun bool
+	// Admit is mutating admission: it may change obj (old is nil on create).
+	Admit func(ctx context.Context, obj, old meta.Object) error
+	// Validate is validating admission, run after the strategy's validation.
+	Validate func(ctx context.Context, obj, old meta.Object) error
+}
+
+// UpdateOptions tune Update.
+type UpdateOptions struct {
+	WriteOptions
+	// Subresource is "" for the object itself or "status".
+	Subresource string
+}
+
+// DeleteOptions tune Delete.
+type DeleteOptions struct {
+	DryRun        bool
+	Preconditions *meta.Preconditions
+	// Validate is validating admission for the delete, given the current object.
+	Validate func(ctx context.Context, old meta.Object) error
+}
+
+// UpdateFunc returns the updated object given a private copy of the
+// current one (a zero T when the object does not exist and the store
+// allows create on update).
+type UpdateFunc[T meta.Object] func(ctx context.Context, current T) (T, error)
+
+// Get returns the named object. The result may be shared: do not modify it.
+func (s *Store[T]) Get(ctx context.Context, ns, name string, opts meta.GetOptions) (T, *storage.Memo, error) {
+	var zero T
+	gopts := storage.GetOptions{}
+	if rv := opts.ResourceVersion; rv != "" && rv != "0" {
+		n, err := parseResourceVersion(rv)
+		if err != nil {
+			return zero, nil, err
+		}
+		gopts.MinRevision = n
+	}
+	kv, err := s.opts.Storage.Get(ctx, s.key(ns, name), gopts)
+	if err != nil {
+		return zero, nil, s.storageError(err, name)
+	}
+	obj, err := s.decodeStored(kv)
+	return obj, kv.Memo, err
+}
+
+// Create stores a new object, filling system metadata, and returns it as stored.
+func (s *Store[T]) Create(ctx context.Context, ns string, obj T, opts WriteOptions) (T, error) {
+	var zero T
+	m := obj.GetObjectMeta()
+	if err := s.checkNamespace(m, ns); err != nil {
+		return zero, err
+	}
+	if m.ResourceVersion != "" {
+		return zero, meta.NewBadRequest("resourceVersion should not be set on objects to be created")
+	}
+	if opts.Admit != nil {
+		if err := opts.Admit(ctx, obj, nil); err != nil {
+			return zero, err
+		}
+		// Admission may not move the object.
+		if err := s.checkNamespace(m, ns); err != nil {
+			return zero, err
+		}
+	}
+	generated := m.Name == "" && m.GenerateName != ""
+	s.beforeCreate(ctx, obj)
+	if errs := s.opts.Strategy.Validate(ctx, obj); len(errs) > 0 {
+		return zero, meta.NewInvalid(s.gk, m.Name, errs)
+	}
+	if errs := validateObjectMeta(m, s.opts.NamespaceScoped, s.opts.NameValidator); len(errs) > 0 {
+		return zero, meta.NewInvalid(s.gk, m.Name, errs)
+	}
+	if opts.Validate != nil {
+		if err := opts.Validate(ctx, obj, nil); err != nil {
+			return zero, err
+		}
+	}
+	if opts.DryRun {
+		return obj, nil
+	}
+	// A generated name may collide; try a few fresh suffixes as
+	// kube-apiserver does before giving up.
+	for attempt := 0; ; attempt++ {
+		data, err := s.encodeForStorage(obj)
+		if err != nil {
+			return zero, err
+		}
+		rev, err := s.opts.Storage.Create(ctx, s.key(m.Namespace, m.Name), data)
+		if err == nil {
+			m.ResourceVersion = strconv.FormatInt(rev, 10)
+			return obj, nil
+		}
+		if generated && errors.Is(err, storage.ErrAlreadyExists) && attempt < 7 {
+			m.Name = generateName(m.GenerateName)
+			continue
+		}
+		return zero, s.storageError(err, m.Name)
+	}
+}
+
+func (s *Store[T]) checkNamespace(m *meta.ObjectMeta, ns string) error {
+	if !s.opts.NamespaceScoped {
+		m.Namespace = ""
+		return nil
+	}
+	if m.Namespace == "" {
+		m.Namespace = ns
+	} else if ns != "" && m.Namespace != ns {
+		return meta.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	return nil
+}
+
+// beforeCreate fills what the server owns on a new object.
+func (s *Store[T]) beforeCreate(ctx context.Context, obj T) {
+	m := obj.GetObjectMeta()
+	m.DeletionTimestamp = nil
+	m.DeletionGracePeriodSeconds = nil
+	m.SelfLink = ""
+	m.UID = uuid.NewString()
+	m.CreationTimestamp = s.now()
+	m.Generation = 1
+	if m.Name == "" && m.GenerateName != "" {
+		m.Name = generateName(m.GenerateName)
+	}
+	if s.opts.StatusSubresource {
+		s.ti.resetStatus(obj)
+	}
+	s.opts.Strategy.PrepareForCreate(ctx, obj)
+}
+
+const nameAlphabet = "bcdfghjklmnpqrstvwxz2456789"
+
+// generateName appends five random characters from the alphabet
+// kube-apiserver uses (no vowels, no ambiguous digits).
+func generateName(prefix string) string {
+	const maxGeneratedNameLength = 63 - 5
+	if len(prefix) > maxGeneratedNameLength {
+		prefix = prefix[:maxGeneratedNameLength]
+	}
+	b := make([]byte, 5)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	for i := range b {
+		b[i] = nameAlphabet[int(b[i])%len(nameAlphabet)]
+	}
+	return prefix + string(b)
+}
+
+var errDeleteInstead = errors.New("finalizers emptied on an object being deleted")
+
+// Update changes the named object with fn, retrying on write races, and
+// reports whether it was created.
+func (s *Store[T]) Update(ctx context.Context, ns, name string, fn UpdateFunc[T], opts UpdateOptions) (T, bool, error) {
+	var zero T
+	key := s.key(ns, name)
+	if opts.DryRun {
+		kv, err := s.opts.Storage.Get(ctx, key, storage.GetOptions{IgnoreNotFound: true})
+		if err != nil {
+			return zero, false, s.storageError(err, name)
+		}
+		obj, _, created, err := s.prepareUpdate(ctx, ns, name, kv, fn, opts)
+		return obj, created, err
+	}
+	var (
+		result  T
+		created bool
+		delRev  int64
+	)
+	kv, err := s.opts.Storage.GuaranteedUpdate(ctx, key, storage.UpdateOptions{IgnoreNotFound: s.opts.AllowCreateOnUpdate},
+		func(cur storage.KeyValue) ([]byte, error) {
+			obj, data, c, err := s.prepareUpdate(ctx, ns, name, cur, fn, opts)
+			if err != nil {
+				if errors.Is(err, errDeleteInstead) {
+					delRev = cur.Revision
+				}
+				return nil, err
+			}
+			result, created = obj, c
+			return data, nil
+		})
+	if errors.Is(err, errDeleteInstead) {
+		// The last finalizer is gone from an object marked for deletion:
+		// the update completes the delete, as in Kubernetes.
+		out, derr := s.opts.Storage.Delete(ctx, key, storage.DeleteOptions{ExpectedRevision: delRev})
+		if derr != nil {
+			return zero, false, s.storageError(derr, name)
+		}
+		obj, err := s.decodeFresh(out.Value, out.Revision)
+		return obj, false, err
+	}
+	if err != nil {
+		return zero, false, s.storageError(err, name)
+	}
+	if isNil(result) {
+		return zero, false, meta.NewInternalError(errors.New("update produced no object"))
+	}
+	result.GetObjectMeta().ResourceVersion = strconv.FormatInt(kv.Revision, 10)
+	return result, created, nil
+}
+
+// prepareUpdate computes the object an update writes, given the current
+// stored value (nil Value when absent).
+func (s *Store[T]) prepareUpdate(ctx context.Context, ns, name string, cur storage.KeyValue, fn UpdateFunc[T], opts UpdateOptions) (T, []byte, bool, error) {
+	var zero T
+	if cur.Value == nil {
+		if !s.opts.AllowCreateOnUpdate || opts.Subresource != "" {
+			return zero, nil, false, meta.NewNotFound(s.opts.Resource, name)
+		}
+		obj, err := fn(ctx, zero)
+		if err != nil {
+			return zero, nil, false, err
+		}
+		if err := s.checkName(obj.GetObjectMeta(), ns, name); err != nil {
+			return zero, nil, false, err
+		}
+		obj.GetObjectMeta().ResourceVersion = ""
+		created, err := s.Create(ctx, ns, obj, WriteOptions{DryRun: true, Admit: opts.Admit, Validate: opts.Validate})
+		if err != nil {
+			return zero, nil, false, err
+		}
+		data, err := s.encodeForStorage(created)
+		return created, data, true, err
+	}
+	old, err := s.decodeFresh(cur.Value, cur.Revision)
+	if err != nil {
+		return zero, nil, false, err
+	}
+	current, err := s.decodeFresh(cur.Value, cur.Revision)
+	if err != nil {
+		return zero, nil, false, err
+	}
+	obj, err := fn(ctx, current)
+	if err != nil {
+		return zero, nil, false, err
+	}
+	m, om := obj.GetObjectMeta(), old.GetObjectMeta()
+	if err := s.checkName(m, ns, name); err != nil {
+		return zero, nil, false, err
+	}
+	switch {
+	case m.ResourceVersion == "" && !s.opts.AllowUnconditionalUpdate:
+		return zero, nil, false, meta.NewInvalid(s.gk, name, meta.FieldErrors{
+			meta.Invalid(meta.NewPath("metadata", "resourceVersion"), 0, "must be specified for an update")})
+	case m.ResourceVersion != "" && m.ResourceVersion != om.ResourceVersion:
+		return zero, nil, false, meta.NewConflict(s.opts.Resource, name,
+			errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+	}
+	if opts.Admit != nil {
+		if err := opts.Admit(ctx, obj, old); err != nil {
+			return zero, nil, false, err
+		}
+	}
+	s.beforeUpdate(ctx, obj, old, opts.Subresource)
+	errs := validateObjectMetaUpdate(m, om)
+	errs = append(errs, validateObjectMeta(m, s.opts.NamespaceScoped, s.opts.NameValidator)...)
+	if opts.Subresource == "status" {
+		if ss, ok := s.opts.Strategy.(StatusStrategy[T]); ok {
+			errs = append(errs, ss.ValidateStatusUpdate(ctx, obj, old)...)
+		}
+	} else {
+		errs = append(errs, s.opts.Strategy.ValidateUpdate(ctx, obj, old)...)
+	}
+	if len(errs) > 0 {
+		return zero, nil, false, meta.NewInvalid(s.gk, name, errs)
+	}
+	if opts.Validate != nil {
+		if err := opts.Validate(ctx, obj, old); err != nil {
+			return zero, nil, false, err
+		}
+	}
+	if m.DeletionTimestamp != nil && len(m.Finalizers) == 0 && !opts.DryRun {
+		return obj, nil, false, errDeleteInstead
+	}
+	data, err := s.encodeForStorage(obj)
+	return obj, data, false, err
+}
+
+func (s *Store[T]) checkName(m *meta.ObjectMeta, ns, name string) error {
+	if m.Name == "" {
+		m.Name = name
+	} else if m.Name != name {
+		return meta.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.Name, name))
+	}
+	return s.checkNamespace(m, ns)
+}
+
+// beforeUpdate carries over what an update may not change, applies the
+// status subresource split and bumps the generation on spec changes.
+func (s *Store[T]) beforeUpdate(ctx context.Context, obj, old T, subresource string) {
+	m, om := obj.GetObjectMeta(), old.GetObjectMeta()
+	if s.opts.StatusSubresource {
+		if subresource == "status" {
+			// Only status may change through /status; metadata and spec
+			// are the current ones.
+			status := s.ti.newObject().(T)
+			s.ti.copyStatus(status, obj)
+			s.ti.copySpec(obj, old)
+			labels, annotations := om.Labels, om.Annotations
+			*m = *om
+			m.Labels, m.Annotations = labels, annotations
+		} else {
+			s.ti.copyStatus(obj, old)
+		}
+	}
+	m.Generation = om.Generation
+	if m.UID == "" {
+		m.UID = om.UID
+	}
+	m.CreationTimestamp = om.CreationTimestamp
+	if om.DeletionTimestamp != nil {
+		m.DeletionTimestamp = om.DeletionTimestamp
+	}
+	if om.DeletionGracePeriodSeconds != nil {
+		m.DeletionGracePeriodSeconds = om.DeletionGracePeriodSeconds
+	}
+	if subresource == "" {
+		s.opts.Strategy.PrepareForUpdate(ctx, obj, old)
+		if !s.ti.specEqual(obj, old) {
+			m.Generation = om.Generation + 1
+		}
+	}
+}
+
+// markDeleting sets deletionTimestamp on an object with finalizers; the
+// finalizers' owners finish the delete by removing them.
+func (s *Store[T]) markDeleting(ctx context.Context, key, name string, check func(T) error) (T, bool, error) {
+	var zero, result T
+	kv, err := s.opts.Storage.GuaranteedUpdate(ctx, key, storage.UpdateOptions{}, func(cur storage.KeyValue) ([]byte, error) {
+		obj, err := s.decodeFresh(cur.Value, cur.Revision)
+		if err != nil {
+			return nil, err
+		}
+		if err := check(obj); err != nil {
+			return nil, err
+		}
+		result = obj
+		m := obj.GetObjectMeta()
+		if m.DeletionTimestamp != nil {
+			return cur.Value, nil
+		}
+		now := s.now()
+		zeroGrace := int64(0)
+		m.DeletionTimestamp = &now
+		m.DeletionGracePeriodSeconds = &zeroGrace
+		// The desired state changed: bump generation as kube-apiserver does
+		// on graceful deletion.
+		m.Generation++
+		return s.encodeForStorage(obj)
+	})
+	if err != nil {
+		return zero, false, s.storageError(err, name)
+	}
+	result.GetObjectMeta().ResourceVersion = strconv.FormatInt(kv.Revision, 10)
+	return result, false, nil
+}
+
+// Delete deletes the named object. An object with finalizers is only marked
+// (deletionTimestamp set) and stays until its finalizers are removed; the
+// boolean reports whether the object is gone.
+func (s *Store[T]) Delete(ctx context.Context, ns, name string, opts DeleteOptions) (T, bool, error) {
+	var zero T
+	key := s.key(ns, name)
+	check := func(cur T) error {
+		m := cur.GetObjectMeta()
+		if p := opts.Preconditions; p != nil {
+			if p.UID != nil && *p.UID != m.UID {
+				return meta.NewConflict(s.opts.Resource, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, m.UID))
+			}
+			if p.ResourceVersion != nil && *p.ResourceVersion != m.ResourceVersion {
+				return meta.NewConflict(s.opts.Resource, name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, m.ResourceVersion))
+			}
+		}
+		if opts.Validate != nil {
+			return opts.Validate(ctx, cur)
+		}
+		return nil
+	}
+	for {
+		kv, err := s.opts.Storage.Get(ctx, key, storage.GetOptions{})
+		if err != nil {
+			return zero, false, s.storageError(err, name)
+		}
+		cur, err := s.decodeFresh(kv.Value, kv.Revision)
+		if err != nil {
+			return zero, false, err
+		}
+		if err := check(cur); err != nil {
+			return zero, false, err
+		}
+		m := cur.GetObjectMeta()
+		if len(m.Finalizers) > 0 {
+			if m.DeletionTimestamp != nil || opts.DryRun {
+				return cur, false, nil
+			}
+			return s.markDeleting(ctx, key, name, check)
+		}
+		if opts.DryRun {
+			return cur, true, nil
+		}
+		out, err := s.opts.Storage.Delete(ctx, key, storage.DeleteOptions{ExpectedRevision: kv.Revision})
+		if errors.Is(err, storage.ErrConflict) {
+			continue // changed under us: check the preconditions again
+		}
+		if err != nil {
+			return zero, false, s.storageError(err, name)
+		}
+		obj, err := s.decodeFresh(out.Value, out.Revision)
+		return obj, true, err
+	}
+}
+
+func parseResourceVersion(rv string) (int64, error) {
+	n, err := strconv.ParseInt(rv, 10, 64)
+	if err != nil || n < 0 {
+		return 0, meta.NewBadRequest(fmt.Sprintf("invalid resource version: %q", rv))
+	}
+	return n, nil
+}
+
+// storageError turns a storage error into the Status kube-apiserver answers.
+func (s *Store[T]) storageError(err error, name string) error {
+	var se *meta.StatusError
+	if errors.As(err, &se) {
+		return err
+	}
+	var e *storage.Error
+	if !errors.As(err, &e) {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return meta.NewServerTimeout(s.opts.Resource, "request", 1)
+		}
+		if errors.Is(err, context.Canceled) {
+			return meta.NewTimeout("request did not complete within requested timeout - context canceled", 0)
+		}
+		return meta.NewInternalError(err)
+	}
+	switch e.Code {
+	case storage.CodeNotFound:
+		return meta.NewNotFound(s.opts.Resource, name)
+	case storage.CodeAlreadyExists:
+		return meta.NewAlreadyExists(s.opts.Resource, name)
+	case storage.CodeConflict:
+		return meta.NewConflict(s.opts.Resource, name,
+			errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+	case storage.CodeExpired:
+		return meta.NewResourceExpired(e.Error())
+	case storage.CodeTooLargeResourceVersion:
+		st := meta.NewTimeout(e.Error(), 1)
+		st.ErrStatus.Details.Causes = []meta.StatusCause{{Type: "ResourceVersionTooLarge", Message: "Too large resource version"}}
+		return st
+	case storage.CodeInvalidObject:
+		return meta.NewBadRequest(e.Error())
+	case storage.CodeUnavailable:
+		return meta.NewServiceUnavailable(fmt.Sprintf("storage is unavailable: %v", e.Err))
+	}
+	return meta.NewInternalError(err)
+}
