@@ -1,0 +1,263 @@
+package server
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/apikit-dev/apikit/admission"
+	"github.com/apikit-dev/apikit/authn"
+	"github.com/apikit-dev/apikit/authz"
+	"github.com/apikit-dev/apikit/certs"
+	"github.com/apikit-dev/apikit/request"
+	"github.com/apikit-dev/apikit/server/endpoints"
+)
+
+// Config is everything a GenericServer is made of. NewConfig fills defaults;
+// callers (usually the options package) set the rest, then Complete.
+type Config struct {
+	// SecureServing says where and how to listen. Only the outermost server
+	// of a chain listens.
+	SecureServing SecureServing
+	// ExternalAddress is host[:port] clients use to reach the server; it is
+	// put in the self-signed certificate.
+	ExternalAddress string
+
+	// Authenticator identifies callers. The default accepts client
+	// certificates signed by SecureServing.ClientCA and nothing else.
+	Authenticator authn.Authenticator
+	// Authorizer decides what they may do. The default allows every
+	// authenticated user everything.
+	Authorizer authz.Authorizer
+	// PublicPaths may be requested without credentials (as
+	// system:anonymous); the authorizer still decides. The default is the
+	// health endpoints, so that probes work.
+	PublicPaths []string
+	// FlowControl, when set, wraps the handler after authentication: it
+	// queues, limits or rejects requests (429) before authorization.
+	FlowControl func(http.Handler) http.Handler
+	// Admission runs on every write, after the strategy's defaults and
+	// before validation and storage.
+	Admission admission.Chain
+
+	// RequestTimeout bounds requests that are not long-running.
+	RequestTimeout time.Duration
+	// MinRequestTimeout is the base of a watch's lifetime when the client
+	// gives none: a random duration between it and twice it.
+	MinRequestTimeout time.Duration
+	// MaxRequestBodyBytes bounds request bodies (413 beyond).
+	MaxRequestBodyBytes int64
+	// LongRunning reports requests exempt from RequestTimeout.
+	LongRunning func(*request.Info) bool
+	// RequestInfoResolver parses request paths.
+	RequestInfoResolver *request.Resolver
+
+	// ShutdownDelayDuration keeps serving after shutdown starts, with
+	// /readyz failing, so load balancers stop sending traffic first.
+	ShutdownDelayDuration time.Duration
+	// ShutdownTimeout bounds the wait for in-flight requests to finish.
+	ShutdownTimeout time.Duration
+
+	// Version is served at /version.
+	Version VersionInfo
+	// HealthChecks run on /healthz, /livez and /readyz; ReadyzChecks only on
+	// /readyz (storage, for instance), LivezChecks only on /livez.
+	HealthChecks, LivezChecks, ReadyzChecks []HealthCheck
+
+	// OpenAPITitle and OpenAPIVersion head the OpenAPI documents.
+	OpenAPITitle, OpenAPIVersion string
+
+	// BuildHandlerChain wraps the API handler in filters; the default is
+	// DefaultBuildHandlerChain.
+	BuildHandlerChain func(apiHandler http.Handler, c *CompletedConfig) http.Handler
+
+	// Logger logs server events; the default is slog.Default().
+	Logger *slog.Logger
+}
+
+// SecureServing configures the HTTPS listener.
+type SecureServing struct {
+	// Listener, when set, is served as is.
+	Listener net.Listener
+	// BindAddress and Port are listened on when Listener is nil. Port 0
+	// picks a free port.
+	BindAddress string
+	Port        int
+	// Certificate is the serving certificate. When it is nil, Complete
+	// makes a self-signed one (kept in CertDir when that is set).
+	Certificate *tls.Certificate
+	// CertDir holds generated serving certificates across restarts.
+	CertDir string
+	// AlternateDNS and AlternateIPs are added to a generated certificate.
+	AlternateDNS []string
+	AlternateIPs []net.IP
+	// ClientCA verifies client certificates for the default authenticator.
+	ClientCA authn.CAProvider
+	// MinTLSVersion defaults to TLS 1.2.
+	MinTLSVersion uint16
+	// CipherSuites restricts TLS 1.2 suites; nil is Go's secure default.
+	CipherSuites []uint16
+	// HTTP2MaxStreamsPerConnection bounds concurrent streams per client
+	// connection (kube-apiserver's default is 1000).
+	HTTP2MaxStreamsPerConnection uint32
+}
+
+// HealthCheck is a named check of /healthz, /livez or /readyz.
+type HealthCheck struct {
+	Name  string
+	Check func(r *http.Request) error
+}
+
+// NewConfig returns a Config with kube-apiserver's defaults.
+func NewConfig() *Config {
+	return &Config{
+		SecureServing: SecureServing{
+			BindAddress:                  "127.0.0.1",
+			Port:                         8443,
+			MinTLSVersion:                tls.VersionTLS12,
+			HTTP2MaxStreamsPerConnection: 1000,
+		},
+		PublicPaths:         []string{"/healthz", "/livez", "/readyz"},
+		RequestTimeout:      60 * time.Second,
+		MinRequestTimeout:   30 * time.Minute,
+		MaxRequestBodyBytes: endpoints.DefaultMaxRequestBodyBytes,
+		LongRunning:         func(i *request.Info) bool { return i.IsLongRunning() },
+		RequestInfoResolver: request.DefaultResolver,
+		ShutdownTimeout:     60 * time.Second,
+		Version:             DefaultVersion(),
+		OpenAPITitle:        "apikit",
+		OpenAPIVersion:      "v0.1.0",
+	}
+}
+
+// CompletedConfig is a Config whose derived fields are filled. Only a
+// CompletedConfig can build a server.
+type CompletedConfig struct {
+	*completedConfig
+}
+
+type completedConfig struct {
+	*Config
+}
+
+// Complete fills what can be derived: the self-signed serving certificate,
+// the default authenticator and authorizer, the logger.
+func (c *Config) Complete() (CompletedConfig, error) {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.BuildHandlerChain == nil {
+		c.BuildHandlerChain = DefaultBuildHandlerChain
+	}
+	if c.LongRunning == nil {
+		c.LongRunning = func(i *request.Info) bool { return i.IsLongRunning() }
+	}
+	if c.RequestInfoResolver == nil {
+		c.RequestInfoResolver = request.DefaultResolver
+	}
+	if c.MaxRequestBodyBytes <= 0 {
+		c.MaxRequestBodyBytes = endpoints.DefaultMaxRequestBodyBytes
+	}
+	if c.SecureServing.MinTLSVersion == 0 {
+		c.SecureServing.MinTLSVersion = tls.VersionTLS12
+	}
+	if c.SecureServing.MinTLSVersion < tls.VersionTLS12 {
+		return CompletedConfig{}, errors.New("server: TLS versions below 1.2 are not supported")
+	}
+	if c.Authenticator == nil {
+		if c.SecureServing.ClientCA != nil {
+			c.Authenticator = authn.NewX509(c.SecureServing.ClientCA)
+		} else {
+			// No way to authenticate anyone: every request is refused, as
+			// it should be when nothing was configured.
+			c.Authenticator = authn.Func(func(*http.Request) (*authn.Response, bool, error) { return nil, false, nil })
+		}
+	}
+	if c.Authorizer == nil {
+		c.Authorizer = authz.AlwaysAllow()
+	}
+	if c.SecureServing.Certificate == nil {
+		cert, err := c.selfSignedCertificate()
+		if err != nil {
+			return CompletedConfig{}, fmt.Errorf("server: self-signed serving certificate: %w", err)
+		}
+		c.SecureServing.Certificate = cert
+	}
+	return CompletedConfig{&completedConfig{c}}, nil
+}
+
+// selfSignedCertificate makes (or reloads from CertDir) a CA and a serving
+// certificate for localhost, the loopback addresses, the external address
+// and the alternates.
+func (c *Config) selfSignedCertificate() (*tls.Certificate, error) {
+	hosts := []string{"localhost", "127.0.0.1", "::1"}
+	if h, _, err := net.SplitHostPort(c.ExternalAddress); err == nil && h != "" {
+		hosts = append(hosts, h)
+	} else if c.ExternalAddress != "" {
+		hosts = append(hosts, c.ExternalAddress)
+	}
+	if b := c.SecureServing.BindAddress; b != "" && b != "0.0.0.0" && b != "::" {
+		hosts = append(hosts, b)
+	}
+	hosts = append(hosts, c.SecureServing.AlternateDNS...)
+	for _, ip := range c.SecureServing.AlternateIPs {
+		hosts = append(hosts, ip.String())
+	}
+	hosts = dedupe(hosts)
+	const validity = 365 * 24 * time.Hour
+	var pair certs.Pair
+	if dir := c.SecureServing.CertDir; dir != "" {
+		ca, err := certs.LoadOrCreateCA(filepath.Join(dir, "apiserver-ca.crt"), filepath.Join(dir, "apiserver-ca.key"), "apikit-ca@"+hostname(), 10*validity)
+		if err != nil {
+			return nil, err
+		}
+		pair, err = certs.LoadOrIssue(filepath.Join(dir, "apiserver.crt"), filepath.Join(dir, "apiserver.key"), hosts,
+			func() (certs.Pair, error) { return ca.IssueServing(hosts, validity) })
+		if err != nil {
+			return nil, err
+		}
+		cert, err := pair.TLSCertificate()
+		if err != nil {
+			return nil, err
+		}
+		return &cert, nil
+	}
+	ca, err := certs.NewCA("apikit-ca@"+hostname(), validity)
+	if err != nil {
+		return nil, err
+	}
+	if pair, err = ca.IssueServing(hosts, validity); err != nil {
+		return nil, err
+	}
+	cert, err := pair.TLSCertificate()
+	if err != nil {
+		return nil, err
+	}
+	return &cert, nil
+}
+
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return "localhost"
+	}
+	return h
+}
+
+func dedupe(in []string) []string {
+	seen := make(map[string]bool, len(in))
+	out := in[:0]
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}

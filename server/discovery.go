@@ -1,0 +1,116 @@
+package server
+
+import (
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/server/respond"
+)
+
+// aggregatedDiscoveryMediaType is the Content-Type of an aggregated
+// discovery response; client-go decides by it that it got one.
+const aggregatedDiscoveryMediaType = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+// wantsAggregated reports whether Accept prefers aggregated discovery
+// (apidiscovery.k8s.io v2 or v2beta1) over the legacy documents.
+func wantsAggregated(accept string) (version string, ok bool) {
+	for _, part := range strings.Split(accept, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		if params["as"] == "APIGroupDiscoveryList" && params["g"] == "apidiscovery.k8s.io" && (mt == "application/json" || mt == "*/*") {
+			if v := params["v"]; v == "v2" || v == "v2beta1" {
+				return v, true
+			}
+			continue
+		}
+		if mt == "application/json" || mt == "*/*" || mt == "application/*" {
+			return "", false
+		}
+	}
+	return "", false
+}
+
+func writeAggregated(w http.ResponseWriter, version string, list *meta.APIGroupDiscoveryList) {
+	list.TypeMeta = meta.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/" + version}
+	if list.Items == nil {
+		list.Items = []meta.APIGroupDiscovery{}
+	}
+	body, err := encodeJSON(list)
+	if err != nil {
+		respond.Error(w, nil, meta.NewInternalError(err))
+		return
+	}
+	ct := aggregatedDiscoveryMediaType
+	if version != "v2" {
+		ct = strings.Replace(ct, "v=v2", "v="+version, 1)
+	}
+	w.Header().Set("Vary", "Accept")
+	respond.Raw(w, http.StatusOK, ct, body)
+}
+
+// serveLegacyAPI answers /api. apikit serves no core group, so the version
+// list is empty; clients treat that as "no legacy resources".
+func (s *GenericServer) serveLegacyAPI(w http.ResponseWriter, r *http.Request) {
+	if v, ok := wantsAggregated(r.Header.Get("Accept")); ok {
+		writeAggregated(w, v, &meta.APIGroupDiscoveryList{})
+		return
+	}
+	w.Header().Set("Vary", "Accept")
+	respond.JSON(w, http.StatusOK, meta.APIVersions{
+		TypeMeta:                   meta.TypeMeta{Kind: "APIVersions"},
+		Versions:                   []string{},
+		ServerAddressByClientCIDRs: []meta.ServerAddressByClientCIDR{},
+	})
+}
+
+// serveAPIs answers /apis with every group of the chain.
+func (s *GenericServer) serveAPIs(w http.ResponseWriter, r *http.Request) {
+	groups := s.APIGroups()
+	if v, ok := wantsAggregated(r.Header.Get("Accept")); ok {
+		list := &meta.APIGroupDiscoveryList{}
+		for _, g := range groups {
+			list.Items = append(list.Items, aggregatedGroup(g))
+		}
+		writeAggregated(w, v, list)
+		return
+	}
+	out := meta.APIGroupList{TypeMeta: meta.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: []meta.APIGroup{}}
+	for _, g := range groups {
+		ag := apiGroupFor(g)
+		ag.TypeMeta = meta.TypeMeta{}
+		out.Groups = append(out.Groups, *ag)
+	}
+	w.Header().Set("Vary", "Accept")
+	respond.JSON(w, http.StatusOK, out)
+}
+
+// aggregatedGroup is one group in aggregated discovery.
+func aggregatedGroup(g *APIGroupInfo) meta.APIGroupDiscovery {
+	out := meta.APIGroupDiscovery{ObjectMeta: meta.ObjectMeta{Name: g.Name}}
+	for _, v := range g.Versions {
+		vd := meta.APIVersionDiscovery{Version: v.Version, Freshness: meta.DiscoveryFresh}
+		for _, res := range v.Resources {
+			info := res.Info()
+			gvk := &meta.GroupVersionKindJSON{Group: g.Name, Version: v.Version, Kind: info.Kind}
+			rd := meta.APIResourceDiscovery{
+				Resource: info.Resource, ResponseKind: gvk, Scope: meta.ScopeCluster,
+				SingularResource: info.SingularName, Verbs: info.Verbs(),
+				ShortNames: info.ShortNames, Categories: info.Categories,
+			}
+			if info.NamespaceScoped {
+				rd.Scope = meta.ScopeNamespace
+			}
+			if info.StatusSubresource {
+				rd.Subresources = append(rd.Subresources, meta.APISubresourceDiscovery{
+					Subresource: "status", ResponseKind: gvk, Verbs: []string{"get", "patch", "update"}})
+			}
+			vd.Resources = append(vd.Resources, rd)
+		}
+		out.Versions = append(out.Versions, vd)
+	}
+	return out
+}

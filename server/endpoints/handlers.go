@@ -1,0 +1,583 @@
+package endpoints
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"mime"
+	"net/http"
+	"strconv"
+	"time"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	"sigs.k8s.io/yaml"
+
+	"github.com/apikit-dev/apikit/admission"
+	"github.com/apikit-dev/apikit/authn"
+	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/registry"
+	"github.com/apikit-dev/apikit/server/respond"
+)
+
+// DefaultMaxRequestBodyBytes is the body size limit kube-apiserver applies
+// to writes: 3 MiB.
+const DefaultMaxRequestBodyBytes = 3 << 20
+
+// Scope is what the handlers of one served resource share.
+type Scope struct {
+	Resource registry.Resource
+	// Admission runs on every write; nil admits everything.
+	Admission admission.Chain
+	// MaxRequestBodyBytes bounds request bodies (default 3 MiB).
+	MaxRequestBodyBytes int64
+	// MinRequestTimeout is the base of a watch's lifetime when the client
+	// gives no timeoutSeconds: a random duration between it and twice it,
+	// so that watches of many clients do not all reconnect at once.
+	MinRequestTimeout time.Duration
+	// StopWatches, when closed, ends every open watch (server shutdown).
+	StopWatches <-chan struct{}
+
+	info registry.ResourceInfo
+	gvk  meta.GroupVersionKind
+	gvr  meta.GroupVersionResource
+}
+
+func (s *Scope) init() {
+	s.info = s.Resource.Info()
+	s.gvk = s.info.GroupVersion.WithKind(s.info.Kind)
+	s.gvr = s.info.GroupVersion.WithResource(s.info.Resource)
+	if s.MaxRequestBodyBytes <= 0 {
+		s.MaxRequestBodyBytes = DefaultMaxRequestBodyBytes
+	}
+	if s.MinRequestTimeout <= 0 {
+		s.MinRequestTimeout = 30 * time.Minute
+	}
+}
+
+func (s *Scope) groupResource() meta.GroupResource { return s.gvr.GroupResource() }
+
+// writeWarnings adds RFC 7234 Warning headers, as kube-apiserver does for
+// field validation warnings.
+func writeWarnings(w http.ResponseWriter, warnings []string) {
+	for _, msg := range warnings {
+		w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
+	}
+}
+
+// admissionFuncs binds the admission chain to one request.
+func (s *Scope) admissionFuncs(ctx context.Context, op admission.Operation, ns, name, subresource string, dryRun bool) (
+	admit func(context.Context, meta.Object, meta.Object) error, validate func(context.Context, meta.Object, meta.Object) error) {
+	if len(s.Admission) == 0 {
+		return nil, nil
+	}
+	user, _ := authn.UserFrom(ctx)
+	attrs := func(obj, old meta.Object) *admission.Attributes {
+		n := name
+		if n == "" && obj != nil {
+			n = obj.GetObjectMeta().Name
+		}
+		return &admission.Attributes{Operation: op, Kind: s.gvk, Resource: s.gvr, Subresource: subresource,
+			Namespace: ns, Name: n, Object: obj, OldObject: old, DryRun: dryRun, User: user}
+	}
+	admit = func(ctx context.Context, obj, old meta.Object) error { return s.Admission.Admit(ctx, attrs(obj, old)) }
+	validate = func(ctx context.Context, obj, old meta.Object) error { return s.Admission.Validate(ctx, attrs(obj, old)) }
+	return admit, validate
+}
+
+func tableOptions(r *http.Request) (meta.TableOptions, error) {
+	switch v := meta.IncludeObjectPolicy(r.URL.Query().Get("includeObject")); v {
+	case "":
+		return meta.TableOptions{IncludeObject: meta.IncludeMetadata}, nil
+	case meta.IncludeNone, meta.IncludeMetadata, meta.IncludeObject:
+		return meta.TableOptions{IncludeObject: v}, nil
+	default:
+		return meta.TableOptions{}, meta.NewBadRequest(fmt.Sprintf("includeObject must be one of None, Metadata or Object, got %q", v))
+	}
+}
+
+// writeItem writes one object in the negotiated form.
+func (s *Scope) writeItem(w http.ResponseWriter, r *http.Request, code int, it registry.Item, form outputForm) {
+	body, contentType, err := s.encodeItem(r, it, form, nil)
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	respond.Raw(w, code, contentType, body)
+}
+
+func (s *Scope) encodeItem(r *http.Request, it registry.Item, form outputForm, listMeta *meta.ListMeta) ([]byte, string, error) {
+	switch form {
+	case formTable:
+		opts, err := tableOptions(r)
+		if err != nil {
+			return nil, "", err
+		}
+		t, err := s.Resource.Table(r.Context(), []registry.Item{it}, opts)
+		if err != nil {
+			return nil, "", err
+		}
+		if listMeta != nil {
+			t.ListMeta = *listMeta
+		}
+		b, err := registry.EncodeJSON(t)
+		return b, "application/json", err
+	case formPartialMetadata:
+		b, err := registry.EncodeJSON(partialMetadata(it.Object))
+		return b, "application/json", err
+	}
+	b, err := it.JSON()
+	if err != nil {
+		return nil, "", err
+	}
+	if form == formYAML {
+		y, err := yaml.JSONToYAML(b)
+		return y, "application/yaml", err
+	}
+	return b, "application/json", nil
+}
+
+func partialMetadata(obj meta.Object) meta.PartialObjectMetadata {
+	return meta.PartialObjectMetadata{
+		TypeMeta:   meta.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"},
+		ObjectMeta: *obj.GetObjectMeta(),
+	}
+}
+
+// writeList writes a page of objects in the negotiated form. The JSON form
+// is assembled from each item's (possibly cached) encoding rather than by
+// encoding a list value, so a cached LIST costs copies, not encodes.
+func (s *Scope) writeList(w http.ResponseWriter, r *http.Request, list *registry.List, form outputForm) {
+	lm := meta.ListMeta{ResourceVersion: list.ResourceVersion, Continue: list.Continue, RemainingItemCount: list.RemainingItemCount}
+	switch form {
+	case formTable:
+		opts, err := tableOptions(r)
+		if err != nil {
+			respond.Error(w, r, err)
+			return
+		}
+		t, err := s.Resource.Table(r.Context(), list.Items, opts)
+		if err != nil {
+			respond.Error(w, r, err)
+			return
+		}
+		t.ListMeta = lm
+		respond.JSON(w, http.StatusOK, t)
+		return
+	case formPartialMetadata:
+		items := make([]meta.PartialObjectMetadata, len(list.Items))
+		for i, it := range list.Items {
+			items[i] = partialMetadata(it.Object)
+		}
+		respond.JSON(w, http.StatusOK, struct {
+			meta.TypeMeta `json:",inline"`
+			meta.ListMeta `json:"metadata"`
+			Items         []meta.PartialObjectMetadata `json:"items"`
+		}{meta.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadataList"}, lm, items})
+		return
+	}
+	lmJSON, err := registry.EncodeJSON(lm)
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	size := 128 + len(lmJSON)
+	bodies := make([][]byte, len(list.Items))
+	for i, it := range list.Items {
+		if bodies[i], err = it.JSON(); err != nil {
+			respond.Error(w, r, err)
+			return
+		}
+		size += len(bodies[i]) + 1
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	buf.WriteString(`{"kind":`)
+	buf.WriteString(strconv.Quote(s.info.Kind + "List"))
+	buf.WriteString(`,"apiVersion":`)
+	buf.WriteString(strconv.Quote(s.info.GroupVersion.String()))
+	buf.WriteString(`,"metadata":`)
+	buf.Write(lmJSON)
+	buf.WriteString(`,"items":[`)
+	for i, b := range bodies {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(b)
+	}
+	buf.WriteString("]}")
+	if form == formYAML {
+		y, err := yaml.JSONToYAML(buf.Bytes())
+		if err != nil {
+			respond.Error(w, r, meta.NewInternalError(err))
+			return
+		}
+		respond.Raw(w, http.StatusOK, "application/yaml", y)
+		return
+	}
+	respond.Raw(w, http.StatusOK, "application/json", buf.Bytes())
+}
+
+// Get serves GET on a named object.
+func (s *Scope) Get(w http.ResponseWriter, r *http.Request, ns, name string) {
+	form, err := negotiate(r.Header.Get("Accept"), true)
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	it, err := s.Resource.Get(r.Context(), ns, name, meta.ParseGetOptions(r.URL.Query()))
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	s.writeItem(w, r, http.StatusOK, it, form)
+}
+
+// List serves GET on a collection: a list, or a watch with ?watch=true.
+func (s *Scope) List(w http.ResponseWriter, r *http.Request, ns string) {
+	form, err := negotiate(r.Header.Get("Accept"), true)
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	opts, err := meta.ParseListOptions(r.URL.Query())
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	if opts.Watch {
+		s.serveWatch(w, r, ns, opts, form)
+		return
+	}
+	list, err := s.Resource.List(r.Context(), ns, opts)
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	s.writeList(w, r, list, form)
+}
+
+// Create serves POST on a collection.
+func (s *Scope) Create(w http.ResponseWriter, r *http.Request, ns string) {
+	form, err := negotiate(r.Header.Get("Accept"), false)
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	opts, err := meta.ParseCreateOptions(r.URL.Query())
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	obj, warnings, err := s.decodeBody(w, r, opts.FieldValidation)
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	dryRun := len(opts.DryRun) > 0
+	admit, validate := s.admissionFuncs(r.Context(), admission.Create, ns, "", "", dryRun)
+	it, err := s.Resource.Create(r.Context(), ns, obj, registry.WriteOptions{DryRun: dryRun, Admit: admit, Validate: validate})
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	writeWarnings(w, warnings)
+	s.writeItem(w, r, http.StatusCreated, it, form)
+}
+
+func (s *Scope) decodeBody(w http.ResponseWriter, r *http.Request, validation string) (meta.Object, []string, error) {
+	body, err := readBody(w, r, s.MaxRequestBodyBytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := toJSON(r.Header.Get("Content-Type"), body)
+	if err != nil {
+		return nil, nil, err
+	}
+	obj := s.Resource.New()
+	warnings, err := decodeObject(data, obj, s.gvk, validation)
+	return obj, warnings, err
+}
+
+// Update serves PUT on a named object or its status.
+func (s *Scope) Update(w http.ResponseWriter, r *http.Request, ns, name, subresource string) {
+	form, err := negotiate(r.Header.Get("Accept"), false)
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	opts, err := meta.ParseUpdateOptions(r.URL.Query())
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	obj, warnings, err := s.decodeBody(w, r, opts.FieldValidation)
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	dryRun := len(opts.DryRun) > 0
+	admit, validate := s.admissionFuncs(r.Context(), admission.Update, ns, name, subresource, dryRun)
+	it, created, err := s.Resource.Update(r.Context(), ns, name, func(context.Context, meta.Object) (meta.Object, error) {
+		return obj, nil
+	}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{DryRun: dryRun, Admit: admit, Validate: validate}, Subresource: subresource})
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	writeWarnings(w, warnings)
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	s.writeItem(w, r, code, it, form)
+}
+
+// Patch content types.
+const (
+	jsonPatchType      = "application/json-patch+json"
+	mergePatchType     = "application/merge-patch+json"
+	strategicPatchType = "application/strategic-merge-patch+json"
+	applyPatchType     = "application/apply-patch+yaml"
+)
+
+var supportedPatchTypes = []string{jsonPatchType, mergePatchType}
+
+// Patch serves PATCH on a named object or its status: JSON patch and JSON
+// merge patch. Strategic merge patch needs per-field merge keys that only
+// compiled-in Kubernetes types have, so it is answered 415, as
+// kube-apiserver answers it for custom resources; kubectl then uses a merge
+// patch for types it does not know.
+func (s *Scope) Patch(w http.ResponseWriter, r *http.Request, ns, name, subresource string) {
+	form, err := negotiate(r.Header.Get("Accept"), false)
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	opts, err := meta.ParsePatchOptions(r.URL.Query())
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	ct := r.Header.Get("Content-Type")
+	pt, _, _ := mime.ParseMediaType(ct)
+	if pt != jsonPatchType && pt != mergePatchType {
+		respond.Error(w, r, meta.NewUnsupportedMediaType(ct, supportedPatchTypes))
+		return
+	}
+	patch, err := readBody(w, r, s.MaxRequestBodyBytes)
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	var decodedJSONPatch jsonpatch.Patch
+	if pt == jsonPatchType {
+		if decodedJSONPatch, err = jsonpatch.DecodePatch(patch); err != nil {
+			respond.Error(w, r, meta.NewBadRequest(err.Error()))
+			return
+		}
+	} else if !json.Valid(patch) {
+		respond.Error(w, r, meta.NewBadRequest("error decoding patch: invalid JSON"))
+		return
+	}
+	dryRun := len(opts.DryRun) > 0
+	admit, validate := s.admissionFuncs(r.Context(), admission.Update, ns, name, subresource, dryRun)
+	var warnings []string
+	it, _, err := s.Resource.Update(r.Context(), ns, name, func(_ context.Context, current meta.Object) (meta.Object, error) {
+		if current == nil {
+			return nil, meta.NewNotFound(s.groupResource(), name)
+		}
+		cur, err := registry.EncodeJSON(current)
+		if err != nil {
+			return nil, meta.NewInternalError(err)
+		}
+		var patched []byte
+		if pt == jsonPatchType {
+			patched, err = decodedJSONPatch.Apply(cur)
+		} else {
+			patched, err = jsonpatch.MergePatch(cur, patch)
+		}
+		if err != nil {
+			return nil, patchError(err)
+		}
+		obj := s.Resource.New()
+		warnings, err = decodeObject(patched, obj, s.gvk, opts.FieldValidation)
+		return obj, err
+	}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{DryRun: dryRun, Admit: admit, Validate: validate}, Subresource: subresource})
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	writeWarnings(w, warnings)
+	s.writeItem(w, r, http.StatusOK, it, form)
+}
+
+// patchError classifies a patch failure: a patch that does not apply to the
+// object is unprocessable (422), anything else a bad request.
+func patchError(err error) error {
+	for _, e := range []error{jsonpatch.ErrTestFailed, jsonpatch.ErrMissing, jsonpatch.ErrInvalidIndex, jsonpatch.ErrUnknownType, jsonpatch.ErrInvalid} {
+		if errors.Is(err, e) {
+			se := meta.NewInvalid(meta.GroupKind{}, "", nil)
+			se.ErrStatus.Message = "the server rejected our request due to an error in our request: " + err.Error()
+			se.ErrStatus.Details = nil
+			return se
+		}
+	}
+	return meta.NewBadRequest(err.Error())
+}
+
+// readDeleteOptions reads DeleteOptions from the body (kubectl's way) and the
+// query (curl's way).
+func (s *Scope) readDeleteOptions(w http.ResponseWriter, r *http.Request) (meta.DeleteOptions, error) {
+	var o meta.DeleteOptions
+	body, err := readBody(w, r, s.MaxRequestBodyBytes)
+	if err != nil {
+		return o, err
+	}
+	if len(bytes.TrimSpace(body)) > 0 {
+		data, err := toJSON(r.Header.Get("Content-Type"), body)
+		if err != nil {
+			return o, err
+		}
+		if err := json.Unmarshal(data, &o); err != nil {
+			return o, meta.NewBadRequest(fmt.Sprintf("error decoding DeleteOptions: %v", err))
+		}
+	}
+	if err := meta.ParseDeleteQuery(r.URL.Query(), &o); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+func (s *Scope) deleteOptions(ctx context.Context, o meta.DeleteOptions, ns, name string) registry.DeleteOptions {
+	dryRun := len(o.DryRun) > 0
+	_, validate := s.admissionFuncs(ctx, admission.Delete, ns, name, "", dryRun)
+	d := registry.DeleteOptions{DryRun: dryRun, Preconditions: o.Preconditions}
+	if validate != nil {
+		d.Validate = func(ctx context.Context, old meta.Object) error { return validate(ctx, nil, old) }
+	}
+	return d
+}
+
+// Delete serves DELETE on a named object.
+func (s *Scope) Delete(w http.ResponseWriter, r *http.Request, ns, name string) {
+	form, err := negotiate(r.Header.Get("Accept"), false)
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	o, err := s.readDeleteOptions(w, r)
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	it, _, err := s.Resource.Delete(r.Context(), ns, name, s.deleteOptions(r.Context(), o, ns, name))
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	s.writeItem(w, r, http.StatusOK, it, form)
+}
+
+// DeleteCollection serves DELETE on a collection.
+func (s *Scope) DeleteCollection(w http.ResponseWriter, r *http.Request, ns string) {
+	form, err := negotiate(r.Header.Get("Accept"), false)
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	lo, err := meta.ParseListOptions(r.URL.Query())
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	o, err := s.readDeleteOptions(w, r)
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	list, err := s.Resource.DeleteCollection(r.Context(), ns, lo, s.deleteOptions(r.Context(), o, ns, ""))
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	s.writeList(w, r, list, form)
+}
+
+// serveWatch streams events as newline-separated JSON WatchEvents until the
+// client goes away, the timeout passes, the server stops, or the watch
+// fails (then an ERROR event carries the Status).
+func (s *Scope) serveWatch(w http.ResponseWriter, r *http.Request, ns string, opts meta.ListOptions, form outputForm) {
+	timeout := time.Duration(float64(s.MinRequestTimeout) * (rand.Float64() + 1))
+	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds > 0 {
+		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	events, err := s.Resource.Watch(ctx, ns, opts)
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
+	flusher, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-cache, private")
+	w.WriteHeader(http.StatusOK)
+	if flusher != nil {
+		flusher.Flush()
+	}
+	var buf bytes.Buffer
+	for {
+		var ev registry.WatchEvent
+		var ok bool
+		select {
+		case ev, ok = <-events:
+			if !ok {
+				return
+			}
+		case <-ctx.Done():
+			return
+		case <-s.StopWatches:
+			return
+		}
+		buf.Reset()
+		if err := s.encodeEvent(&buf, r, ev, form); err != nil {
+			ev = registry.WatchEvent{Type: meta.Error, Err: err}
+			buf.Reset()
+			_ = s.encodeEvent(&buf, r, ev, form)
+		}
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return
+		}
+		if flusher != nil && len(events) == 0 {
+			flusher.Flush()
+		}
+		if ev.Type == meta.Error {
+			return
+		}
+	}
+}
+
+func (s *Scope) encodeEvent(buf *bytes.Buffer, r *http.Request, ev registry.WatchEvent, form outputForm) error {
+	var obj []byte
+	var err error
+	switch {
+	case ev.Type == meta.Error:
+		obj, err = registry.EncodeJSON(meta.StatusOf(ev.Err))
+	case ev.Type == meta.Bookmark:
+		obj, err = ev.Item.JSON()
+	default:
+		obj, _, err = s.encodeItem(r, ev.Item, form, nil)
+	}
+	if err != nil {
+		return err
+	}
+	buf.WriteString(`{"type":"`)
+	buf.WriteString(string(ev.Type))
+	buf.WriteString(`","object":`)
+	buf.Write(obj)
+	buf.WriteString("}\n")
+	return nil
+}

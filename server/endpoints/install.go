@@ -1,0 +1,185 @@
+package endpoints
+
+import (
+	"net/http"
+	"strings"
+
+	restful "github.com/emicklei/go-restful/v3"
+
+	"github.com/apikit-dev/apikit/meta"
+)
+
+// Media types routes declare; the handlers negotiate the exact form.
+var (
+	objectMediaTypes = []string{"application/json", "application/yaml"}
+	patchMediaTypes  = []string{jsonPatchType, mergePatchType}
+	readMediaTypes   = []string{"application/json", "application/yaml", "application/json;stream=watch"}
+)
+
+// operationID builds kube-apiserver style operation ids, e.g.
+// listWardleExampleComV1beta1NamespacedFlunder.
+func operationID(verb string, gv meta.GroupVersion, namespaced bool, kind, suffix string) string {
+	var b strings.Builder
+	b.WriteString(verb)
+	for _, part := range strings.FieldsFunc(gv.Group, func(r rune) bool { return r == '.' || r == '-' }) {
+		b.WriteString(strings.ToUpper(part[:1]) + part[1:])
+	}
+	if gv.Group == "" {
+		b.WriteString("Core")
+	}
+	b.WriteString(strings.ToUpper(gv.Version[:1]) + gv.Version[1:])
+	if namespaced {
+		b.WriteString("Namespaced")
+	}
+	b.WriteString(kind)
+	b.WriteString(suffix)
+	return b.String()
+}
+
+// Install adds the routes of s's resource to ws: the collection and object
+// paths (under namespaces/{namespace} for namespaced resources, plus the
+// all-namespaces collection), and the status subresource when there is one.
+func Install(ws *restful.WebService, s *Scope) {
+	s.init()
+	info := s.info
+	gv := info.GroupVersion
+	kind := info.Kind
+	sample := s.Resource.New()
+
+	nsParam := ws.PathParameter("namespace", "object name and auth scope, such as for teams and projects").DataType("string")
+	nameParam := ws.PathParameter("name", "name of the "+kind).DataType("string")
+
+	prefix := "/" + info.Resource
+	if info.NamespaceScoped {
+		prefix = "/namespaces/{namespace}/" + info.Resource
+	}
+	ns := func(r *restful.Request) string {
+		if info.NamespaceScoped {
+			return r.PathParameter("namespace")
+		}
+		return ""
+	}
+	withNS := func(rb *restful.RouteBuilder) *restful.RouteBuilder {
+		if info.NamespaceScoped {
+			rb.Param(nsParam)
+		}
+		return rb
+	}
+	id := func(verb, suffix string) string { return operationID(verb, gv, info.NamespaceScoped, kind, suffix) }
+	tag := strings.ReplaceAll(gv.Group, ".", "") + "_" + gv.Version
+	if gv.Group == "" {
+		tag = "core_" + gv.Version
+	}
+
+	// Collection.
+	ws.Route(addListParams(ws, withNS(ws.GET(prefix).To(func(r *restful.Request, w *restful.Response) {
+		s.List(w, r.Request, ns(r))
+	}).Operation(id("list", "")).Doc("list or watch objects of kind " + kind).
+		Produces(readMediaTypes...).Metadata(restfulKindKey, kind).Metadata(restfulListKey, true).
+		Returns(http.StatusOK, "OK", nil).Metadata(restfulTagKey, tag))))
+
+	ws.Route(addWriteParams(ws, withNS(ws.POST(prefix).To(func(r *restful.Request, w *restful.Response) {
+		s.Create(w, r.Request, ns(r))
+	}).Operation(id("create", "")).Doc("create a "+kind).
+		Consumes(objectMediaTypes...).Produces(objectMediaTypes...).
+		Reads(sample).Writes(sample).
+		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).
+		Returns(http.StatusAccepted, "Accepted", sample).Metadata(restfulTagKey, tag))))
+
+	ws.Route(addListParams(ws, withNS(ws.DELETE(prefix).To(func(r *restful.Request, w *restful.Response) {
+		s.DeleteCollection(w, r.Request, ns(r))
+	}).Operation(id("deletecollection", "")).Doc("delete collection of "+kind).
+		Produces(objectMediaTypes...).Metadata(restfulKindKey, kind).Metadata(restfulListKey, true).
+		Param(ws.QueryParameter("dryRun", "When present, indicates that modifications should not be persisted. The only valid value is All.").DataType("string")).
+		Returns(http.StatusOK, "OK", nil).Metadata(restfulTagKey, tag))))
+
+	if info.NamespaceScoped {
+		ws.Route(addListParams(ws, ws.GET("/"+info.Resource).To(func(r *restful.Request, w *restful.Response) {
+			s.List(w, r.Request, "")
+		}).Operation(operationID("list", gv, false, kind, "ForAllNamespaces")).
+			Doc("list or watch objects of kind " + kind + " in all namespaces").
+			Produces(readMediaTypes...).Metadata(restfulKindKey, kind).Metadata(restfulListKey, true).
+			Returns(http.StatusOK, "OK", nil).Metadata(restfulTagKey, tag)))
+	}
+
+	// Object.
+	objPath := prefix + "/{name}"
+	ws.Route(withNS(ws.GET(objPath).To(func(r *restful.Request, w *restful.Response) {
+		s.Get(w, r.Request, ns(r), r.PathParameter("name"))
+	}).Operation(id("read", "")).Doc("read the specified "+kind).Param(nameParam).
+		Param(ws.QueryParameter("resourceVersion", "resourceVersion sets a constraint on what resource versions a request may be served from.").DataType("string")).
+		Produces(objectMediaTypes...).Writes(sample).Returns(http.StatusOK, "OK", sample).Metadata(restfulTagKey, tag)))
+
+	ws.Route(addWriteParams(ws, withNS(ws.PUT(objPath).To(func(r *restful.Request, w *restful.Response) {
+		s.Update(w, r.Request, ns(r), r.PathParameter("name"), "")
+	}).Operation(id("replace", "")).Doc("replace the specified "+kind).Param(nameParam).
+		Consumes(objectMediaTypes...).Produces(objectMediaTypes...).Reads(sample).Writes(sample).
+		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).Metadata(restfulTagKey, tag))))
+
+	ws.Route(addPatchParams(ws, withNS(ws.PATCH(objPath).To(func(r *restful.Request, w *restful.Response) {
+		s.Patch(w, r.Request, ns(r), r.PathParameter("name"), "")
+	}).Operation(id("patch", "")).Doc("partially update the specified "+kind).Param(nameParam).
+		Consumes(patchMediaTypes...).Produces(objectMediaTypes...).Writes(sample).
+		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).Metadata(restfulTagKey, tag))))
+
+	ws.Route(withNS(ws.DELETE(objPath).To(func(r *restful.Request, w *restful.Response) {
+		s.Delete(w, r.Request, ns(r), r.PathParameter("name"))
+	}).Operation(id("delete", "")).Doc("delete a "+kind).Param(nameParam).
+		Consumes(objectMediaTypes...).Produces(objectMediaTypes...).
+		Param(ws.QueryParameter("dryRun", "When present, indicates that modifications should not be persisted. The only valid value is All.").DataType("string")).
+		Param(ws.QueryParameter("gracePeriodSeconds", "The duration in seconds before the object should be deleted.").DataType("integer")).
+		Param(ws.QueryParameter("propagationPolicy", "Whether and how garbage collection will be performed: Orphan, Background or Foreground.").DataType("string")).
+		Writes(sample).Returns(http.StatusOK, "OK", sample).Returns(http.StatusAccepted, "Accepted", sample).Metadata(restfulTagKey, tag)))
+
+	if !info.StatusSubresource {
+		return
+	}
+	statusPath := objPath + "/status"
+	ws.Route(withNS(ws.GET(statusPath).To(func(r *restful.Request, w *restful.Response) {
+		s.Get(w, r.Request, ns(r), r.PathParameter("name"))
+	}).Operation(id("read", "Status")).Doc("read status of the specified "+kind).Param(nameParam).
+		Produces(objectMediaTypes...).Writes(sample).Returns(http.StatusOK, "OK", sample).Metadata(restfulTagKey, tag)))
+	ws.Route(addWriteParams(ws, withNS(ws.PUT(statusPath).To(func(r *restful.Request, w *restful.Response) {
+		s.Update(w, r.Request, ns(r), r.PathParameter("name"), "status")
+	}).Operation(id("replace", "Status")).Doc("replace status of the specified "+kind).Param(nameParam).
+		Consumes(objectMediaTypes...).Produces(objectMediaTypes...).Reads(sample).Writes(sample).
+		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).Metadata(restfulTagKey, tag))))
+	ws.Route(addPatchParams(ws, withNS(ws.PATCH(statusPath).To(func(r *restful.Request, w *restful.Response) {
+		s.Patch(w, r.Request, ns(r), r.PathParameter("name"), "status")
+	}).Operation(id("patch", "Status")).Doc("partially update status of the specified "+kind).Param(nameParam).
+		Consumes(patchMediaTypes...).Produces(objectMediaTypes...).Writes(sample).
+		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).Metadata(restfulTagKey, tag))))
+}
+
+// Route metadata keys read by the OpenAPI builder.
+const (
+	restfulKindKey = "apikit.kind"
+	restfulListKey = "apikit.list"
+	restfulTagKey  = "apikit.tag"
+)
+
+func addListParams(ws *restful.WebService, rb *restful.RouteBuilder) *restful.RouteBuilder {
+	return rb.
+		Param(ws.QueryParameter("allowWatchBookmarks", "allowWatchBookmarks requests watch events with type \"BOOKMARK\".").DataType("boolean")).
+		Param(ws.QueryParameter("continue", "The continue option should be set when retrieving more results from the server.").DataType("string")).
+		Param(ws.QueryParameter("fieldSelector", "A selector to restrict the list of returned objects by their fields. Defaults to everything.").DataType("string")).
+		Param(ws.QueryParameter("labelSelector", "A selector to restrict the list of returned objects by their labels. Defaults to everything.").DataType("string")).
+		Param(ws.QueryParameter("limit", "limit is a maximum number of responses to return for a list call.").DataType("integer")).
+		Param(ws.QueryParameter("resourceVersion", "resourceVersion sets a constraint on what resource versions a request may be served from.").DataType("string")).
+		Param(ws.QueryParameter("resourceVersionMatch", "resourceVersionMatch determines how resourceVersion is applied to list calls.").DataType("string")).
+		Param(ws.QueryParameter("sendInitialEvents", "`sendInitialEvents=true` may be set together with `watch=true`; the watch stream then begins with synthetic events for the current state.").DataType("boolean")).
+		Param(ws.QueryParameter("timeoutSeconds", "Timeout for the list/watch call.").DataType("integer")).
+		Param(ws.QueryParameter("watch", "Watch for changes to the described resources and return them as a stream of add, update, and remove notifications.").DataType("boolean"))
+}
+
+func addWriteParams(ws *restful.WebService, rb *restful.RouteBuilder) *restful.RouteBuilder {
+	return rb.
+		Param(ws.QueryParameter("dryRun", "When present, indicates that modifications should not be persisted. The only valid value is All.").DataType("string")).
+		Param(ws.QueryParameter("fieldManager", "fieldManager is a name associated with the actor or entity that is making these changes.").DataType("string")).
+		Param(ws.QueryParameter("fieldValidation", "fieldValidation instructs the server on how to handle objects in the request containing unknown fields: Ignore, Warn (the default) or Strict.").DataType("string"))
+}
+
+func addPatchParams(ws *restful.WebService, rb *restful.RouteBuilder) *restful.RouteBuilder {
+	return addWriteParams(ws, rb).
+		Param(ws.QueryParameter("force", "Force is going to \"force\" Apply requests. It must be unset for non-apply patch requests.").DataType("boolean"))
+}

@@ -1,0 +1,30 @@
+package filters
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+
+	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/server/respond"
+)
+
+// WithPanicRecovery turns a panic in a handler into a 500 Status and a log
+// line with the stack, so one bad request cannot take the server down.
+// http.ErrAbortHandler passes through: it is how a handler aborts a
+// response on purpose.
+func WithPanicRecovery(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				slog.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+				respond.Error(w, r, meta.NewInternalError(fmt.Errorf("%v", v)))
+			}
+		}()
+		h.ServeHTTP(w, r)
+	})
+}

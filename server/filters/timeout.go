@@ -1,0 +1,107 @@
+package filters
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/request"
+	"github.com/apikit-dev/apikit/server/respond"
+)
+
+// WithTimeout bounds every request that is not long-running (watches are
+// exempt) to timeout, or to the shorter ?timeout= the client asks for. When
+// time runs out the client gets a 504 Status if nothing was written yet; a
+// response already under way is aborted. The handler's context is cancelled
+// either way, so storage calls stop too.
+func WithTimeout(h http.Handler, timeout time.Duration, longRunning func(*request.Info) bool) http.Handler {
+	if timeout <= 0 {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info, _ := request.InfoFrom(r.Context())
+		if info != nil && longRunning(info) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		d := timeout
+		if q := r.URL.Query().Get("timeout"); q != "" {
+			if qd, err := time.ParseDuration(q); err == nil && qd > 0 && qd < d {
+				d = qd
+			}
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		tw := &timeoutWriter{w: w}
+		done := make(chan any, 1)
+		go func() {
+			defer func() {
+				done <- recover()
+			}()
+			h.ServeHTTP(tw, r.WithContext(ctx))
+		}()
+		select {
+		case p := <-done:
+			if p != nil {
+				panic(p)
+			}
+		case <-ctx.Done():
+			if tw.timeout() {
+				respond.Error(w, r, meta.NewTimeout("request did not complete within requested timeout - "+ctx.Err().Error(), 0))
+				return
+			}
+			// Headers are out: the only honest thing left is to abort.
+			panic(http.ErrAbortHandler)
+		}
+	})
+}
+
+// timeoutWriter passes writes through until the request times out, then
+// refuses them, so the abandoned handler cannot touch the real writer.
+type timeoutWriter struct {
+	w           http.ResponseWriter
+	mu          sync.Mutex
+	timedOut    bool
+	wroteHeader bool
+}
+
+// timeout marks the writer timed out and reports whether the response is
+// still untouched (so the caller may write the timeout Status).
+func (tw *timeoutWriter) timeout() bool {
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	tw.timedOut = true
+	return !tw.wroteHeader
+}
+
+func (tw *timeoutWriter) Header() http.Header { return tw.w.Header() }
+
+func (tw *timeoutWriter) WriteHeader(code int) {
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	if tw.timedOut || tw.wroteHeader {
+		return
+	}
+	tw.wroteHeader = true
+	tw.w.WriteHeader(code)
+}
+
+func (tw *timeoutWriter) Write(b []byte) (int, error) {
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	if tw.timedOut {
+		return 0, http.ErrHandlerTimeout
+	}
+	tw.wroteHeader = true
+	return tw.w.Write(b)
+}
+
+func (tw *timeoutWriter) Flush() {
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	if f, ok := tw.w.(http.Flusher); ok && !tw.timedOut {
+		f.Flush()
+	}
+}

@@ -1,0 +1,397 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+
+	restful "github.com/emicklei/go-restful/v3"
+
+	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/registry"
+	"github.com/apikit-dev/apikit/server/endpoints"
+	"github.com/apikit-dev/apikit/server/respond"
+)
+
+// PostStartHookFunc runs once the server listens. Its context ends when the
+// server shuts down; a hook that starts work must stop it then.
+type PostStartHookFunc func(ctx context.Context) error
+
+// PreShutdownHookFunc runs when shutdown begins, before requests drain.
+type PreShutdownHookFunc func() error
+
+// DelegationTarget is what a server offers the server in front of it.
+type DelegationTarget interface {
+	// UnprotectedHandler serves the server's routes without its filters:
+	// the server in front has already run them.
+	UnprotectedHandler() http.Handler
+	// PostStartHooks and PreShutdownHooks are run by the outermost server.
+	PostStartHooks() map[string]PostStartHookFunc
+	PreShutdownHooks() map[string]PreShutdownHookFunc
+	// HealthChecks are served by the outermost server's health endpoints.
+	HealthChecks() HealthChecks
+	// APIGroups and WebServices feed the outermost server's discovery and
+	// OpenAPI documents.
+	APIGroups() []*APIGroupInfo
+	WebServices() []*restful.WebService
+	// NextDelegate is the server behind this one, nil at the end.
+	NextDelegate() DelegationTarget
+}
+
+// HealthChecks are the checks of the three health endpoints.
+type HealthChecks struct {
+	Healthz, Livez, Readyz []HealthCheck
+}
+
+// APIGroupInfo is an API group to install: its versions in priority order
+// (the first is preferred) and each version's resources.
+type APIGroupInfo struct {
+	Name     string
+	Versions []APIVersionInfo
+}
+
+// APIVersionInfo is one version of an API group.
+type APIVersionInfo struct {
+	Version   string
+	Resources []registry.Resource
+}
+
+// NewAPIGroupInfo starts an APIGroupInfo.
+func NewAPIGroupInfo(group string) *APIGroupInfo { return &APIGroupInfo{Name: group} }
+
+// AddVersion appends a version (lower priority than those before it).
+func (g *APIGroupInfo) AddVersion(version string, resources ...registry.Resource) *APIGroupInfo {
+	g.Versions = append(g.Versions, APIVersionInfo{Version: version, Resources: resources})
+	return g
+}
+
+// GenericServer is one API server: its routes, its handler chain, its hooks.
+type GenericServer struct {
+	name     string
+	config   *completedConfig
+	delegate DelegationTarget
+
+	container   *restful.Container
+	mux         *http.ServeMux
+	unprotected http.Handler
+	// Handler is the full handler: the filter chain around the routes of
+	// this server and its delegates.
+	Handler http.Handler
+
+	mu               sync.Mutex
+	groups           []*APIGroupInfo
+	postStartHooks   map[string]PostStartHookFunc
+	preShutdownHooks map[string]PreShutdownHookFunc
+	health           HealthChecks
+	stopWatches      chan struct{}
+	stopOnce         sync.Once
+	runtime          *runtimeState
+}
+
+// emptyDelegate ends a chain: it serves nothing but 404s.
+type emptyDelegate struct{}
+
+// NewEmptyDelegate returns the DelegationTarget that ends a chain.
+func NewEmptyDelegate() DelegationTarget { return emptyDelegate{} }
+
+func (emptyDelegate) UnprotectedHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		respond.Error(w, r, meta.NewNotFoundPath())
+	})
+}
+func (emptyDelegate) PostStartHooks() map[string]PostStartHookFunc     { return nil }
+func (emptyDelegate) PreShutdownHooks() map[string]PreShutdownHookFunc { return nil }
+func (emptyDelegate) HealthChecks() HealthChecks                       { return HealthChecks{} }
+func (emptyDelegate) APIGroups() []*APIGroupInfo                       { return nil }
+func (emptyDelegate) WebServices() []*restful.WebService               { return nil }
+func (emptyDelegate) NextDelegate() DelegationTarget                   { return nil }
+
+// New builds a server named name in front of delegate.
+func (c CompletedConfig) New(name string, delegate DelegationTarget) (*GenericServer, error) {
+	if c.completedConfig == nil {
+		return nil, errors.New("server: New called on a zero CompletedConfig; use Config.Complete")
+	}
+	if delegate == nil {
+		delegate = NewEmptyDelegate()
+	}
+	s := &GenericServer{
+		name:             name,
+		config:           c.completedConfig,
+		delegate:         delegate,
+		container:        restful.NewContainer(),
+		mux:              http.NewServeMux(),
+		postStartHooks:   map[string]PostStartHookFunc{},
+		preShutdownHooks: map[string]PreShutdownHookFunc{},
+		stopWatches:      make(chan struct{}),
+	}
+	s.container.Router(restful.CurlyRouter{})
+	s.container.DoNotRecover(true)
+	s.container.ServiceErrorHandler(func(se restful.ServiceError, req *restful.Request, resp *restful.Response) {
+		serviceError(resp.ResponseWriter, req.Request, se)
+	})
+	s.health = HealthChecks{
+		Healthz: append([]HealthCheck{pingCheck}, c.HealthChecks...),
+		Livez:   append(append([]HealthCheck{pingCheck}, c.HealthChecks...), c.LivezChecks...),
+		Readyz:  append(append([]HealthCheck{pingCheck}, c.HealthChecks...), c.ReadyzChecks...),
+	}
+	// The delegates' hooks run with ours: only the outermost server runs.
+	for n, h := range delegate.PostStartHooks() {
+		if err := s.AddPostStartHook(n, h); err != nil {
+			return nil, err
+		}
+	}
+	for n, h := range delegate.PreShutdownHooks() {
+		if err := s.AddPreShutdownHook(n, h); err != nil {
+			return nil, err
+		}
+	}
+	s.unprotected = http.HandlerFunc(s.direct)
+	s.Handler = c.BuildHandlerChain(s.unprotected, &c)
+	s.installDefaultRoutes()
+	return s, nil
+}
+
+// serviceError answers go-restful's own routing failures (no route, wrong
+// method, unsupported media type) with Status objects.
+func serviceError(w http.ResponseWriter, r *http.Request, se restful.ServiceError) {
+	switch se.Code {
+	case http.StatusNotFound:
+		respond.Error(w, r, meta.NewNotFoundPath())
+	case http.StatusMethodNotAllowed:
+		st := meta.NewMethodNotSupported(meta.GroupResource{}, r.Method)
+		st.ErrStatus.Message = fmt.Sprintf("the server does not allow this method on the requested resource (%s %s)", r.Method, r.URL.Path)
+		respond.Error(w, r, st)
+	case http.StatusUnsupportedMediaType:
+		respond.Error(w, r, meta.NewUnsupportedMediaType(r.Header.Get("Content-Type"), []string{"application/json", "application/yaml", "application/json-patch+json", "application/merge-patch+json"}))
+	case http.StatusNotAcceptable:
+		respond.Error(w, r, meta.NewNotAcceptable([]string{"application/json", "application/yaml"}))
+	default:
+		st := meta.NewBadRequest(se.Message)
+		st.ErrStatus.Code = int32(se.Code)
+		respond.Error(w, r, st)
+	}
+}
+
+// direct routes a request: to a WebService of this server, to a non-REST
+// handler of this server, or to the delegate.
+func (s *GenericServer) direct(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	for _, ws := range s.container.RegisteredWebServices() {
+		root := ws.RootPath()
+		if path == root || strings.HasPrefix(path, root+"/") {
+			s.container.Dispatch(w, r)
+			return
+		}
+	}
+	if h, pattern := s.mux.Handler(r); pattern != "" {
+		h.ServeHTTP(w, r)
+		return
+	}
+	s.delegate.UnprotectedHandler().ServeHTTP(w, r)
+}
+
+// UnprotectedHandler implements DelegationTarget.
+func (s *GenericServer) UnprotectedHandler() http.Handler { return s.unprotected }
+
+// PostStartHooks implements DelegationTarget.
+func (s *GenericServer) PostStartHooks() map[string]PostStartHookFunc {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return copyMap(s.postStartHooks)
+}
+
+// PreShutdownHooks implements DelegationTarget.
+func (s *GenericServer) PreShutdownHooks() map[string]PreShutdownHookFunc {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return copyMap(s.preShutdownHooks)
+}
+
+func copyMap[V any](m map[string]V) map[string]V {
+	out := make(map[string]V, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// HealthChecks implements DelegationTarget: this server's and its delegates'.
+func (s *GenericServer) HealthChecks() HealthChecks {
+	s.mu.Lock()
+	h := HealthChecks{
+		Healthz: append([]HealthCheck(nil), s.health.Healthz...),
+		Livez:   append([]HealthCheck(nil), s.health.Livez...),
+		Readyz:  append([]HealthCheck(nil), s.health.Readyz...),
+	}
+	s.mu.Unlock()
+	d := s.delegate.HealthChecks()
+	h.Healthz = mergeChecks(h.Healthz, d.Healthz)
+	h.Livez = mergeChecks(h.Livez, d.Livez)
+	h.Readyz = mergeChecks(h.Readyz, d.Readyz)
+	return h
+}
+
+func mergeChecks(a, b []HealthCheck) []HealthCheck {
+	seen := make(map[string]bool, len(a))
+	for _, c := range a {
+		seen[c.Name] = true
+	}
+	for _, c := range b {
+		if !seen[c.Name] {
+			a = append(a, c)
+			seen[c.Name] = true
+		}
+	}
+	return a
+}
+
+// APIGroups implements DelegationTarget: this server's groups and its delegates'.
+func (s *GenericServer) APIGroups() []*APIGroupInfo {
+	s.mu.Lock()
+	groups := append([]*APIGroupInfo(nil), s.groups...)
+	s.mu.Unlock()
+	return append(groups, s.delegate.APIGroups()...)
+}
+
+// WebServices implements DelegationTarget: this server's and its delegates'.
+func (s *GenericServer) WebServices() []*restful.WebService {
+	return append(append([]*restful.WebService(nil), s.container.RegisteredWebServices()...), s.delegate.WebServices()...)
+}
+
+// NextDelegate implements DelegationTarget.
+func (s *GenericServer) NextDelegate() DelegationTarget { return s.delegate }
+
+// Name returns the server's name.
+func (s *GenericServer) Name() string { return s.name }
+
+// AddPostStartHook registers a hook run once the server listens; its
+// progress shows as the health check poststarthook/<name>.
+func (s *GenericServer) AddPostStartHook(name string, hook PostStartHookFunc) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.postStartHooks[name]; dup {
+		return fmt.Errorf("server: post-start hook %q registered twice", name)
+	}
+	if s.runtime != nil {
+		return fmt.Errorf("server: post-start hook %q added after the server started", name)
+	}
+	s.postStartHooks[name] = hook
+	return nil
+}
+
+// AddPreShutdownHook registers a hook run when shutdown begins.
+func (s *GenericServer) AddPreShutdownHook(name string, hook PreShutdownHookFunc) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.preShutdownHooks[name]; dup {
+		return fmt.Errorf("server: pre-shutdown hook %q registered twice", name)
+	}
+	s.preShutdownHooks[name] = hook
+	return nil
+}
+
+// AddHealthChecks adds checks to all three health endpoints.
+func (s *GenericServer) AddHealthChecks(checks ...HealthCheck) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.health.Healthz = append(s.health.Healthz, checks...)
+	s.health.Livez = append(s.health.Livez, checks...)
+	s.health.Readyz = append(s.health.Readyz, checks...)
+}
+
+// AddReadyzChecks adds checks to /readyz only.
+func (s *GenericServer) AddReadyzChecks(checks ...HealthCheck) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.health.Readyz = append(s.health.Readyz, checks...)
+}
+
+// InstallAPIGroup serves g: one WebService per version at
+// /apis/<group>/<version>, and the group's discovery documents.
+func (s *GenericServer) InstallAPIGroup(g *APIGroupInfo) error {
+	if g == nil || g.Name == "" || len(g.Versions) == 0 {
+		return errors.New("server: an API group needs a name and at least one version")
+	}
+	for _, existing := range s.APIGroups() {
+		if existing.Name == g.Name {
+			return fmt.Errorf("server: API group %q is already installed in this chain", g.Name)
+		}
+	}
+	for _, v := range g.Versions {
+		if v.Version == "" || len(v.Resources) == 0 {
+			return fmt.Errorf("server: version %q of group %q needs resources", v.Version, g.Name)
+		}
+		gv := meta.GroupVersion{Group: g.Name, Version: v.Version}
+		ws := new(restful.WebService).Path("/apis/" + gv.String()).
+			Doc("API at /apis/" + gv.String()).ApiVersion(gv.String())
+		seen := map[string]bool{}
+		for _, res := range v.Resources {
+			info := res.Info()
+			if info.GroupVersion != gv {
+				return fmt.Errorf("server: resource %s is served as %s, not %s", info.Resource, info.GroupVersion, gv)
+			}
+			if seen[info.Resource] {
+				return fmt.Errorf("server: resource %s listed twice in %s", info.Resource, gv)
+			}
+			seen[info.Resource] = true
+			endpoints.Install(ws, &endpoints.Scope{
+				Resource:            res,
+				Admission:           s.config.Admission,
+				MaxRequestBodyBytes: s.config.MaxRequestBodyBytes,
+				MinRequestTimeout:   s.config.MinRequestTimeout,
+				StopWatches:         s.stopWatches,
+			})
+		}
+		resourceList := resourceListFor(gv, v.Resources)
+		ws.Route(ws.GET("/").To(func(r *restful.Request, w *restful.Response) {
+			respond.JSON(w, http.StatusOK, resourceList)
+		}).Operation("getAPIResources").Doc("get available resources").Produces("application/json"))
+		s.container.Add(ws)
+	}
+	s.mu.Lock()
+	s.groups = append(s.groups, g)
+	s.mu.Unlock()
+	group := apiGroupFor(g)
+	s.mux.HandleFunc("/apis/"+g.Name, func(w http.ResponseWriter, r *http.Request) {
+		respond.JSON(w, http.StatusOK, group)
+	})
+	return nil
+}
+
+// resourceListFor builds the discovery document of one group-version.
+func resourceListFor(gv meta.GroupVersion, resources []registry.Resource) *meta.APIResourceList {
+	list := &meta.APIResourceList{
+		TypeMeta:     meta.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
+		GroupVersion: gv.String(),
+	}
+	for _, res := range resources {
+		info := res.Info()
+		list.APIResources = append(list.APIResources, meta.APIResource{
+			Name: info.Resource, SingularName: info.SingularName, Namespaced: info.NamespaceScoped,
+			Kind: info.Kind, Verbs: info.Verbs(), ShortNames: info.ShortNames, Categories: info.Categories,
+		})
+		if info.StatusSubresource {
+			list.APIResources = append(list.APIResources, meta.APIResource{
+				Name: info.Resource + "/status", Namespaced: info.NamespaceScoped,
+				Kind: info.Kind, Verbs: []string{"get", "patch", "update"},
+			})
+		}
+	}
+	sort.SliceStable(list.APIResources, func(i, j int) bool { return list.APIResources[i].Name < list.APIResources[j].Name })
+	return list
+}
+
+// apiGroupFor builds the discovery document of a group.
+func apiGroupFor(g *APIGroupInfo) *meta.APIGroup {
+	out := &meta.APIGroup{TypeMeta: meta.TypeMeta{Kind: "APIGroup", APIVersion: "v1"}, Name: g.Name}
+	for _, v := range g.Versions {
+		out.Versions = append(out.Versions, meta.GroupVersionForDiscovery{
+			GroupVersion: meta.GroupVersion{Group: g.Name, Version: v.Version}.String(), Version: v.Version})
+	}
+	out.PreferredVersion = out.Versions[0]
+	return out
+}
