@@ -18,7 +18,9 @@ func DefaultBuildHandlerChain(apiHandler http.Handler, c *CompletedConfig) http.
 		// Bound non-watch requests in time (504 when exceeded).
 		func(h http.Handler) http.Handler { return filters.WithTimeout(h, c.RequestTimeout, c.LongRunning) },
 		// Who is asking (401 when nobody we know).
-		func(h http.Handler) http.Handler { return filters.WithAuthentication(h, c.Authenticator, c.PublicPaths) },
+		func(h http.Handler) http.Handler {
+			return filters.WithAuthentication(h, c.Authenticator, c.PublicPaths)
+		},
 		// Whether it may run now (429 + Retry-After when overloaded).
 		c.FlowControl,
 		// Whether it may do this at all (403 with the reason).

@@ -83,7 +83,9 @@ func (s *Scope) admissionFuncs(ctx context.Context, op admission.Operation, ns, 
 			Namespace: ns, Name: n, Object: obj, OldObject: old, DryRun: dryRun, User: user}
 	}
 	admit = func(ctx context.Context, obj, old meta.Object) error { return s.Admission.Admit(ctx, attrs(obj, old)) }
-	validate = func(ctx context.Context, obj, old meta.Object) error { return s.Admission.Validate(ctx, attrs(obj, old)) }
+	validate = func(ctx context.Context, obj, old meta.Object) error {
+		return s.Admission.Validate(ctx, attrs(obj, old))
+	}
 	return admit, validate
 }
 

@@ -74,7 +74,7 @@ func Install(ws *restful.WebService, s *Scope) {
 	// Collection.
 	ws.Route(addListParams(ws, withNS(ws.GET(prefix).To(func(r *restful.Request, w *restful.Response) {
 		s.List(w, r.Request, ns(r))
-	}).Operation(id("list", "")).Doc("list or watch objects of kind " + kind).
+	}).Operation(id("list", "")).Doc("list or watch objects of kind "+kind).
 		Produces(readMediaTypes...).Metadata(restfulKindKey, kind).Metadata(restfulListKey, true).
 		Returns(http.StatusOK, "OK", nil).Metadata(restfulTagKey, tag))))
 
@@ -97,7 +97,7 @@ func Install(ws *restful.WebService, s *Scope) {
 		ws.Route(addListParams(ws, ws.GET("/"+info.Resource).To(func(r *restful.Request, w *restful.Response) {
 			s.List(w, r.Request, "")
 		}).Operation(operationID("list", gv, false, kind, "ForAllNamespaces")).
-			Doc("list or watch objects of kind " + kind + " in all namespaces").
+			Doc("list or watch objects of kind "+kind+" in all namespaces").
 			Produces(readMediaTypes...).Metadata(restfulKindKey, kind).Metadata(restfulListKey, true).
 			Returns(http.StatusOK, "OK", nil).Metadata(restfulTagKey, tag)))
 	}
