@@ -313,6 +313,11 @@ func SelectorFromSet(s Set) Selector {
 func ParseLabelSelector(s string) (Selector, error) {
 	p := labelParser{lex: labelLexer{s: s}}
 	var reqs []labelRequirement
+	if s != "" {
+		// Each requirement but the last ends at a comma: one allocation
+		// instead of growing the slice.
+		reqs = make([]labelRequirement, 0, strings.Count(s, ",")+1)
+	}
 	for {
 		switch tok, lit := p.peek(true); tok {
 		case tokEnd:
