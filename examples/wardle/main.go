@@ -10,8 +10,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -20,7 +18,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -80,7 +77,7 @@ func run() error {
 	}
 	defer closeStore()
 
-	pki, err := bootstrapPKI(dataDir, f.bindAddress, f.securePort)
+	pki, err := certs.Bootstrap(dataDir, f.bindAddress, f.securePort)
 	if err != nil {
 		return err
 	}
@@ -92,8 +89,8 @@ func run() error {
 	cfg := server.NewConfig()
 	cfg.SecureServing.BindAddress = f.bindAddress
 	cfg.SecureServing.Port = f.securePort
-	cfg.SecureServing.Certificate = &pki.serving
-	cfg.SecureServing.ClientCA = authn.StaticCAs{Pool: pki.clientCAs}
+	cfg.SecureServing.Certificate = &pki.Serving
+	cfg.SecureServing.ClientCA = authn.StaticCAs{Pool: pki.ClientCAs}
 	cfg.Admission = append(cfg.Admission, api.BanFlunder())
 	cfg.OpenAPITitle = "wardle"
 	completed, err := cfg.Complete()
@@ -112,7 +109,7 @@ func run() error {
 		return err
 	}
 	fmt.Printf("wardle serves https://%s with data in %s\nPoint kubectl at it:\n\n    export KUBECONFIG=%s\n    kubectl get flunders\n\n",
-		net.JoinHostPort(f.bindAddress, strconv.Itoa(f.securePort)), dataDir, pki.kubeconfig)
+		net.JoinHostPort(f.bindAddress, strconv.Itoa(f.securePort)), dataDir, pki.Kubeconfig)
 	return srv.PrepareRun().Run(ctx)
 }
 
@@ -143,55 +140,4 @@ func openStorage(ctx context.Context, f flags, dataDir string) (storage.Interfac
 	default:
 		return nil, nil, fmt.Errorf("--storage-backend=%q is not supported; use embedded, etcd3 or memory", f.backend)
 	}
-}
-
-type pkiFiles struct {
-	serving    tls.Certificate
-	clientCAs  *x509.CertPool
-	kubeconfig string
-}
-
-// bootstrapPKI makes (once) the CA, serving and admin certificates and the
-// kubeconfig under dataDir, and loads them.
-func bootstrapPKI(dataDir, bindAddress string, port int) (*pkiFiles, error) {
-	dir := filepath.Join(dataDir, "pki")
-	const year = 365 * 24 * time.Hour
-	ca, err := certs.LoadOrCreateCA(filepath.Join(dir, "ca.crt"), filepath.Join(dir, "ca.key"), "wardle-ca", 10*year)
-	if err != nil {
-		return nil, fmt.Errorf("CA: %w", err)
-	}
-	hosts := []string{"localhost", "127.0.0.1", "::1"}
-	if bindAddress != "" && bindAddress != "0.0.0.0" && bindAddress != "::" && bindAddress != "127.0.0.1" {
-		hosts = append(hosts, bindAddress)
-	}
-	serving, err := certs.LoadOrIssue(filepath.Join(dir, "apiserver.crt"), filepath.Join(dir, "apiserver.key"), hosts,
-		func() (certs.Pair, error) { return ca.IssueServing(hosts, year) })
-	if err != nil {
-		return nil, fmt.Errorf("serving certificate: %w", err)
-	}
-	admin, err := certs.LoadOrIssue(filepath.Join(dir, "admin.crt"), filepath.Join(dir, "admin.key"), nil,
-		func() (certs.Pair, error) {
-			return ca.IssueClient("admin", []string{authn.SystemPrivilegedGroup}, year)
-		})
-	if err != nil {
-		return nil, fmt.Errorf("admin certificate: %w", err)
-	}
-	host := bindAddress
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "127.0.0.1"
-	}
-	kc := certs.Kubeconfig{Name: "wardle", Server: "https://" + net.JoinHostPort(host, strconv.Itoa(port)), CAPEM: ca.CertPEM, Client: admin}
-	kcPath := filepath.Join(dataDir, "kubeconfig")
-	if err := kc.WriteFile(kcPath); err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	tc, err := serving.TLSCertificate()
-	if err != nil {
-		return nil, err
-	}
-	pool, err := certs.PoolFromPEM(ca.CertPEM)
-	if err != nil {
-		return nil, err
-	}
-	return &pkiFiles{serving: tc, clientCAs: pool, kubeconfig: kcPath}, nil
 }
