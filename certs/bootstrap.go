@@ -30,6 +30,10 @@ type Bundle struct {
 // them (reissuing a serving certificate whose hosts changed). Files holding
 // keys are mode 0600.
 func Bootstrap(dir, host string, port int, hosts ...string) (*Bundle, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
 	pki := filepath.Join(dir, "pki")
 	const year = 365 * 24 * time.Hour
 	ca, err := LoadOrCreateCA(filepath.Join(pki, "ca.crt"), filepath.Join(pki, "ca.key"), "apikit-ca", 10*year)
