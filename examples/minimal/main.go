@@ -1,9 +1,5 @@
 // Command minimal is a complete apikit server with one resource, Widget, in
-// under 100 lines: kubectl get/apply/patch/delete/watch/explain all work.
-//
-//	go run ./examples/minimal
-//	export KUBECONFIG=$PWD/.minimal/kubeconfig
-//	kubectl get widgets
+// under 100 lines: run it, export the KUBECONFIG it prints, use kubectl.
 package main
 
 import (
