@@ -30,7 +30,7 @@ func WithAuthentication(h http.Handler, a authn.Authenticator, publicPaths []str
 				h.ServeHTTP(w, r.WithContext(authn.WithUser(r.Context(), u)))
 				return
 			}
-			respond.Error(w, r, meta.NewUnauthorized(""))
+			respond.Error(w, r, meta.NewUnauthorized("Unauthorized"))
 			return
 		}
 		u := resp.User
