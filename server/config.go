@@ -17,6 +17,7 @@ import (
 	"github.com/apikit-dev/apikit/certs"
 	"github.com/apikit-dev/apikit/request"
 	"github.com/apikit-dev/apikit/server/endpoints"
+	"github.com/apikit-dev/apikit/storage"
 )
 
 // Config is everything a GenericServer is made of. NewConfig fills defaults;
@@ -28,6 +29,11 @@ type Config struct {
 	// ExternalAddress is host[:port] clients use to reach the server; it is
 	// put in the self-signed certificate.
 	ExternalAddress string
+
+	// Storage hands out each resource's storage. Servers do not use it
+	// themselves: it is where code building stores gets storage from, so
+	// that flags (backend, prefix, watch cache sizes) apply everywhere.
+	Storage storage.Factory
 
 	// Authenticator identifies callers. The default accepts client
 	// certificates signed by SecureServing.ClientCA and nothing else.
