@@ -1,0 +1,112 @@
+package etcd3
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/apikit-dev/apikit/storage"
+)
+
+// DefaultDialTimeout is kube-apiserver's etcd dial timeout.
+const DefaultDialTimeout = 20 * time.Second
+
+// Config says how to reach an etcd cluster.
+type Config struct {
+	// Endpoints are the client URLs of the cluster's members, like
+	// "https://10.0.0.1:2379".
+	Endpoints []string
+	// CAFile verifies the servers' certificates; empty uses the system's
+	// roots for https endpoints.
+	CAFile string
+	// CertFile and KeyFile are the client certificate and key presented to
+	// the servers; both or neither.
+	CertFile, KeyFile string
+	// DialTimeout bounds connecting and the first request; zero means
+	// DefaultDialTimeout.
+	DialTimeout time.Duration
+	// Logger receives the client's logs at or above LogLevel (nil: warn
+	// and above). A nil Logger discards them.
+	Logger   *slog.Logger
+	LogLevel slog.Leveler
+}
+
+// TLSConfig returns the TLS configuration the files in c describe, or nil
+// when c names none.
+func (c Config) TLSConfig() (*tls.Config, error) {
+	if c.CAFile == "" && c.CertFile == "" && c.KeyFile == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading the etcd CA file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("etcd CA file %s holds no PEM certificate", c.CAFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		return nil, errors.New("etcd client certificate and key files must be given together")
+	}
+	if c.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("loading the etcd client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
+// Dial connects to the cluster and checks that it answers a read within
+// the dial timeout (or ctx, if it ends first); an unreachable cluster is
+// ErrUnavailable. The caller closes the client.
+func Dial(ctx context.Context, cfg Config) (*clientv3.Client, error) {
+	if len(cfg.Endpoints) == 0 {
+		return nil, errors.New("etcd3: no endpoints")
+	}
+	tlsCfg, err := cfg.TLSConfig()
+	if err != nil {
+		return nil, fmt.Errorf("etcd3: %w", err)
+	}
+	timeout := cfg.DialTimeout
+	if timeout <= 0 {
+		timeout = DefaultDialTimeout
+	}
+	level := cfg.LogLevel
+	if level == nil {
+		level = slog.LevelWarn
+	}
+	client, err := clientv3.New(clientv3.Config{
+		Endpoints:   cfg.Endpoints,
+		TLS:         tlsCfg,
+		DialTimeout: timeout,
+		Logger:      ZapLogger(cfg.Logger, level),
+		// Keepalives notice a member that went away while idle, so that
+		// watches move to another one.
+		DialKeepAliveTime:    30 * time.Second,
+		DialKeepAliveTimeout: 10 * time.Second,
+	})
+	if err != nil {
+		return nil, storage.NewUnavailable(fmt.Errorf("etcd3: connecting to %v: %w", cfg.Endpoints, err))
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	// The key kube-apiserver's etcd health check reads.
+	if _, err := client.Get(ctx, "health"); err != nil {
+		client.Close()
+		return nil, storage.NewUnavailable(fmt.Errorf("etcd3: no answer from %v: %w", cfg.Endpoints, err))
+	}
+	return client, nil
+}

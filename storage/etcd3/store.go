@@ -1,0 +1,386 @@
+package etcd3
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/apikit-dev/apikit/storage"
+)
+
+// Defaults of the options.
+const (
+	// DefaultBookmarkInterval is how often a watch that asked for bookmarks
+	// requests a progress notification from etcd.
+	DefaultBookmarkInterval = time.Minute
+	// DefaultMaxRevisionWait is how long a read of a revision etcd has not
+	// reached yet waits for it, as kube-apiserver's watch cache does.
+	DefaultMaxRevisionWait = 3 * time.Second
+)
+
+// Option configures the store New returns.
+type Option func(*store)
+
+// WithPrefix stores every key under prefix, as kube-apiserver's
+// --etcd-prefix does: callers keep passing keys like
+// "/wardle.example.com/flunders/ns/name" and never see the prefix.
+func WithPrefix(prefix string) Option {
+	return func(s *store) {
+		s.prefix = strings.TrimSuffix(prefix, "/")
+		if s.prefix != "" && !strings.HasPrefix(s.prefix, "/") {
+			s.prefix = "/" + s.prefix
+		}
+	}
+}
+
+// WithBookmarkInterval sets how often watches that ask for bookmarks get
+// one.
+func WithBookmarkInterval(d time.Duration) Option {
+	return func(s *store) {
+		if d > 0 {
+			s.bookmarkInterval = d
+		}
+	}
+}
+
+// WithMaxRevisionWait sets how long a read of a future revision waits for
+// etcd to reach it before failing with ErrTooLargeResourceVersion.
+func WithMaxRevisionWait(d time.Duration) Option {
+	return func(s *store) { s.maxRevisionWait = d }
+}
+
+type store struct {
+	client           *clientv3.Client
+	prefix           string
+	bookmarkInterval time.Duration
+	maxRevisionWait  time.Duration
+
+	mu       sync.Mutex
+	closed   bool
+	watchers map[*watcher]struct{}
+}
+
+// New returns a storage.Interface on client. Close ends the store's
+// watches but leaves the client open: it is the caller's.
+func New(client *clientv3.Client, opts ...Option) storage.Interface {
+	s := &store{
+		client:           client,
+		bookmarkInterval: DefaultBookmarkInterval,
+		maxRevisionWait:  DefaultMaxRevisionWait,
+		watchers:         map[*watcher]struct{}{},
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// full returns the etcd key of key.
+func (s *store) full(key string) string {
+	if s.prefix != "" && !strings.HasPrefix(key, "/") {
+		return s.prefix + "/" + key
+	}
+	return s.prefix + key
+}
+
+// short returns the caller's key of an etcd key.
+func (s *store) short(key []byte) string {
+	return strings.TrimPrefix(string(key), s.prefix)
+}
+
+// mapErr turns a client error into a storage error: etcd's own verdicts
+// keep their meaning, anything else (no leader, unreachable endpoints, a
+// deadline) is ErrUnavailable. A caller that gave up gets its context's
+// error back.
+func (s *store) mapErr(ctx context.Context, op, key string, rev int64, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, rpctypes.ErrCompacted):
+		return &storage.Error{Code: storage.CodeExpired, Key: key, Revision: rev,
+			Message: fmt.Sprintf("too old resource version: %d", rev), Err: err}
+	case errors.Is(err, rpctypes.ErrFutureRev):
+		cur, cerr := s.currentRevision(ctx)
+		if cerr != nil {
+			return storage.NewUnavailable(fmt.Errorf("etcd3: %s %q: %w", op, key, cerr))
+		}
+		return storage.NewTooLargeResourceVersion(rev, cur)
+	case errors.Is(ctx.Err(), context.Canceled):
+		return fmt.Errorf("etcd3: %s %q: %w", op, key, ctx.Err())
+	}
+	var se *storage.Error
+	if errors.As(err, &se) {
+		return err
+	}
+	return storage.NewUnavailable(fmt.Errorf("etcd3: %s %q: %w", op, key, err))
+}
+
+func (s *store) checkOpen() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return storage.NewUnavailable(errors.New("etcd3: store is closed"))
+	}
+	return nil
+}
+
+// Create implements storage.Interface.
+func (s *store) Create(ctx context.Context, key string, value []byte) (int64, error) {
+	if err := s.checkOpen(); err != nil {
+		return 0, err
+	}
+	k := s.full(key)
+	resp, err := s.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(k), "=", 0)).
+		Then(clientv3.OpPut(k, string(value))).
+		Commit()
+	if err != nil {
+		return 0, s.mapErr(ctx, "create", key, 0, err)
+	}
+	if !resp.Succeeded {
+		return 0, storage.NewAlreadyExists(key)
+	}
+	return resp.Header.Revision, nil
+}
+
+// get reads key; exists is false when it is absent.
+func (s *store) get(ctx context.Context, key string) (kv storage.KeyValue, exists bool, rev int64, err error) {
+	resp, err := s.client.Get(ctx, s.full(key))
+	if err != nil {
+		return storage.KeyValue{}, false, 0, s.mapErr(ctx, "get", key, 0, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return storage.KeyValue{}, false, resp.Header.Revision, nil
+	}
+	e := resp.Kvs[0]
+	return storage.KeyValue{Key: key, Value: e.Value, Revision: e.ModRevision}, true, resp.Header.Revision, nil
+}
+
+// Get implements storage.Interface.
+func (s *store) Get(ctx context.Context, key string, opts storage.GetOptions) (storage.KeyValue, error) {
+	if err := s.checkOpen(); err != nil {
+		return storage.KeyValue{}, err
+	}
+	kv, ok, rev, err := s.get(ctx, key)
+	if err != nil {
+		return storage.KeyValue{}, err
+	}
+	if opts.MinRevision > rev {
+		if err := s.waitForRevision(ctx, opts.MinRevision); err != nil {
+			return storage.KeyValue{}, err
+		}
+		if kv, ok, _, err = s.get(ctx, key); err != nil {
+			return storage.KeyValue{}, err
+		}
+	}
+	switch {
+	case ok:
+		return kv, nil
+	case opts.IgnoreNotFound:
+		return storage.KeyValue{}, nil
+	default:
+		return storage.KeyValue{}, storage.NewNotFound(key)
+	}
+}
+
+func (s *store) currentRevision(ctx context.Context) (int64, error) {
+	// A linearizable read of one key costs etcd the least and carries the
+	// store's revision in its header.
+	resp, err := s.client.Get(ctx, s.full("/"), clientv3.WithCountOnly())
+	if err != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return 0, fmt.Errorf("etcd3: current revision: %w", ctx.Err())
+		}
+		return 0, storage.NewUnavailable(fmt.Errorf("etcd3: current revision: %w", err))
+	}
+	return resp.Header.Revision, nil
+}
+
+// CurrentRevision implements storage.Interface.
+func (s *store) CurrentRevision(ctx context.Context) (int64, error) {
+	if err := s.checkOpen(); err != nil {
+		return 0, err
+	}
+	return s.currentRevision(ctx)
+}
+
+// waitForRevision polls until etcd reaches rev, or fails with
+// ErrTooLargeResourceVersion after s.maxRevisionWait. Polling is fine
+// here: the wait is rare, short, and ends at the first write.
+func (s *store) waitForRevision(ctx context.Context, rev int64) error {
+	deadline := time.Now().Add(s.maxRevisionWait)
+	pause := 10 * time.Millisecond
+	for {
+		cur, err := s.currentRevision(ctx)
+		if err != nil {
+			return err
+		}
+		if cur >= rev {
+			return nil
+		}
+		if time.Now().Add(pause).After(deadline) {
+			return storage.NewTooLargeResourceVersion(rev, cur)
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return fmt.Errorf("etcd3: waiting for revision %d: %w", rev, ctx.Err())
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
+}
+
+// GuaranteedUpdate implements storage.Interface: a compare-and-swap loop
+// on the key's mod_revision.
+func (s *store) GuaranteedUpdate(ctx context.Context, key string, opts storage.UpdateOptions, tryUpdate storage.UpdateFunc) (storage.KeyValue, error) {
+	if err := s.checkOpen(); err != nil {
+		return storage.KeyValue{}, err
+	}
+	var (
+		cur    storage.KeyValue
+		exists bool
+		fresh  = true
+		err    error
+	)
+	if opts.Suggestion.Key != "" {
+		cur, exists, fresh = opts.Suggestion, true, false
+		cur.Key = key
+	} else if cur, exists, _, err = s.get(ctx, key); err != nil {
+		return storage.KeyValue{}, err
+	}
+	k := s.full(key)
+	for {
+		// A stale suggestion may explain any refusal or no-op: only a
+		// fresh read is trusted with those.
+		refresh := func() error {
+			cur, exists, _, err = s.get(ctx, key)
+			fresh = true
+			return err
+		}
+		if !exists && !opts.IgnoreNotFound {
+			if !fresh {
+				if err := refresh(); err != nil {
+					return storage.KeyValue{}, err
+				}
+				continue
+			}
+			return storage.KeyValue{}, storage.NewNotFound(key)
+		}
+		if !exists {
+			cur = storage.KeyValue{}
+		}
+		if opts.Precondition != nil {
+			if err := opts.Precondition(cur); err != nil {
+				if !fresh {
+					if err := refresh(); err != nil {
+						return storage.KeyValue{}, err
+					}
+					continue
+				}
+				return storage.KeyValue{}, err
+			}
+		}
+		newValue, err := tryUpdate(cur)
+		if err != nil {
+			if !fresh {
+				if err := refresh(); err != nil {
+					return storage.KeyValue{}, err
+				}
+				continue
+			}
+			return storage.KeyValue{}, err
+		}
+		if exists && bytes.Equal(newValue, cur.Value) {
+			if !fresh {
+				if err := refresh(); err != nil {
+					return storage.KeyValue{}, err
+				}
+				continue
+			}
+			return cur, nil
+		}
+		var expect int64
+		if exists {
+			expect = cur.Revision
+		}
+		resp, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(k), "=", expect)).
+			Then(clientv3.OpPut(k, string(newValue))).
+			Else(clientv3.OpGet(k)).
+			Commit()
+		if err != nil {
+			return storage.KeyValue{}, s.mapErr(ctx, "update", key, 0, err)
+		}
+		if resp.Succeeded {
+			return storage.KeyValue{Key: key, Value: newValue, Revision: resp.Header.Revision}, nil
+		}
+		// Lost the race: the Else branch read the winner's value.
+		cur, exists, fresh = storage.KeyValue{}, false, true
+		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+			cur, exists = storage.KeyValue{Key: key, Value: kvs[0].Value, Revision: kvs[0].ModRevision}, true
+		}
+	}
+}
+
+// Delete implements storage.Interface.
+func (s *store) Delete(ctx context.Context, key string, opts storage.DeleteOptions) (storage.KeyValue, error) {
+	if err := s.checkOpen(); err != nil {
+		return storage.KeyValue{}, err
+	}
+	cur, exists, _, err := s.get(ctx, key)
+	if err != nil {
+		return storage.KeyValue{}, err
+	}
+	k := s.full(key)
+	for {
+		if !exists {
+			return storage.KeyValue{}, storage.NewNotFound(key)
+		}
+		if opts.ExpectedRevision != 0 && opts.ExpectedRevision != cur.Revision {
+			return storage.KeyValue{}, storage.NewConflict(key, cur.Revision)
+		}
+		if opts.Precondition != nil {
+			if err := opts.Precondition(cur); err != nil {
+				return storage.KeyValue{}, err
+			}
+		}
+		resp, err := s.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(k), "=", cur.Revision)).
+			Then(clientv3.OpDelete(k)).
+			Else(clientv3.OpGet(k)).
+			Commit()
+		if err != nil {
+			return storage.KeyValue{}, s.mapErr(ctx, "delete", key, 0, err)
+		}
+		if resp.Succeeded {
+			return storage.KeyValue{Key: key, Value: cur.Value, Revision: resp.Header.Revision}, nil
+		}
+		cur, exists = storage.KeyValue{}, false
+		if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 {
+			cur, exists = storage.KeyValue{Key: key, Value: kvs[0].Value, Revision: kvs[0].ModRevision}, true
+		}
+	}
+}
+
+// Close implements storage.Interface: it ends the store's watches. The
+// client stays open.
+func (s *store) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	ws := make([]*watcher, 0, len(s.watchers))
+	for w := range s.watchers {
+		ws = append(ws, w)
+	}
+	s.mu.Unlock()
+	for _, w := range ws {
+		w.Stop()
+	}
+	return nil
+}

@@ -1,0 +1,249 @@
+package etcd3
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/apikit-dev/apikit/storage"
+)
+
+// initialPage is the range size used to read the initial state of a watch.
+const initialPage = 1000
+
+type watcher struct {
+	s      *store
+	ctx    context.Context
+	cancel context.CancelFunc
+	prefix string
+	opts   storage.WatchOptions
+
+	out  chan storage.Event
+	done chan struct{}
+	once sync.Once
+}
+
+// ResultChan implements storage.Watcher.
+func (w *watcher) ResultChan() <-chan storage.Event { return w.out }
+
+// Stop implements storage.Watcher. It returns once the channel is closed.
+func (w *watcher) Stop() {
+	w.once.Do(w.cancel)
+	<-w.done
+}
+
+// Watch implements storage.Interface.
+func (s *store) Watch(ctx context.Context, prefix string, opts storage.WatchOptions) (storage.Watcher, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if opts.SendInitialEvents && opts.Revision > 0 {
+		// The state at a revision etcd has not reached does not exist
+		// yet: wait for it, as a list would.
+		if err := s.waitForRevision(ctx, opts.Revision); err != nil {
+			return nil, err
+		}
+	}
+	// WithRequireLeader makes etcd end the watch when its member loses the
+	// leader, instead of leaving it silently stale.
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	w := &watcher{
+		s:      s,
+		ctx:    wctx,
+		cancel: cancel,
+		prefix: listPrefix(prefix),
+		opts:   opts,
+		out:    make(chan storage.Event, 32),
+		done:   make(chan struct{}),
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		cancel()
+		return nil, storage.NewUnavailable(errors.New("etcd3: store is closed"))
+	}
+	s.watchers[w] = struct{}{}
+	s.mu.Unlock()
+	go w.run()
+	return w, nil
+}
+
+func (w *watcher) run() {
+	defer close(w.done)
+	defer close(w.out)
+	defer func() {
+		w.s.mu.Lock()
+		delete(w.s.watchers, w)
+		w.s.mu.Unlock()
+	}()
+	defer w.cancel()
+
+	from := w.opts.Revision
+	if from == 0 || w.opts.SendInitialEvents {
+		rev, ok := w.sendInitial(from)
+		if !ok {
+			return
+		}
+		if w.opts.SendInitialEvents && !w.send(storage.Event{Type: storage.Bookmark, Revision: rev, InitialEventsEnd: true}) {
+			return
+		}
+		from = rev
+	}
+
+	full := w.s.full(w.prefix)
+	wch := w.s.client.Watch(w.ctx, full, clientv3.WithPrefix(), clientv3.WithRev(from+1),
+		clientv3.WithPrevKV(), clientv3.WithProgressNotify())
+	var tick <-chan time.Time
+	if w.opts.Bookmarks {
+		t := time.NewTicker(w.s.bookmarkInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	// seen is the revision up to which this watch has delivered
+	// everything; bookmarked the last one it reported in a Bookmark.
+	seen, bookmarked := from, int64(0)
+	bookmark := func() bool {
+		if !w.opts.Bookmarks || seen <= bookmarked {
+			return true
+		}
+		bookmarked = seen
+		return w.send(storage.Event{Type: storage.Bookmark, Revision: seen})
+	}
+	for {
+		select {
+		case resp, ok := <-wch:
+			if !ok {
+				if w.ctx.Err() == nil {
+					w.send(storage.Event{Type: storage.ErrorEvent,
+						Err: storage.NewUnavailable(fmt.Errorf("etcd3: watch of %q ended by the client", w.prefix))})
+				}
+				return
+			}
+			if err := resp.Err(); err != nil {
+				w.send(storage.Event{Type: storage.ErrorEvent, Err: w.watchErr(from, resp)})
+				return
+			}
+			if resp.IsProgressNotify() {
+				// A progress notification says the stream has delivered
+				// everything up to its header's revision.
+				seen = max(seen, resp.Header.Revision)
+				if !bookmark() {
+					return
+				}
+				continue
+			}
+			for _, e := range resp.Events {
+				if !w.emit(w.event(e)) {
+					return
+				}
+				seen = max(seen, e.Kv.ModRevision)
+			}
+		case <-tick:
+			// etcd answers a progress request only when every watch on the
+			// stream has caught up, and never before a watch's start
+			// revision exists; meanwhile the revision this watch knows it
+			// has delivered up to makes a correct, if older, bookmark.
+			if !bookmark() {
+				return
+			}
+			// The request goes to the stream this watch shares with the
+			// client's other watches; every watch on it gets the answer,
+			// which is harmless.
+			if err := w.s.client.RequestProgress(w.ctx); err != nil && w.ctx.Err() == nil {
+				w.send(storage.Event{Type: storage.ErrorEvent,
+					Err: storage.NewUnavailable(fmt.Errorf("etcd3: requesting watch progress: %w", err))})
+				return
+			}
+		case <-w.ctx.Done():
+			return
+		}
+	}
+}
+
+func (w *watcher) watchErr(from int64, resp clientv3.WatchResponse) error {
+	if resp.CompactRevision != 0 {
+		return storage.NewExpired(from, resp.CompactRevision)
+	}
+	return storage.NewUnavailable(fmt.Errorf("etcd3: watch of %q: %w", w.prefix, resp.Err()))
+}
+
+// sendInitial sends the objects under the prefix at rev (0: the latest) as
+// Added events and returns the revision they were read at.
+func (w *watcher) sendInitial(rev int64) (int64, bool) {
+	full := w.s.full(w.prefix)
+	end := clientv3.GetPrefixRangeEnd(full)
+	key := full
+	for {
+		ropts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(initialPage)}
+		if rev > 0 {
+			ropts = append(ropts, clientv3.WithRev(rev))
+		}
+		resp, err := w.s.client.Get(w.ctx, key, ropts...)
+		if err != nil {
+			if w.ctx.Err() == nil {
+				w.send(storage.Event{Type: storage.ErrorEvent, Err: w.s.mapErr(w.ctx, "watch", w.prefix, rev, err)})
+			}
+			return 0, false
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		for _, e := range resp.Kvs {
+			ev := storage.Event{Type: storage.Added, Key: w.s.short(e.Key), Value: e.Value, Revision: e.ModRevision}
+			if !w.emit(ev) {
+				return 0, false
+			}
+		}
+		if !resp.More {
+			return rev, true
+		}
+		key = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+}
+
+func (w *watcher) event(e *clientv3.Event) storage.Event {
+	key := w.s.short(e.Kv.Key)
+	switch {
+	case e.Type == mvccpb.DELETE:
+		ev := storage.Event{Type: storage.Deleted, Key: key, Revision: e.Kv.ModRevision}
+		if e.PrevKv != nil {
+			ev.Value = e.PrevKv.Value
+		}
+		return ev
+	case e.IsCreate():
+		return storage.Event{Type: storage.Added, Key: key, Value: e.Kv.Value, Revision: e.Kv.ModRevision}
+	default:
+		ev := storage.Event{Type: storage.Modified, Key: key, Value: e.Kv.Value, Revision: e.Kv.ModRevision}
+		if e.PrevKv != nil {
+			ev.PrevValue = e.PrevKv.Value
+		}
+		return ev
+	}
+}
+
+// emit applies the predicate and sends what the consumer must see.
+func (w *watcher) emit(ev storage.Event) bool {
+	out, ok, err := w.opts.Predicate.FilterEvent(ev)
+	if err != nil {
+		w.send(storage.Event{Type: storage.ErrorEvent, Err: fmt.Errorf("etcd3: watch of %q: filtering %q: %w", w.prefix, ev.Key, err)})
+		return false
+	}
+	if !ok {
+		return true
+	}
+	return w.send(out)
+}
+
+func (w *watcher) send(ev storage.Event) bool {
+	select {
+	case w.out <- ev:
+		return true
+	case <-w.ctx.Done():
+		return false
+	}
+}
