@@ -242,12 +242,25 @@ func (s *Store[T]) Create(ctx context.Context, ns string, obj T, opts WriteOptio
 			m.ResourceVersion = strconv.FormatInt(rev, 10)
 			return obj, nil
 		}
-		if generated && errors.Is(err, storage.ErrAlreadyExists) && attempt < 7 {
-			m.Name = generateName(m.GenerateName)
-			continue
+		if generated && errors.Is(err, storage.ErrAlreadyExists) {
+			if attempt < 7 {
+				m.Name = generateName(m.GenerateName)
+				continue
+			}
+			return zero, s.generateNameConflict(m.Name)
 		}
 		return zero, s.storageError(err, m.Name)
 	}
+}
+
+// generateNameConflict is kube-apiserver's answer when every generated name
+// it tried was taken: AlreadyExists, but saying the server picked the name
+// and asking the client to retry in a second.
+func (s *Store[T]) generateNameConflict(name string) error {
+	se := meta.NewAlreadyExists(s.opts.Resource, name)
+	se.ErrStatus.Message += ", the server was not able to generate a unique name for the object"
+	se.ErrStatus.Details.RetryAfterSeconds = 1
+	return se
 }
 
 func (s *Store[T]) checkNamespace(m *meta.ObjectMeta, ns string) error {
