@@ -69,7 +69,9 @@ func validateWidget(w *Widget) meta.FieldErrors {
 	return errs
 }
 
-func (widgetStrategy) Validate(_ context.Context, w *Widget) meta.FieldErrors { return validateWidget(w) }
+func (widgetStrategy) Validate(_ context.Context, w *Widget) meta.FieldErrors {
+	return validateWidget(w)
+}
 
 func (widgetStrategy) ValidateUpdate(_ context.Context, w, _ *Widget) meta.FieldErrors {
 	return validateWidget(w)
