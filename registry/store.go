@@ -406,7 +406,10 @@ func (s *Store[T]) prepareUpdate(ctx context.Context, ns, name string, cur stora
 	}
 	switch {
 	case m.ResourceVersion == "" && !s.opts.AllowUnconditionalUpdate:
-		return zero, nil, false, meta.NewInvalid(s.gk, name, meta.FieldErrors{
+		// kube-apiserver names the resource, not the kind, in this one
+		// error: "flunders.wardle.example.com "x" is invalid: ...".
+		qualifiedKind := meta.GroupKind{Group: s.opts.Resource.Group, Kind: s.opts.Resource.Resource}
+		return zero, nil, false, meta.NewInvalid(qualifiedKind, name, meta.FieldErrors{
 			meta.Invalid(meta.NewPath("metadata", "resourceVersion"), 0, "must be specified for an update")})
 	case m.ResourceVersion != "" && m.ResourceVersion != om.ResourceVersion:
 		return zero, nil, false, meta.NewConflict(s.opts.Resource, name,
