@@ -1,7 +1,8 @@
 package registry
 
 import (
-	"strconv"
+	"fmt"
+	"slices"
 
 	"github.com/apikit-dev/apikit/meta"
 )
@@ -171,11 +172,16 @@ func validateObjectMetaUpdate(m, old *meta.ObjectMeta) meta.FieldErrors {
 		for _, f := range old.Finalizers {
 			have[f] = true
 		}
+		var added []string
 		for _, f := range m.Finalizers {
-			if !have[f] {
-				errs = append(errs, meta.Forbidden(p.Child("finalizers"), "no new finalizers can be added if the object is being deleted, found new finalizers "+strconv.Quote(f)))
-				break
+			if !have[f] && !slices.Contains(added, f) {
+				added = append(added, f)
 			}
+		}
+		if len(added) > 0 {
+			// Kubernetes lists the new ones sorted, with %q of a []string.
+			slices.Sort(added)
+			errs = append(errs, meta.Forbidden(p.Child("finalizers"), fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %q", added)))
 		}
 	}
 	return errs

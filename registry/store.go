@@ -338,7 +338,7 @@ func (s *Store[T]) Update(ctx context.Context, ns, name string, fn UpdateFunc[T]
 			obj, data, c, err := s.prepareUpdate(ctx, ns, name, cur, fn, opts)
 			if err != nil {
 				if errors.Is(err, errDeleteInstead) {
-					delRev = cur.Revision
+					delRev, result = cur.Revision, obj
 				}
 				return nil, err
 			}
@@ -352,8 +352,11 @@ func (s *Store[T]) Update(ctx context.Context, ns, name string, fn UpdateFunc[T]
 		if derr != nil {
 			return zero, false, s.storageError(derr, name)
 		}
-		obj, err := s.decodeFresh(out.Value, out.Revision)
-		return obj, false, err
+		// Clients expect the object they sent back from a successful
+		// update (without the finalizers), not the last stored one,
+		// which still lists them.
+		result.GetObjectMeta().ResourceVersion = strconv.FormatInt(out.Revision, 10)
+		return result, false, nil
 	}
 	if err != nil {
 		return zero, false, s.storageError(err, name)
@@ -533,11 +536,14 @@ func (s *Store[T]) Delete(ctx context.Context, ns, name string, opts DeleteOptio
 	check := func(cur T) error {
 		m := cur.GetObjectMeta()
 		if p := opts.Preconditions; p != nil {
+			// kube-apiserver's words (rest.BeforeDelete), which name the
+			// kind where other conflicts name the resource.
+			gk := meta.GroupResource{Group: s.gk.Group, Resource: s.gk.Kind}
 			if p.UID != nil && *p.UID != m.UID {
-				return meta.NewConflict(s.opts.Resource, name, fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, m.UID))
+				return meta.NewConflict(gk, name, fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, m.UID))
 			}
 			if p.ResourceVersion != nil && *p.ResourceVersion != m.ResourceVersion {
-				return meta.NewConflict(s.opts.Resource, name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, m.ResourceVersion))
+				return meta.NewConflict(gk, name, fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, m.ResourceVersion))
 			}
 		}
 		if opts.Validate != nil {
