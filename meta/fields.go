@@ -229,3 +229,19 @@ func FieldSelectorFromSet(s Set) Selector {
 	slices.SortFunc(sel, func(a, b fieldTerm) int { return strings.Compare(a.String(), b.String()) })
 	return sel
 }
+
+// SelectorFields returns the field names a field selector made by
+// ParseFieldSelector or FieldSelectorFromSet constrains, in its order (a
+// name may repeat). It is how a server checks that every field is one it
+// can select on. It returns nil for any other selector.
+func SelectorFields(sel Selector) []string {
+	fs, ok := sel.(fieldSelector)
+	if !ok {
+		return nil
+	}
+	out := make([]string, len(fs))
+	for i := range fs {
+		out[i] = fs[i].field
+	}
+	return out
+}

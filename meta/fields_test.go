@@ -2,6 +2,7 @@ package meta
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -254,5 +255,28 @@ func BenchmarkFieldSelectorMatches(b *testing.B) {
 		if !sel.Matches(set) {
 			b.Fatal("no match")
 		}
+	}
+}
+
+func TestSelectorFields(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{"metadata.name=a", []string{"metadata.name"}},
+		{"spec.x!=1,metadata.name==b", []string{"metadata.name", "spec.x"}},
+		{`a=x\,y,a=z`, []string{"a", "a"}},
+	} {
+		sel, err := ParseFieldSelector(tc.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := SelectorFields(sel); !slices.Equal(got, tc.want) {
+			t.Errorf("SelectorFields(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	if got := SelectorFields(Nothing()); got != nil {
+		t.Errorf("SelectorFields(Nothing()) = %q", got)
 	}
 }

@@ -32,14 +32,24 @@ func (s *Store[T]) predicate(opts meta.ListOptions) (storage.Predicate, error) {
 	if opts.LabelSelector != "" {
 		sel, err := meta.ParseLabelSelector(opts.LabelSelector)
 		if err != nil {
-			return p, meta.NewBadRequest(fmt.Sprintf("unable to parse requirement: %v", err))
+			// The parser already words its errors as Kubernetes does.
+			return p, meta.NewBadRequest(err.Error())
 		}
 		p.Label = sel
 	}
 	if opts.FieldSelector != "" {
 		sel, err := meta.ParseFieldSelector(opts.FieldSelector)
 		if err != nil {
-			return p, meta.NewBadRequest(fmt.Sprintf("invalid field selector: %v", err))
+			return p, meta.NewBadRequest(err.Error())
+		}
+		// Like kube-apiserver, refuse a field the resource cannot select
+		// on rather than match nothing (or everything, with "!=").
+		if s.fieldLabels != nil {
+			for _, f := range meta.SelectorFields(sel) {
+				if !s.fieldLabels[f] {
+					return p, meta.NewBadRequest("field label not supported: " + f)
+				}
+			}
 		}
 		p.Field = sel
 	}

@@ -50,7 +50,9 @@ type Options[T meta.Object] struct {
 	// Columns are extra Table columns after NAME (AGE comes last).
 	Columns []Column[T]
 	// Fields returns selectable fields beyond metadata.name and
-	// metadata.namespace, which are always selectable.
+	// metadata.namespace, which are always selectable. It must return the
+	// same field names for every object, an empty one included: a field
+	// selector on any other field is refused.
 	Fields func(obj T) meta.Set
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
@@ -65,6 +67,8 @@ type Store[T meta.Object] struct {
 	ti                *typeInfo
 	storageAPIVersion string
 	gk                meta.GroupKind
+	// fieldLabels are the selectable fields, nil when unknown.
+	fieldLabels map[string]bool
 }
 
 // NewStore checks opts and returns a Store.
@@ -108,7 +112,27 @@ func NewStore[T meta.Object](opts Options[T]) (*Store[T], error) {
 		ti:                ti,
 		storageAPIVersion: meta.GroupVersion{Group: opts.Resource.Group, Version: opts.StorageVersion}.String(),
 		gk:                meta.GroupKind{Group: opts.Resource.Group, Kind: opts.Kind},
+		fieldLabels:       fieldLabels(ti, opts.Fields),
 	}, nil
+}
+
+// fieldLabels returns the fields a selector may name: the metadata ones and
+// those Fields gives for an empty object; nil (anything goes) when Fields
+// cannot handle an empty object.
+func fieldLabels[T meta.Object](ti *typeInfo, fields func(T) meta.Set) (labels map[string]bool) {
+	labels = map[string]bool{"metadata.name": true, "metadata.namespace": true}
+	if fields == nil {
+		return labels
+	}
+	defer func() {
+		if recover() != nil {
+			labels = nil
+		}
+	}()
+	for k := range fields(ti.newObject().(T)) {
+		labels[k] = true
+	}
+	return labels
 }
 
 // MustNewStore is NewStore for package-level setup code; it panics on a
