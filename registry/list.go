@@ -175,6 +175,17 @@ func (s *Store[T]) Watch(ctx context.Context, ns string, opts meta.ListOptions) 
 	wo := storage.WatchOptions{Bookmarks: opts.AllowWatchBookmarks}
 	switch opts.ResourceVersion {
 	case "", "0":
+		if opts.SendInitialEvents != nil && !*opts.SendInitialEvents {
+			// An explicit sendInitialEvents=false asks to start at the
+			// most recent (or any) revision without the current state,
+			// as kube-apiserver's watch cache reads it; only an absent
+			// sendInitialEvents keeps the legacy synthetic ADDED events.
+			rev, err := s.opts.Storage.CurrentRevision(ctx)
+			if err != nil {
+				return nil, s.storageError(err, "")
+			}
+			wo.Revision = rev
+		}
 	default:
 		n, err := parseResourceVersion(opts.ResourceVersion)
 		if err != nil {
@@ -240,6 +251,13 @@ func (s *Store[T]) convertEvent(ev storage.Event) (Event[T], bool) {
 		return Event[T]{Type: meta.Bookmark, Object: obj}, true
 	}
 	kv := storage.KeyValue{Key: ev.Key, Value: ev.Value, Revision: ev.Revision, Memo: ev.Memo}
+	if ev.Type == storage.Deleted {
+		// The value is the last one before the delete, but the object
+		// must carry the delete's revision (so a watch resumed from it
+		// does not see the delete again): the memo, which caches forms
+		// stamped with the value's own revision, does not apply.
+		kv.Memo = nil
+	}
 	obj, err := s.decodeStored(kv)
 	if err != nil {
 		return Event[T]{Type: meta.Error, Err: err}, false
@@ -251,5 +269,5 @@ func (s *Store[T]) convertEvent(ev storage.Event) (Event[T], bool) {
 	case storage.Deleted:
 		t = meta.Deleted
 	}
-	return Event[T]{Type: t, Object: obj, Memo: ev.Memo}, true
+	return Event[T]{Type: t, Object: obj, Memo: kv.Memo}, true
 }
