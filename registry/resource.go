@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/storage"
@@ -324,7 +323,7 @@ func (r *served[S, V]) Table(ctx context.Context, items []Item, opts meta.TableO
 		ColumnDefinitions: r.st.tableColumns(),
 		Rows:              make([]meta.TableRow, 0, len(items)),
 	}
-	now := time.Now()
+	now := r.st.opts.Now() // the store's clock, the one creationTimestamp came from
 	for _, it := range items {
 		stored, ok := it.stored.(S)
 		if !ok {
