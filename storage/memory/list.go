@@ -63,32 +63,42 @@ func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOption
 	}
 
 	res := storage.ListResult{Revision: rev}
-	keys := s.keys
-	i := searchKeys(keys, start)
 	filtered := !opts.Predicate.Empty()
 	if opts.Limit > 0 {
 		res.Items = make([]storage.KeyValue, 0, min(opts.Limit, 1024))
 	}
 	more := false
-	for ; i < len(keys) && strings.HasPrefix(keys[i].key, prefix); i++ {
-		v, ok := keys[i].at(rev)
+	var remaining int64
+	for rec := range s.keys.from(start) {
+		if !strings.HasPrefix(rec.key, prefix) {
+			break
+		}
+		v, ok := rec.at(rev)
 		if !ok {
 			continue
 		}
+		if more {
+			// Past a full page of an unfiltered list: count the rest.
+			remaining++
+			continue
+		}
 		if opts.Limit > 0 && int64(len(res.Items)) == opts.Limit {
-			more = true
-			break
+			more, remaining = true, 1
+			if filtered {
+				break // a filtered list's RemainingItemCount is unknown
+			}
+			continue
 		}
 		if filtered {
 			match, err := opts.Predicate.Matches(v.value, v.memo)
 			if err != nil {
-				return storage.ListResult{}, fmt.Errorf("filtering %q: %w", keys[i].key, err)
+				return storage.ListResult{}, fmt.Errorf("filtering %q: %w", rec.key, err)
 			}
 			if !match {
 				continue
 			}
 		}
-		res.Items = append(res.Items, kv(keys[i].key, v))
+		res.Items = append(res.Items, kv(rec.key, v))
 	}
 	if !more {
 		return res, nil
@@ -100,12 +110,6 @@ func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOption
 	}
 	res.Continue = token
 	if !filtered {
-		var remaining int64
-		for ; i < len(keys) && strings.HasPrefix(keys[i].key, prefix); i++ {
-			if _, ok := keys[i].at(rev); ok {
-				remaining++
-			}
-		}
 		res.RemainingItemCount = &remaining
 	}
 	return res, nil

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -159,10 +158,9 @@ type Store struct {
 	rev       int64
 	compacted int64
 	records   map[string]*record
-	// keys holds the same records sorted by key, for lists. A sorted slice
-	// beats a tree here: lists walk it with no pointer chasing, and only
-	// the first write of a key inserts (see BenchmarkCreateRandomKeys).
-	keys []*record
+	// keys holds the same records sorted by key, for lists. Only the first
+	// write of a key inserts into it, and only compaction removes.
+	keys keyIndex
 	// log is every write since the compacted revision; log[i] is at
 	// revision logStart+i, because every write takes the next revision.
 	log      []change
@@ -206,7 +204,6 @@ func New(opts ...Option) *Store {
 		records:  map[string]*record{},
 		watchers: map[string]map[*watcher]struct{}{},
 		lastTick: cfg.now(),
-		tickRev:  1,
 	}
 }
 
@@ -239,7 +236,7 @@ func (s *Store) write(key string, value []byte, deleted bool) version {
 	if rec == nil {
 		rec = &record{key: key}
 		s.records[key] = rec
-		s.keys = slices.Insert(s.keys, searchKeys(s.keys, key), rec)
+		s.keys.insert(rec)
 	}
 	s.rev++
 	v := version{rev: s.rev, value: value, deleted: deleted}
@@ -522,7 +519,7 @@ func (s *Store) compact(rev int64) {
 		s.log = s.log[n:]
 		s.logStart += int64(n)
 		if removed {
-			s.keys = slices.DeleteFunc(s.keys, func(r *record) bool { return len(r.versions) == 0 })
+			s.keys.deleteFunc(func(r *record) bool { return len(r.versions) == 0 })
 		}
 	}
 	s.compacted = rev

@@ -122,26 +122,15 @@ func (s *Store) Watch(ctx context.Context, prefix string, opts storage.WatchOpti
 // caller holds s.mu.
 func (s *Store) snapshot(prefix string, rev int64) []storage.Event {
 	var evs []storage.Event
-	i := searchKeys(s.keys, prefix)
-	for ; i < len(s.keys) && strings.HasPrefix(s.keys[i].key, prefix); i++ {
-		if v, ok := s.keys[i].at(rev); ok {
-			evs = append(evs, storage.Event{Type: storage.Added, Key: s.keys[i].key, Value: v.value, Memo: v.memo, Revision: v.rev})
+	for rec := range s.keys.from(prefix) {
+		if !strings.HasPrefix(rec.key, prefix) {
+			break
+		}
+		if v, ok := rec.at(rev); ok {
+			evs = append(evs, storage.Event{Type: storage.Added, Key: rec.key, Value: v.value, Memo: v.memo, Revision: v.rev})
 		}
 	}
 	return evs
-}
-
-func searchKeys(keys []*record, start string) int {
-	lo, hi := 0, len(keys)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if keys[m].key < start {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
 }
 
 // notify hands a write to the watchers of every prefix of its key. The
