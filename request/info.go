@@ -150,25 +150,35 @@ func (res *Resolver) resolve(method string, u *url.URL) *Info {
 	}
 
 	if info.Name == "" && info.Verb == "get" {
+		q := u.Query()
 		info.Verb = "list"
-		if w := u.Query().Get("watch"); w == "1" || strings.EqualFold(w, "true") {
+		// Read watch as the handlers do (and Kubernetes' query
+		// conversion): present and neither "0" nor "false" is true, even
+		// "?watch". Disagreeing with the handler would authorize and time
+		// out a watch as a list.
+		if w, ok := q["watch"]; ok && len(w) > 0 && w[0] != "0" && !strings.EqualFold(w[0], "false") {
 			info.Verb = "watch"
 		}
-	}
-	if info.Name == "" && info.Verb == "delete" {
-		info.Verb = "deletecollection"
-	}
-	if (info.Verb == "list" || info.Verb == "watch") && info.Name == "" {
-		if fs := u.Query().Get("fieldSelector"); fs != "" {
+		if fs := q.Get("fieldSelector"); fs != "" {
 			if sel, err := meta.ParseFieldSelector(fs); err == nil {
-				if name, ok := sel.RequiresExactMatch("metadata.name"); ok {
+				if name, ok := sel.RequiresExactMatch("metadata.name"); ok && isPathSegmentName(name) {
 					info.Name = name
 					info.FieldSelectorName = true
 				}
 			}
 		}
 	}
+	if info.Name == "" && info.Verb == "delete" {
+		info.Verb = "deletecollection"
+	}
 	return info
+}
+
+// isPathSegmentName reports whether name could be the last segment of an
+// object's path, as Kubernetes requires before it takes a fieldSelector's
+// name as the request's: not "." or "..", no "/" or "%".
+func isPathSegmentName(name string) bool {
+	return name != "." && name != ".." && !strings.ContainsAny(name, "/%")
 }
 
 func splitPath(p string) []string {

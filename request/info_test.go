@@ -1,0 +1,157 @@
+package request_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/apikit-dev/apikit/request"
+)
+
+func TestResolve(t *testing.T) {
+	const g = "/apis/wardle.example.com/v1beta1"
+	for _, tc := range []struct {
+		method, url string
+		want        request.Info // Path and Parts are not compared
+	}{
+		// Non-resource paths: the verb is the lowercased method.
+		{"GET", "/healthz", request.Info{Verb: "get"}},
+		{"GET", "/", request.Info{Verb: "get"}},
+		{"POST", "/openapi/v2", request.Info{Verb: "post"}},
+		{"GET", "/api", request.Info{Verb: "get"}},
+		{"GET", "/api/v1", request.Info{Verb: "get"}},
+		{"GET", "/apis", request.Info{Verb: "get"}},
+		{"GET", "/apis/wardle.example.com", request.Info{Verb: "get"}},
+		// Group-version discovery, as kube-apiserver parses it: the
+		// prefix is known, the request is not a resource one.
+		{"GET", g, request.Info{Verb: "get", APIPrefix: "apis"}},
+		{"PUT", "/apis/wardle.example.com/v1beta1/", request.Info{Verb: "put", APIPrefix: "apis"}},
+		{"GET", "/apis/wardle.example.com/v1beta1/watch", request.Info{Verb: "watch", APIPrefix: "apis", APIGroup: "wardle.example.com", APIVersion: "v1beta1"}},
+
+		// Collections.
+		{"GET", g + "/flunders", res("list", "", "flunders", "", "")},
+		{"GET", g + "/namespaces/ns/flunders", res("list", "ns", "flunders", "", "")},
+		{"HEAD", g + "/namespaces/ns/flunders", res("list", "ns", "flunders", "", "")},
+		{"POST", g + "/namespaces/ns/flunders", res("create", "ns", "flunders", "", "")},
+		{"DELETE", g + "/namespaces/ns/flunders", res("deletecollection", "ns", "flunders", "", "")},
+		{"GET", g + "/namespaces/ns/flunders?watch=true", res("watch", "ns", "flunders", "", "")},
+		{"GET", g + "/namespaces/ns/flunders?watch=1", res("watch", "ns", "flunders", "", "")},
+		// Query booleans read as Kubernetes reads them: anything but
+		// "0" and "false" is true, even an empty value.
+		{"GET", g + "/namespaces/ns/flunders?watch=yes", res("watch", "ns", "flunders", "", "")},
+		{"GET", g + "/namespaces/ns/flunders?watch", res("watch", "ns", "flunders", "", "")},
+		{"GET", g + "/namespaces/ns/flunders?watch=FALSE", res("list", "ns", "flunders", "", "")},
+		{"GET", g + "/namespaces/ns/flunders?watch=0", res("list", "ns", "flunders", "", "")},
+		{"GET", g + "/watch/namespaces/ns/flunders", res("watch", "ns", "flunders", "", "")},
+		{"GET", g + "/watch/flunders", res("watch", "", "flunders", "", "")},
+
+		// A fieldSelector on metadata.name names the object.
+		{"GET", g + "/namespaces/ns/flunders?fieldSelector=metadata.name%3Dabc", withFS(res("list", "ns", "flunders", "abc", ""))},
+		{"GET", g + "/namespaces/ns/flunders?watch=true&fieldSelector=metadata.name%3D%3Dabc", withFS(res("watch", "ns", "flunders", "abc", ""))},
+		{"GET", g + "/namespaces/ns/flunders?fieldSelector=metadata.name%21%3Dabc", res("list", "ns", "flunders", "", "")},
+		{"GET", g + "/namespaces/ns/flunders?fieldSelector=metadata.name%3Da%2Fb", res("list", "ns", "flunders", "", "")},
+		{"GET", g + "/namespaces/ns/flunders?fieldSelector=metadata.name%3D..", res("list", "ns", "flunders", "", "")},
+		{"GET", g + "/namespaces/ns/flunders?fieldSelector=bad", res("list", "ns", "flunders", "", "")},
+		{"DELETE", g + "/namespaces/ns/flunders?fieldSelector=metadata.name%3Dabc", res("deletecollection", "ns", "flunders", "", "")},
+
+		// Objects and subresources.
+		{"GET", g + "/namespaces/ns/flunders/f", res("get", "ns", "flunders", "f", "")},
+		{"PUT", g + "/namespaces/ns/flunders/f", res("update", "ns", "flunders", "f", "")},
+		{"PATCH", g + "/namespaces/ns/flunders/f", res("patch", "ns", "flunders", "f", "")},
+		{"DELETE", g + "/namespaces/ns/flunders/f", res("delete", "ns", "flunders", "f", "")},
+		{"GET", g + "/namespaces/ns/flunders/f/status", res("get", "ns", "flunders", "f", "status")},
+		{"PUT", g + "/namespaces/ns/flunders/f/status", res("update", "ns", "flunders", "f", "status")},
+		{"PATCH", g + "/namespaces/ns/flunders/f/status", res("patch", "ns", "flunders", "f", "status")},
+		{"GET", g + "/fischers/fish", res("get", "", "fischers", "fish", "")},
+		{"GET", g + "/watch/namespaces/ns/flunders/f", res("watch", "ns", "flunders", "f", "")},
+		{"OPTIONS", g + "/namespaces/ns/flunders/f", res("", "ns", "flunders", "f", "")},
+
+		// The core group and namespaces themselves.
+		{"GET", "/api/v1/pods", core("list", "", "pods", "", "")},
+		{"GET", "/api/v1/namespaces", core("list", "", "namespaces", "", "")},
+		{"GET", "/api/v1/namespaces/x", core("get", "x", "namespaces", "x", "")},
+		{"PUT", "/api/v1/namespaces/x/status", core("update", "x", "namespaces", "x", "status")},
+		{"PUT", "/api/v1/namespaces/x/finalize", core("update", "x", "namespaces", "x", "finalize")},
+		{"GET", "/api/v1/namespaces/x/pods", core("list", "x", "pods", "", "")},
+		{"GET", "/api/v1/namespaces/x/pods/p/log", core("get", "x", "pods", "p", "log")},
+	} {
+		t.Run(tc.method+" "+tc.url, func(t *testing.T) {
+			got := *request.DefaultResolver.Resolve(httptest.NewRequest(tc.method, tc.url, nil))
+			got.Parts = nil
+			if got.Path == "" {
+				t.Error("Path is empty")
+			}
+			got.Path = ""
+			if got.IsResourceRequest != tc.want.IsResourceRequest || got.Verb != tc.want.Verb ||
+				got.APIPrefix != tc.want.APIPrefix || got.APIGroup != tc.want.APIGroup || got.APIVersion != tc.want.APIVersion ||
+				got.Namespace != tc.want.Namespace || got.Resource != tc.want.Resource || got.Name != tc.want.Name ||
+				got.Subresource != tc.want.Subresource || got.FieldSelectorName != tc.want.FieldSelectorName {
+				t.Errorf("got  %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func res(verb, ns, resource, name, sub string) request.Info {
+	return request.Info{IsResourceRequest: true, Verb: verb, APIPrefix: "apis", APIGroup: "wardle.example.com", APIVersion: "v1beta1",
+		Namespace: ns, Resource: resource, Name: name, Subresource: sub}
+}
+
+func core(verb, ns, resource, name, sub string) request.Info {
+	return request.Info{IsResourceRequest: true, Verb: verb, APIPrefix: "api", APIVersion: "v1",
+		Namespace: ns, Resource: resource, Name: name, Subresource: sub}
+}
+
+func withFS(i request.Info) request.Info {
+	i.FieldSelectorName = true
+	return i
+}
+
+func TestInfoPredicates(t *testing.T) {
+	for _, tc := range []struct {
+		info                  request.Info
+		longRunning, mutating bool
+	}{
+		{request.Info{Verb: "watch"}, true, false},
+		{request.Info{Verb: "list"}, false, false},
+		{request.Info{Verb: "get", Subresource: "log"}, true, false},
+		{request.Info{Verb: "create", Subresource: "exec"}, true, true},
+		{request.Info{Verb: "get", Subresource: "proxy"}, true, false},
+		{request.Info{Verb: "update", Subresource: "status"}, false, true},
+		{request.Info{Verb: "patch"}, false, true},
+		{request.Info{Verb: "delete"}, false, true},
+		{request.Info{Verb: "deletecollection"}, false, true},
+		{request.Info{Verb: "post"}, false, true},
+		{request.Info{Verb: "get"}, false, false},
+	} {
+		if got := tc.info.IsLongRunning(); got != tc.longRunning {
+			t.Errorf("%+v IsLongRunning = %v", tc.info, got)
+		}
+		if got := tc.info.IsMutating(); got != tc.mutating {
+			t.Errorf("%+v IsMutating = %v", tc.info, got)
+		}
+	}
+}
+
+func TestInfoContext(t *testing.T) {
+	if _, ok := request.InfoFrom(context.Background()); ok {
+		t.Error("InfoFrom an empty context: ok")
+	}
+	info := request.DefaultResolver.Resolve(httptest.NewRequest(http.MethodGet, "/apis/g/v/things", nil))
+	got, ok := request.InfoFrom(request.WithInfo(context.Background(), info))
+	if !ok || got != info {
+		t.Errorf("InfoFrom = %v %v", got, ok)
+	}
+	if _, ok := request.InfoFrom(request.WithInfo(context.Background(), nil)); ok {
+		t.Error("InfoFrom a nil Info: ok")
+	}
+}
+
+func BenchmarkResolve(b *testing.B) {
+	r := httptest.NewRequest(http.MethodGet, "/apis/wardle.example.com/v1beta1/namespaces/ns/flunders?watch=true&labelSelector=a%3Db", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		request.DefaultResolver.Resolve(r)
+	}
+}
