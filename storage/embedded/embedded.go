@@ -111,6 +111,7 @@ type quietingLevel struct {
 	closing atomic.Bool
 }
 
+// Level implements slog.Leveler.
 func (l *quietingLevel) Level() slog.Level {
 	if l.closing.Load() {
 		return slog.Level(1 << 30)
@@ -123,10 +124,12 @@ func (l *quietingLevel) Level() slog.Level {
 // raft term, fails, and succeeds on its next round a few seconds later.
 type benignFilter struct{ zapcore.Core }
 
+// With implements zapcore.Core.
 func (f benignFilter) With(fields []zapcore.Field) zapcore.Core {
 	return benignFilter{f.Core.With(fields)}
 }
 
+// Check implements zapcore.Core.
 func (f benignFilter) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
 	if f.Enabled(e.Level) {
 		return ce.AddCore(e, f)
@@ -134,6 +137,7 @@ func (f benignFilter) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.
 	return ce
 }
 
+// Write implements zapcore.Core, dropping the benign error.
 func (f benignFilter) Write(e zapcore.Entry, fields []zapcore.Field) error {
 	if e.Message == "failed to update storage version" {
 		for _, fl := range fields {

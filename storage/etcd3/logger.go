@@ -38,6 +38,7 @@ func slogLevel(l zapcore.Level) slog.Level {
 	}
 }
 
+// Enabled implements zapcore.Core.
 func (c *slogCore) Enabled(l zapcore.Level) bool {
 	sl := slogLevel(l)
 	if c.level != nil && sl < c.level.Level() {
@@ -46,10 +47,12 @@ func (c *slogCore) Enabled(l zapcore.Level) bool {
 	return c.h.Enabled(context.Background(), sl)
 }
 
+// With implements zapcore.Core.
 func (c *slogCore) With(fields []zapcore.Field) zapcore.Core {
 	return &slogCore{h: c.h.WithAttrs(attrs(fields)), level: c.level}
 }
 
+// Check implements zapcore.Core.
 func (c *slogCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
 	if c.Enabled(e.Level) {
 		return ce.AddCore(e, c)
@@ -57,6 +60,7 @@ func (c *slogCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.Che
 	return ce
 }
 
+// Write implements zapcore.Core.
 func (c *slogCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
 	r := slog.NewRecord(e.Time, slogLevel(e.Level), e.Message, 0)
 	if e.LoggerName != "" {
@@ -66,6 +70,7 @@ func (c *slogCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
 	return c.h.Handle(context.Background(), r)
 }
 
+// Sync implements zapcore.Core; slog handlers write through.
 func (c *slogCore) Sync() error { return nil }
 
 // attrs turns zap fields into slog attributes, in a stable order.

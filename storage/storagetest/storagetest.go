@@ -130,6 +130,7 @@ func uidPrecondition(uid string) func(storage.KeyValue) error {
 // labelSelector is a minimal equality-based meta.Selector.
 type labelSelector map[string]string
 
+// Matches implements meta.Selector.
 func (s labelSelector) Matches(set meta.Set) bool {
 	for k, v := range s {
 		if got, ok := set[k]; !ok || got != v {
@@ -139,8 +140,10 @@ func (s labelSelector) Matches(set meta.Set) bool {
 	return true
 }
 
+// Empty implements meta.Selector.
 func (s labelSelector) Empty() bool { return len(s) == 0 }
 
+// String implements meta.Selector.
 func (s labelSelector) String() string {
 	var parts []string
 	for k, v := range s {
@@ -150,6 +153,7 @@ func (s labelSelector) String() string {
 	return strings.Join(parts, ",")
 }
 
+// RequiresExactMatch implements meta.Selector.
 func (s labelSelector) RequiresExactMatch(key string) (string, bool) {
 	v, ok := s[key]
 	return v, ok
