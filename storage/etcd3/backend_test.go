@@ -12,6 +12,8 @@ import (
 	"errors"
 	"log/slog"
 	"math/big"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +21,9 @@ import (
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
 	"github.com/apikit-dev/apikit/internal/etcdtest"
@@ -273,6 +277,7 @@ func writeCert(t *testing.T, dir, name string, parent *x509.Certificate, parentK
 		NotAfter:     time.Now().Add(time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth, x509.ExtKeyUsageServerAuth},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
 	}
 	signer, signerKey := tmpl, key
 	if parent == nil {
@@ -319,4 +324,57 @@ func TestZapLogger(t *testing.T) {
 		t.Errorf("a debug entry passed an info level:\n%s", out)
 	}
 	ZapLogger(nil, nil).Error("discarded") // must not panic
+}
+
+// TestDialTLS dials an etcd that requires TLS client certificates, the way
+// a production cluster is set up.
+func TestDialTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca, caKey := writeCert(t, dir, "ca", nil, nil)
+	writeCert(t, dir, "server", ca, caKey)
+	writeCert(t, dir, "client", ca, caKey)
+	p := func(name string) string { return filepath.Join(dir, name) }
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	cfg := embed.NewConfig()
+	cfg.Dir = filepath.Join(dir, "data")
+	peer, _ := url.Parse("http://127.0.0.1:0")
+	client, _ := url.Parse("https://" + addr)
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*peer}, []url.URL{*peer}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*client}, []url.URL{*client}
+	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	cfg.ClientTLSInfo = transport.TLSInfo{CertFile: p("server.crt"), KeyFile: p("server.key"), TrustedCAFile: p("ca.crt"), ClientCertAuth: true}
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(ZapLogger(nil, nil))
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(20 * time.Second):
+		t.Fatal("etcd not ready")
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, Config{Endpoints: []string{"https://" + addr}, CAFile: p("ca.crt"), CertFile: p("client.crt"), KeyFile: p("client.key"), DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatalf("Dial with the client certificate: %v", err)
+	}
+	defer c.Close()
+	if _, err := New(c).Create(ctx, "/tls", []byte("ok")); err != nil {
+		t.Fatalf("Create over TLS: %v", err)
+	}
+
+	// Without a client certificate the server refuses.
+	if c, err := Dial(ctx, Config{Endpoints: []string{"https://" + addr}, CAFile: p("ca.crt"), DialTimeout: time.Second}); err == nil {
+		c.Close()
+		t.Fatal("Dial without a client certificate succeeded")
+	}
 }
