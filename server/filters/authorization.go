@@ -30,7 +30,9 @@ func AttributesFor(r *http.Request) authz.Attributes {
 
 // WithAuthorization asks the authorizer about every request; anything but
 // Allow is a 403 Status naming the user, the verb and the resource, with the
-// authorizer's reason.
+// authorizer's reason. An authorizer that fails (and does not allow) is a
+// 500, as in kube-apiserver: the caller was not judged, so "forbidden"
+// would mislead.
 func WithAuthorization(h http.Handler, a authz.Authorizer) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		attrs := AttributesFor(r)
@@ -41,9 +43,8 @@ func WithAuthorization(h http.Handler, a authz.Authorizer) http.Handler {
 		}
 		if err != nil {
 			slog.Warn("authorization error", "path", r.URL.Path, "err", err)
-			if reason == "" {
-				reason = err.Error()
-			}
+			respond.Error(w, r, meta.NewInternalError(err))
+			return
 		}
 		msg := ForbiddenMessage(attrs)
 		if reason != "" {

@@ -1,7 +1,7 @@
 package filters
 
 import (
-	"fmt"
+	"errors"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -9,6 +9,9 @@ import (
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/server/respond"
 )
+
+// errPanic is what a client learns of a panic, in kube-apiserver's words.
+var errPanic = errors.New("This request caused apiserver to panic. Look in the logs for details.")
 
 // WithPanicRecovery turns a panic in a handler into a 500 Status and a log
 // line with the stack, so one bad request cannot take the server down.
@@ -22,7 +25,9 @@ func WithPanicRecovery(h http.Handler) http.Handler {
 					panic(v)
 				}
 				slog.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
-				respond.Error(w, r, meta.NewInternalError(fmt.Errorf("%v", v)))
+				// The panic value stays in the log: it may hold anything,
+				// and kube-apiserver does not show it either.
+				respond.Error(w, r, meta.NewInternalError(errPanic))
 			}
 		}()
 		h.ServeHTTP(w, r)

@@ -28,7 +28,15 @@ func WithTimeout(h http.Handler, timeout time.Duration, longRunning func(*reques
 		}
 		d := timeout
 		if q := r.URL.Query().Get("timeout"); q != "" {
-			if qd, err := time.ParseDuration(q); err == nil && qd > 0 && qd < d {
+			qd, err := time.ParseDuration(q)
+			if err != nil {
+				// As kube-apiserver: a malformed timeout is the client's
+				// mistake, not a request to be served without one.
+				respond.Error(w, r, meta.NewBadRequest("invalid timeout specified in the request URL - "+err.Error()))
+				return
+			}
+			// 0 (or less) means "no timeout of my own": the server's applies.
+			if qd > 0 && qd < d {
 				d = qd
 			}
 		}
@@ -48,8 +56,9 @@ func WithTimeout(h http.Handler, timeout time.Duration, longRunning func(*reques
 				panic(p)
 			}
 		case <-ctx.Done():
-			if tw.timeout() {
+			if tw.timeout(func() {
 				respond.Error(w, r, meta.NewTimeout("request did not complete within requested timeout - "+ctx.Err().Error(), 0))
+			}) {
 				return
 			}
 			// Headers are out: the only honest thing left is to abort.
@@ -67,16 +76,31 @@ type timeoutWriter struct {
 	wroteHeader bool
 }
 
-// timeout marks the writer timed out and reports whether the response is
-// still untouched (so the caller may write the timeout Status).
-func (tw *timeoutWriter) timeout() bool {
+// timeout marks the writer timed out and, if the response is still
+// untouched, writes it with write and reports true. It holds the lock
+// while it writes, so the abandoned handler cannot interleave.
+func (tw *timeoutWriter) timeout(write func()) bool {
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
 	tw.timedOut = true
-	return !tw.wroteHeader
+	if tw.wroteHeader {
+		return false
+	}
+	write()
+	return true
 }
 
-func (tw *timeoutWriter) Header() http.Header { return tw.w.Header() }
+// Header returns the real header until the request times out, then a
+// throwaway one: the abandoned handler must not touch the map the timeout
+// response is written with.
+func (tw *timeoutWriter) Header() http.Header {
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	if tw.timedOut {
+		return http.Header{}
+	}
+	return tw.w.Header()
+}
 
 func (tw *timeoutWriter) WriteHeader(code int) {
 	tw.mu.Lock()
