@@ -286,7 +286,7 @@ func cachedBuild(t testing.TB, toolsDir string) (string, error) {
 	cmd.Dir = toolsDir
 	// The build belongs to tools/etcd alone: no workspace of the caller's
 	// may pull other module versions into it.
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=readonly"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		os.Remove(tmp)
