@@ -7,7 +7,6 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
-	"time"
 )
 
 // Bundle is what Bootstrap makes: everything a development server needs to
@@ -26,20 +25,17 @@ type Bundle struct {
 
 // Bootstrap makes, on first use, a CA, a serving certificate for localhost,
 // the loopback addresses and hosts, an admin client certificate and a
-// kubeconfig pointing at https://host:port, all under dir; later calls reuse
-// them (reissuing a serving certificate whose hosts changed). Files holding
-// keys are mode 0600.
+// kubeconfig pointing at https://host:port, all under dir (the PKI in
+// dir/pki, see SelfSigned and WriteAdminKubeconfig); later calls reuse them
+// (reissuing a serving certificate whose hosts changed). Files holding keys
+// are mode 0600. Servers built with the options package get the same PKI
+// from its flags (--cert-dir, --dev-pki) and need not call Bootstrap.
 func Bootstrap(dir, host string, port int, hosts ...string) (*Bundle, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
 	pki := filepath.Join(dir, "pki")
-	const year = 365 * 24 * time.Hour
-	ca, err := LoadOrCreateCA(filepath.Join(pki, "ca.crt"), filepath.Join(pki, "ca.key"), "apikit-ca", 10*year)
-	if err != nil {
-		return nil, fmt.Errorf("CA: %w", err)
-	}
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "127.0.0.1"
 	}
@@ -49,24 +45,17 @@ func Bootstrap(dir, host string, port int, hosts ...string) (*Bundle, error) {
 			names = append(names, h)
 		}
 	}
-	serving, err := LoadOrIssue(filepath.Join(pki, "apiserver.crt"), filepath.Join(pki, "apiserver.key"), names,
-		func() (Pair, error) { return ca.IssueServing(names, year) })
+	ca, serving, err := SelfSigned(pki, names)
 	if err != nil {
-		return nil, fmt.Errorf("serving certificate: %w", err)
+		return nil, err
 	}
-	admin, err := LoadOrIssue(filepath.Join(pki, "admin.crt"), filepath.Join(pki, "admin.key"), nil,
-		func() (Pair, error) { return ca.IssueClient("admin", []string{"system:masters"}, year) })
-	if err != nil {
-		return nil, fmt.Errorf("admin certificate: %w", err)
-	}
-	kc := Kubeconfig{Server: "https://" + net.JoinHostPort(host, strconv.Itoa(port)), CAPEM: ca.CertPEM, Client: admin}
 	kcPath := filepath.Join(dir, "kubeconfig")
-	if err := kc.WriteFile(kcPath); err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
+	if _, err := WriteAdminKubeconfig(kcPath, pki, ca, "https://"+net.JoinHostPort(host, strconv.Itoa(port))); err != nil {
+		return nil, err
 	}
 	tc, err := serving.TLSCertificate()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("serving certificate: %w", err)
 	}
 	pool, err := PoolFromPEM(ca.CertPEM)
 	if err != nil {

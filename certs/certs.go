@@ -232,12 +232,18 @@ func LoadOrCreateCA(certPath, keyPath, commonName string, validity time.Duration
 // another day and, for serving pairs, covers hosts; otherwise it issues a new
 // one with issue and writes it.
 func LoadOrIssue(certPath, keyPath string, hosts []string, issue func() (Pair, error)) (Pair, error) {
+	return loadOrIssueIf(certPath, keyPath, func(leaf *x509.Certificate) bool { return covers(leaf, hosts) }, issue)
+}
+
+// loadOrIssueIf reuses the stored pair when it parses, is valid for another
+// day and satisfies ok; otherwise it issues and writes a new one.
+func loadOrIssueIf(certPath, keyPath string, ok func(*x509.Certificate) bool, issue func() (Pair, error)) (Pair, error) {
 	certPEM, cerr := os.ReadFile(certPath)
 	keyPEM, kerr := os.ReadFile(keyPath)
 	if cerr == nil && kerr == nil {
 		p := Pair{CertPEM: certPEM, KeyPEM: keyPEM}
 		if tc, err := p.TLSCertificate(); err == nil {
-			if leaf, err := x509.ParseCertificate(tc.Certificate[0]); err == nil && time.Until(leaf.NotAfter) > 24*time.Hour && covers(leaf, hosts) {
+			if leaf, err := x509.ParseCertificate(tc.Certificate[0]); err == nil && time.Until(leaf.NotAfter) > 24*time.Hour && ok(leaf) {
 				return p, nil
 			}
 		}
