@@ -7,14 +7,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/apikit-dev/apikit/admission"
 	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/authz"
 	"github.com/apikit-dev/apikit/certs"
+	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/request"
 	"github.com/apikit-dev/apikit/server/endpoints"
 	"github.com/apikit-dev/apikit/storage"
@@ -34,6 +33,15 @@ type Config struct {
 	// themselves: it is where code building stores gets storage from, so
 	// that flags (backend, prefix, watch cache sizes) apply everywhere.
 	Storage storage.Factory
+	// WatchCache says which resources get a watch cache and how large
+	// (--watch-cache, --watch-cache-sizes). It is read where storage is
+	// wrapped in a cache (storage/cacher); nothing else uses it.
+	WatchCache storage.WatchCacheConfig
+
+	// APIEnabled, when set, decides whether InstallAPIGroup serves a
+	// group-version (--runtime-config); nil serves every version. A group
+	// whose versions are all disabled is not installed at all.
+	APIEnabled func(gv meta.GroupVersion) bool
 
 	// Authenticator identifies callers. The default accepts client
 	// certificates signed by SecureServing.ClientCA and nothing else.
@@ -48,6 +56,19 @@ type Config struct {
 	// FlowControl, when set, wraps the handler after authentication: it
 	// queues, limits or rejects requests (429) before authorization.
 	FlowControl func(http.Handler) http.Handler
+	// MaxRequestsInFlight and MaxMutatingRequestsInFlight bound the
+	// requests served at once (--max-requests-inflight and
+	// --max-mutating-requests-inflight; kube-apiserver's 400 and 200). With
+	// EnablePriorityAndFairness their sum is the server's total concurrency;
+	// without, each bounds its kind of request and 0 means no bound. They
+	// are what a FlowControl filter is built from.
+	MaxRequestsInFlight, MaxMutatingRequestsInFlight int
+	// EnablePriorityAndFairness selects API Priority and Fairness over the
+	// plain max-in-flight limits (--enable-priority-and-fairness).
+	EnablePriorityAndFairness bool
+	// RequestWaitLimit bounds how long a request may wait in a flow-control
+	// queue: a quarter of RequestTimeout, as kube-apiserver has it.
+	RequestWaitLimit time.Duration
 	// Admission runs on every write, after the strategy's defaults and
 	// before validation and storage.
 	Admission admission.Chain
@@ -129,16 +150,20 @@ func NewConfig() *Config {
 			MinTLSVersion:                tls.VersionTLS12,
 			HTTP2MaxStreamsPerConnection: 1000,
 		},
-		PublicPaths:         []string{"/healthz", "/livez", "/readyz"},
-		RequestTimeout:      60 * time.Second,
-		MinRequestTimeout:   30 * time.Minute,
-		MaxRequestBodyBytes: endpoints.DefaultMaxRequestBodyBytes,
-		LongRunning:         func(i *request.Info) bool { return i.IsLongRunning() },
-		RequestInfoResolver: request.DefaultResolver,
-		ShutdownTimeout:     60 * time.Second,
-		Version:             DefaultVersion(),
-		OpenAPITitle:        "apikit",
-		OpenAPIVersion:      "v0.1.0",
+		PublicPaths:                 []string{"/healthz", "/livez", "/readyz"},
+		MaxRequestsInFlight:         400,
+		MaxMutatingRequestsInFlight: 200,
+		EnablePriorityAndFairness:   true,
+		RequestWaitLimit:            15 * time.Second,
+		RequestTimeout:              60 * time.Second,
+		MinRequestTimeout:           30 * time.Minute,
+		MaxRequestBodyBytes:         endpoints.DefaultMaxRequestBodyBytes,
+		LongRunning:                 func(i *request.Info) bool { return i.IsLongRunning() },
+		RequestInfoResolver:         request.DefaultResolver,
+		ShutdownTimeout:             60 * time.Second,
+		Version:                     DefaultVersion(),
+		OpenAPITitle:                "apikit",
+		OpenAPIVersion:              "v0.1.0",
 	}
 }
 
@@ -198,9 +223,9 @@ func (c *Config) Complete() (CompletedConfig, error) {
 	return CompletedConfig{&completedConfig{c}}, nil
 }
 
-// selfSignedCertificate makes (or reloads from CertDir) a CA and a serving
-// certificate for localhost, the loopback addresses, the external address
-// and the alternates.
+// selfSignedCertificate makes (or reloads from CertDir, see
+// certs.SelfSigned) a CA and a serving certificate for localhost, the
+// loopback addresses, the external address and the alternates.
 func (c *Config) selfSignedCertificate() (*tls.Certificate, error) {
 	hosts := []string{"localhost", "127.0.0.1", "::1"}
 	if h, _, err := net.SplitHostPort(c.ExternalAddress); err == nil && h != "" {
@@ -216,29 +241,8 @@ func (c *Config) selfSignedCertificate() (*tls.Certificate, error) {
 		hosts = append(hosts, ip.String())
 	}
 	hosts = dedupe(hosts)
-	const validity = 365 * 24 * time.Hour
-	var pair certs.Pair
-	if dir := c.SecureServing.CertDir; dir != "" {
-		ca, err := certs.LoadOrCreateCA(filepath.Join(dir, "apiserver-ca.crt"), filepath.Join(dir, "apiserver-ca.key"), "apikit-ca@"+hostname(), 10*validity)
-		if err != nil {
-			return nil, err
-		}
-		pair, err = certs.LoadOrIssue(filepath.Join(dir, "apiserver.crt"), filepath.Join(dir, "apiserver.key"), hosts,
-			func() (certs.Pair, error) { return ca.IssueServing(hosts, validity) })
-		if err != nil {
-			return nil, err
-		}
-		cert, err := pair.TLSCertificate()
-		if err != nil {
-			return nil, err
-		}
-		return &cert, nil
-	}
-	ca, err := certs.NewCA("apikit-ca@"+hostname(), validity)
+	_, pair, err := certs.SelfSigned(c.SecureServing.CertDir, hosts)
 	if err != nil {
-		return nil, err
-	}
-	if pair, err = ca.IssueServing(hosts, validity); err != nil {
 		return nil, err
 	}
 	cert, err := pair.TLSCertificate()
@@ -246,14 +250,6 @@ func (c *Config) selfSignedCertificate() (*tls.Certificate, error) {
 		return nil, err
 	}
 	return &cert, nil
-}
-
-func hostname() string {
-	h, err := os.Hostname()
-	if err != nil {
-		return "localhost"
-	}
-	return h
 }
 
 func dedupe(in []string) []string {

@@ -311,7 +311,10 @@ func (s *GenericServer) AddReadyzChecks(checks ...HealthCheck) {
 }
 
 // InstallAPIGroup serves g: one WebService per version at
-// /apis/<group>/<version>, and the group's discovery documents.
+// /apis/<group>/<version>, and the group's discovery documents. Versions
+// that Config.APIEnabled disables are left out (the first one left is
+// preferred); a group with none left is not installed, and that is not an
+// error.
 func (s *GenericServer) InstallAPIGroup(g *APIGroupInfo) error {
 	if g == nil || g.Name == "" || len(g.Versions) == 0 {
 		return errors.New("server: an API group needs a name and at least one version")
@@ -320,6 +323,20 @@ func (s *GenericServer) InstallAPIGroup(g *APIGroupInfo) error {
 		if existing.Name == g.Name {
 			return fmt.Errorf("server: API group %q is already installed in this chain", g.Name)
 		}
+	}
+	if enabled := s.config.APIEnabled; enabled != nil {
+		served := &APIGroupInfo{Name: g.Name}
+		for _, v := range g.Versions {
+			if enabled(meta.GroupVersion{Group: g.Name, Version: v.Version}) {
+				served.Versions = append(served.Versions, v)
+			} else {
+				s.config.Logger.Info("API version disabled", "groupVersion", g.Name+"/"+v.Version)
+			}
+		}
+		if len(served.Versions) == 0 {
+			return nil
+		}
+		g = served
 	}
 	for _, v := range g.Versions {
 		if v.Version == "" || len(v.Resources) == 0 {
