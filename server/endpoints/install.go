@@ -75,8 +75,8 @@ func Install(ws *restful.WebService, s *Scope) {
 	ws.Route(addListParams(ws, withNS(ws.GET(prefix).To(func(r *restful.Request, w *restful.Response) {
 		s.List(w, r.Request, ns(r))
 	}).Operation(id("list", "")).Doc("list or watch objects of kind "+kind).
-		Produces(readMediaTypes...).Metadata(restfulKindKey, kind).Metadata(restfulListKey, true).
-		Returns(http.StatusOK, "OK", nil).Metadata(restfulTagKey, tag))))
+		Produces(readMediaTypes...).Metadata(MetadataKind, kind).Metadata(MetadataList, true).
+		Returns(http.StatusOK, "OK", nil).Metadata(MetadataTag, tag))))
 
 	ws.Route(addWriteParams(ws, withNS(ws.POST(prefix).To(func(r *restful.Request, w *restful.Response) {
 		s.Create(w, r.Request, ns(r))
@@ -84,22 +84,22 @@ func Install(ws *restful.WebService, s *Scope) {
 		Consumes(objectMediaTypes...).Produces(objectMediaTypes...).
 		Reads(sample).Writes(sample).
 		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).
-		Returns(http.StatusAccepted, "Accepted", sample).Metadata(restfulTagKey, tag))))
+		Returns(http.StatusAccepted, "Accepted", sample).Metadata(MetadataTag, tag))))
 
 	ws.Route(addListParams(ws, withNS(ws.DELETE(prefix).To(func(r *restful.Request, w *restful.Response) {
 		s.DeleteCollection(w, r.Request, ns(r))
 	}).Operation(id("deletecollection", "")).Doc("delete collection of "+kind).
-		Produces(objectMediaTypes...).Metadata(restfulKindKey, kind).Metadata(restfulListKey, true).
+		Produces(objectMediaTypes...).Metadata(MetadataKind, kind).Metadata(MetadataList, true).
 		Param(ws.QueryParameter("dryRun", "When present, indicates that modifications should not be persisted. The only valid value is All.").DataType("string")).
-		Returns(http.StatusOK, "OK", nil).Metadata(restfulTagKey, tag))))
+		Returns(http.StatusOK, "OK", nil).Metadata(MetadataTag, tag))))
 
 	if info.NamespaceScoped {
 		ws.Route(addListParams(ws, ws.GET("/"+info.Resource).To(func(r *restful.Request, w *restful.Response) {
 			s.List(w, r.Request, "")
 		}).Operation(operationID("list", gv, false, kind, "ForAllNamespaces")).
 			Doc("list or watch objects of kind "+kind+" in all namespaces").
-			Produces(readMediaTypes...).Metadata(restfulKindKey, kind).Metadata(restfulListKey, true).
-			Returns(http.StatusOK, "OK", nil).Metadata(restfulTagKey, tag)))
+			Produces(readMediaTypes...).Metadata(MetadataKind, kind).Metadata(MetadataList, true).
+			Returns(http.StatusOK, "OK", nil).Metadata(MetadataTag, tag)))
 	}
 
 	// Object.
@@ -108,19 +108,19 @@ func Install(ws *restful.WebService, s *Scope) {
 		s.Get(w, r.Request, ns(r), r.PathParameter("name"))
 	}).Operation(id("read", "")).Doc("read the specified "+kind).Param(nameParam).
 		Param(ws.QueryParameter("resourceVersion", "resourceVersion sets a constraint on what resource versions a request may be served from.").DataType("string")).
-		Produces(objectMediaTypes...).Writes(sample).Returns(http.StatusOK, "OK", sample).Metadata(restfulTagKey, tag)))
+		Produces(objectMediaTypes...).Writes(sample).Returns(http.StatusOK, "OK", sample).Metadata(MetadataTag, tag)))
 
 	ws.Route(addWriteParams(ws, withNS(ws.PUT(objPath).To(func(r *restful.Request, w *restful.Response) {
 		s.Update(w, r.Request, ns(r), r.PathParameter("name"), "")
 	}).Operation(id("replace", "")).Doc("replace the specified "+kind).Param(nameParam).
 		Consumes(objectMediaTypes...).Produces(objectMediaTypes...).Reads(sample).Writes(sample).
-		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).Metadata(restfulTagKey, tag))))
+		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).Metadata(MetadataTag, tag))))
 
 	ws.Route(addPatchParams(ws, withNS(ws.PATCH(objPath).To(func(r *restful.Request, w *restful.Response) {
 		s.Patch(w, r.Request, ns(r), r.PathParameter("name"), "")
 	}).Operation(id("patch", "")).Doc("partially update the specified "+kind).Param(nameParam).
 		Consumes(patchMediaTypes...).Produces(objectMediaTypes...).Writes(sample).
-		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).Metadata(restfulTagKey, tag))))
+		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).Metadata(MetadataTag, tag))))
 
 	ws.Route(withNS(ws.DELETE(objPath).To(func(r *restful.Request, w *restful.Response) {
 		s.Delete(w, r.Request, ns(r), r.PathParameter("name"))
@@ -129,7 +129,7 @@ func Install(ws *restful.WebService, s *Scope) {
 		Param(ws.QueryParameter("dryRun", "When present, indicates that modifications should not be persisted. The only valid value is All.").DataType("string")).
 		Param(ws.QueryParameter("gracePeriodSeconds", "The duration in seconds before the object should be deleted.").DataType("integer")).
 		Param(ws.QueryParameter("propagationPolicy", "Whether and how garbage collection will be performed: Orphan, Background or Foreground.").DataType("string")).
-		Writes(sample).Returns(http.StatusOK, "OK", sample).Returns(http.StatusAccepted, "Accepted", sample).Metadata(restfulTagKey, tag)))
+		Writes(sample).Returns(http.StatusOK, "OK", sample).Returns(http.StatusAccepted, "Accepted", sample).Metadata(MetadataTag, tag)))
 
 	if !info.StatusSubresource {
 		return
@@ -138,24 +138,29 @@ func Install(ws *restful.WebService, s *Scope) {
 	ws.Route(withNS(ws.GET(statusPath).To(func(r *restful.Request, w *restful.Response) {
 		s.Get(w, r.Request, ns(r), r.PathParameter("name"))
 	}).Operation(id("read", "Status")).Doc("read status of the specified "+kind).Param(nameParam).
-		Produces(objectMediaTypes...).Writes(sample).Returns(http.StatusOK, "OK", sample).Metadata(restfulTagKey, tag)))
+		Produces(objectMediaTypes...).Writes(sample).Returns(http.StatusOK, "OK", sample).Metadata(MetadataTag, tag)))
 	ws.Route(addWriteParams(ws, withNS(ws.PUT(statusPath).To(func(r *restful.Request, w *restful.Response) {
 		s.Update(w, r.Request, ns(r), r.PathParameter("name"), "status")
 	}).Operation(id("replace", "Status")).Doc("replace status of the specified "+kind).Param(nameParam).
 		Consumes(objectMediaTypes...).Produces(objectMediaTypes...).Reads(sample).Writes(sample).
-		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).Metadata(restfulTagKey, tag))))
+		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).Metadata(MetadataTag, tag))))
 	ws.Route(addPatchParams(ws, withNS(ws.PATCH(statusPath).To(func(r *restful.Request, w *restful.Response) {
 		s.Patch(w, r.Request, ns(r), r.PathParameter("name"), "status")
 	}).Operation(id("patch", "Status")).Doc("partially update status of the specified "+kind).Param(nameParam).
 		Consumes(patchMediaTypes...).Produces(objectMediaTypes...).Writes(sample).
-		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).Metadata(restfulTagKey, tag))))
+		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).Metadata(MetadataTag, tag))))
 }
 
-// Route metadata keys read by the OpenAPI builder.
+// Route metadata keys: what the OpenAPI builder (server/openapi) cannot
+// learn from a route's samples.
 const (
-	restfulKindKey = "apikit.kind"
-	restfulListKey = "apikit.list"
-	restfulTagKey  = "apikit.tag"
+	// MetadataKind is the kind a route serves, set where no sample names it
+	// (collections: their List type has no Go type).
+	MetadataKind = "apikit.kind"
+	// MetadataList marks routes that answer with the kind's List.
+	MetadataList = "apikit.list"
+	// MetadataTag is the route's OpenAPI tag, e.g. wardleexamplecom_v1beta1.
+	MetadataTag = "apikit.tag"
 )
 
 func addListParams(ws *restful.WebService, rb *restful.RouteBuilder) *restful.RouteBuilder {
