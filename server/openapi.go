@@ -1,4 +1,50 @@
 package server
 
-// installOpenAPI serves /openapi/v2 and /openapi/v3 for the whole chain.
-func (s *GenericServer) installOpenAPI() {}
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/registry"
+	"github.com/apikit-dev/apikit/server/openapi"
+	"github.com/apikit-dev/apikit/server/respond"
+)
+
+// installOpenAPI serves /openapi/v2 and /openapi/v3 for the whole chain. The
+// documents are built here, once: every group is installed by now, and none
+// changes while the server runs. A second call keeps the first documents.
+func (s *GenericServer) installOpenAPI() {
+	probe := &http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/openapi/v2"}}
+	if _, pattern := s.mux.Handler(probe); pattern == "/openapi/v2" {
+		return
+	}
+	var resources []registry.Resource
+	for _, g := range s.APIGroups() {
+		for _, v := range g.Versions {
+			resources = append(resources, v.Resources...)
+		}
+	}
+	docs, err := openapi.Build(openapi.Config{
+		Title:       s.config.OpenAPITitle,
+		Version:     s.config.OpenAPIVersion,
+		WebServices: s.WebServices(),
+		Resources:   resources,
+	})
+	var v2, v3 http.Handler
+	if err != nil {
+		// The route table cannot be documented: a programming error, but
+		// not one to take the API down for. Say so where clients look.
+		err = fmt.Errorf("building the OpenAPI documents: %w", err)
+		s.config.Logger.Error("OpenAPI unavailable", "server", s.name, "err", err)
+		fail := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			respond.Error(w, r, meta.NewInternalError(err))
+		})
+		v2, v3 = fail, fail
+	} else {
+		v2, v3 = docs.V2Handler(), docs.V3Handler()
+	}
+	s.mux.Handle("/openapi/v2", v2)
+	s.mux.Handle("/openapi/v3", v3)
+	s.mux.Handle("/openapi/v3/", v3)
+}
