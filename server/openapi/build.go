@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -89,20 +90,11 @@ func newBuilder(cfg Config) (*builder, error) {
 		if _, ok := b.typeOf[gvk]; !ok {
 			b.typeOf[gvk] = t
 		}
-		if !containsGVK(b.gvks[t], gvk) {
+		if !slices.Contains(b.gvks[t], gvk) {
 			b.gvks[t] = append(b.gvks[t], gvk)
 		}
 	}
 	return b, nil
-}
-
-func containsGVK(list []meta.GroupVersionKind, gvk meta.GroupVersionKind) bool {
-	for _, g := range list {
-		if g == gvk {
-			return true
-		}
-	}
-	return false
 }
 
 // buildV2 makes the Swagger 2.0 document: go-restful-openapi derives paths
