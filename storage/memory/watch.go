@@ -101,7 +101,7 @@ func (s *Store) Watch(ctx context.Context, prefix string, opts storage.WatchOpti
 		}
 		w.after = max(from, s.rev)
 	}
-	if w.initial == nil || w.initial[len(w.initial)-1].Type != storage.ErrorEvent {
+	if !expired {
 		s.wmu.Lock()
 		set := s.watchers[prefix]
 		if set == nil {
