@@ -166,9 +166,12 @@ func serviceError(w http.ResponseWriter, r *http.Request, se restful.ServiceErro
 		st.ErrStatus.Message = fmt.Sprintf("the server does not allow this method on the requested resource (%s %s)", r.Method, r.URL.Path)
 		respond.Error(w, r, st)
 	case http.StatusUnsupportedMediaType:
-		respond.Error(w, r, meta.NewUnsupportedMediaType(r.Header.Get("Content-Type"), []string{"application/json", "application/yaml", "application/json-patch+json", "application/merge-patch+json"}))
+		// Name what this method reads: patch types for PATCH (as
+		// kube-apiserver answers a strategic merge patch on a custom
+		// resource), objects otherwise.
+		respond.Error(w, r, endpoints.UnsupportedMediaType(r.Method, r.Header.Get("Content-Type")))
 	case http.StatusNotAcceptable:
-		respond.Error(w, r, meta.NewNotAcceptable([]string{"application/json", "application/yaml"}))
+		respond.Error(w, r, endpoints.NotAcceptable())
 	default:
 		st := meta.NewBadRequest(se.Message)
 		st.ErrStatus.Code = int32(se.Code)

@@ -77,6 +77,18 @@ func decodeObject(data []byte, obj meta.Object, gvk meta.GroupVersionKind, valid
 	if _, ok := raw.(map[string]any); !ok {
 		return nil, meta.NewBadRequest("the request body must be a JSON object")
 	}
+	// Find (and cut out of raw) the fields obj has no field for, whatever
+	// the validation level: encoding/json matches names case-insensitively
+	// ("Spec" fills spec), Kubernetes does not, so unknown fields must
+	// never reach the typed decode.
+	var unknown []string
+	findUnknownFields(raw, reflect.TypeOf(obj), "", &unknown)
+	if len(unknown) > 0 {
+		var err error
+		if data, err = json.Marshal(raw); err != nil {
+			return nil, meta.NewBadRequest(fmt.Sprintf("error decoding request body: %v", err))
+		}
+	}
 	if err := json.Unmarshal(data, obj); err != nil {
 		return nil, meta.NewBadRequest(decodeErrorMessage(err))
 	}
@@ -89,12 +101,7 @@ func decodeObject(data []byte, obj meta.Object, gvk meta.GroupVersionKind, valid
 		return nil, meta.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (%s)", tm.Kind, gvk.Kind))
 	}
 	tm.APIVersion, tm.Kind = want, gvk.Kind
-	if validation == meta.FieldValidationIgnore {
-		return nil, nil
-	}
-	var unknown []string
-	findUnknownFields(raw, reflect.TypeOf(obj), "", &unknown)
-	if len(unknown) == 0 {
+	if validation == meta.FieldValidationIgnore || len(unknown) == 0 {
 		return nil, nil
 	}
 	sort.Strings(unknown)
@@ -163,7 +170,8 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 	return m
 }
 
-// findUnknownFields appends the paths of JSON fields that t has no field for.
+// findUnknownFields appends the paths of JSON fields that t has no field
+// for, and deletes them from v.
 func findUnknownFields(v any, t reflect.Type, path string, out *[]string) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -186,6 +194,7 @@ func findUnknownFields(v any, t reflect.Type, path string, out *[]string) {
 			}
 			if !ok {
 				*out = append(*out, p)
+				delete(obj, k)
 				continue
 			}
 			findUnknownFields(child, ft, p, out)

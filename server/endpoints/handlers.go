@@ -96,7 +96,11 @@ func tableOptions(r *http.Request) (meta.TableOptions, error) {
 	case meta.IncludeNone, meta.IncludeMetadata, meta.IncludeObject:
 		return meta.TableOptions{IncludeObject: v}, nil
 	default:
-		return meta.TableOptions{}, meta.NewBadRequest(fmt.Sprintf("includeObject must be one of None, Metadata or Object, got %q", v))
+		// kube-apiserver's words (ValidateTableOptions under
+		// optionsForTransform), supported values sorted.
+		errs := meta.FieldErrors{meta.NotSupported(meta.NewPath("includeObject"), string(v),
+			[]string{string(meta.IncludeMetadata), string(meta.IncludeNone), string(meta.IncludeObject)})}
+		return meta.TableOptions{}, meta.NewBadRequest("Unable to convert to Table as requested: " + errs.Error())
 	}
 }
 
