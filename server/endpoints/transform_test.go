@@ -114,9 +114,13 @@ func TestPatch(t *testing.T) {
 		check                   func(m map[string]any) bool
 	}{
 		{"json patch", "application/json-patch+json", `[{"op":"replace","path":"/spec/size","value":9},{"op":"add","path":"/spec/tags/-","value":"c"}]`, 200,
-			func(m map[string]any) bool { return path(m, "spec.size") == 9.0 && len(path(m, "spec.tags").([]any)) == 3 }},
+			func(m map[string]any) bool {
+				return path(m, "spec.size") == 9.0 && len(path(m, "spec.tags").([]any)) == 3
+			}},
 		{"merge patch", "application/merge-patch+json", `{"metadata":{"labels":{"x":"y"}},"spec":{"owner":null}}`, 200,
-			func(m map[string]any) bool { return path(m, "metadata.labels.x") == "y" && path(m, "spec.owner") == nil && path(m, "spec.size") == 9.0 }},
+			func(m map[string]any) bool {
+				return path(m, "metadata.labels.x") == "y" && path(m, "spec.owner") == nil && path(m, "spec.size") == 9.0
+			}},
 		{"merge patch with charset", "application/merge-patch+json; charset=utf-8", `{"spec":{"size":10}}`, 200,
 			func(m map[string]any) bool { return path(m, "spec.size") == 10.0 }},
 		{"failed json patch test", "application/json-patch+json", `[{"op":"test","path":"/spec/size","value":1}]`, 422, nil},
