@@ -369,7 +369,8 @@ func (s *GenericServer) InstallAPIGroup(g *APIGroupInfo) error {
 		resourceList := resourceListFor(gv, v.Resources)
 		ws.Route(ws.GET("/").To(func(r *restful.Request, w *restful.Response) {
 			respond.JSON(w, http.StatusOK, resourceList)
-		}).Operation("getAPIResources").Doc("get available resources").Produces("application/json"))
+		}).Operation(endpoints.OperationID("get", gv, false, "", "APIResources")).Doc("get available resources").
+			Produces("application/json").Writes(meta.APIResourceList{}).Returns(http.StatusOK, "OK", meta.APIResourceList{}))
 		s.container.Add(ws)
 	}
 	s.mu.Lock()

@@ -16,9 +16,9 @@ var (
 	readMediaTypes   = []string{"application/json", "application/yaml", "application/json;stream=watch"}
 )
 
-// operationID builds kube-apiserver style operation ids, e.g.
+// OperationID builds kube-apiserver style operation ids, e.g.
 // listWardleExampleComV1beta1NamespacedFlunder.
-func operationID(verb string, gv meta.GroupVersion, namespaced bool, kind, suffix string) string {
+func OperationID(verb string, gv meta.GroupVersion, namespaced bool, kind, suffix string) string {
 	var b strings.Builder
 	b.WriteString(verb)
 	for _, part := range strings.FieldsFunc(gv.Group, func(r rune) bool { return r == '.' || r == '-' }) {
@@ -65,7 +65,7 @@ func Install(ws *restful.WebService, s *Scope) {
 		}
 		return rb
 	}
-	id := func(verb, suffix string) string { return operationID(verb, gv, info.NamespaceScoped, kind, suffix) }
+	id := func(verb, suffix string) string { return OperationID(verb, gv, info.NamespaceScoped, kind, suffix) }
 	tag := strings.ReplaceAll(gv.Group, ".", "") + "_" + gv.Version
 	if gv.Group == "" {
 		tag = "core_" + gv.Version
@@ -96,7 +96,7 @@ func Install(ws *restful.WebService, s *Scope) {
 	if info.NamespaceScoped {
 		ws.Route(addListParams(ws, ws.GET("/"+info.Resource).To(func(r *restful.Request, w *restful.Response) {
 			s.List(w, r.Request, "")
-		}).Operation(operationID("list", gv, false, kind, "ForAllNamespaces")).
+		}).Operation(OperationID("list", gv, false, kind, "ForAllNamespaces")).
 			Doc("list or watch objects of kind "+kind+" in all namespaces").
 			Produces(readMediaTypes...).Metadata(MetadataKind, kind).Metadata(MetadataList, true).
 			Returns(http.StatusOK, "OK", nil).Metadata(MetadataTag, tag)))
