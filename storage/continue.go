@@ -51,7 +51,7 @@ func DecodeContinue(token, prefix string) (startKey string, rev int64, err error
 		return "", 0, invalidContinue("continue key is not valid: incorrect encoded start resourceVersion (version %s)", t.APIVersion)
 	}
 	if t.Revision <= 0 {
-		return "", 0, invalidContinue("continue key is not valid: incorrect encoded start resourceVersion (version %s)", t.APIVersion)
+		return "", 0, invalidContinue("continue key is not valid: incorrect encoded start resourceVersion (resourceVersion %d)", t.Revision)
 	}
 	if t.StartKey == "" {
 		return "", 0, invalidContinue("continue key is not valid: encoded start key is empty")

@@ -23,7 +23,12 @@ type KeyValue struct {
 //
 // Every method takes a context and returns when it ends. Errors are *Error
 // values testable with errors.Is against ErrNotFound, ErrAlreadyExists,
-// ErrConflict, ErrExpired, ErrTooLargeResourceVersion and ErrUnavailable.
+// ErrConflict, ErrExpired, ErrTooLargeResourceVersion, ErrInvalidObject
+// (malformed client input such as a bad continue token, or a continue token
+// combined with a revision) and ErrUnavailable.
+//
+// Byte slices a store returns (values, previous values) are shared with the
+// store and its other readers: callers must not modify them.
 type Interface interface {
 	// Create stores value under key if the key is absent and returns the new
 	// revision; ErrAlreadyExists otherwise.
@@ -90,7 +95,8 @@ type UpdateOptions struct {
 	// costs one retry, never correctness.
 	Suggestion KeyValue
 	// Precondition, when set, sees the current value before tryUpdate and
-	// may refuse with an error that aborts the update.
+	// may refuse with an error that aborts the update. With IgnoreNotFound
+	// it is called with a zero KeyValue when the key is absent.
 	Precondition func(current KeyValue) error
 }
 
@@ -181,6 +187,15 @@ type Event struct {
 }
 
 // WatchOptions select what Watch streams.
+//
+// A watch from revision R needs the history after R: it ends at once with an
+// ErrorEvent carrying ErrExpired when R+1 is older than the compacted
+// revision (etcd's rule; a list at R fails when R itself is compacted). A
+// watch whose consumer falls too far behind is ended with an ErrorEvent
+// carrying ErrUnavailable, and its client watches again from the last
+// revision it saw. Watch itself fails with ErrTooLargeResourceVersion when
+// SendInitialEvents asks for a revision the store does not reach within a few
+// seconds.
 type WatchOptions struct {
 	// Revision: the watch delivers every change after this revision. Zero
 	// starts with the current state, sent as Added events, and continues
