@@ -1,0 +1,20 @@
+// Package options turns command-line flags into a server.Config, the way
+// kube-apiserver does: the same flag names, defaults, checks and error
+// messages, so that operators who know kube-apiserver know an apikit
+// server.
+//
+// ServerRunOptions groups the flags by concern (secure serving, generic,
+// etcd, authentication, service accounts, authorization, flow control, API
+// enablement, misc, logs). Each group has AddFlags, Validate and ApplyTo.
+// The flow is
+//
+//	o := options.NewServerRunOptions()   // defaults
+//	o.Flags()                            // bind the flags, parse
+//	completed, err := o.Complete()       // validate everything, derive the rest
+//	completed.ApplyTo(cfg)               // onto a *server.Config
+//
+// Complete reports every invalid flag at once; only what it returns can be
+// applied. NewServerCommand wraps the whole flow, with storage, signal
+// handling and --help sections, in a cobra command: an example server's
+// main is a few lines. docs/options.md describes every flag.
+package options

@@ -1,0 +1,185 @@
+package options
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/server"
+	"github.com/apikit-dev/apikit/storage"
+)
+
+// Storage backends --storage-backend names.
+const (
+	// BackendEmbedded is an etcd inside the process, with its data under
+	// --data-dir: the default.
+	BackendEmbedded = "embedded"
+	// BackendEtcd3 is the etcd cluster at --etcd-servers.
+	BackendEtcd3 = "etcd3"
+	// BackendMemory keeps everything in memory, lost on exit.
+	BackendMemory = "memory"
+)
+
+// EtcdOptions choose the storage: the backend, where etcd is, and the
+// watch cache.
+type EtcdOptions struct {
+	// StorageBackend is embedded, etcd3 or memory; empty means etcd3 when
+	// ServerList is set, embedded otherwise.
+	StorageBackend string
+	// DataDir holds the embedded etcd's data (in DataDir/etcd), the
+	// generated certificates (DataDir/pki, see --cert-dir) and the admin
+	// kubeconfig.
+	DataDir string
+	// ServerList are the etcd cluster's client URLs.
+	ServerList []string
+	// Prefix starts every key in etcd.
+	Prefix string
+	// CAFile, CertFile and KeyFile secure the connection to etcd.
+	CAFile, CertFile, KeyFile string
+	// CompactionInterval is how often etcd's history is compacted; 0
+	// turns compaction off.
+	CompactionInterval time.Duration
+	// EnableWatchCache turns watch caches on.
+	EnableWatchCache bool
+	// WatchCacheSizes are resource[.group]#size entries; Complete merges
+	// DefaultWatchCacheSizes into them and writes them back.
+	WatchCacheSizes []string
+	// DefaultWatchCacheSizes are the program's own sizes, which the flag
+	// overrides entry by entry. Not a flag.
+	DefaultWatchCacheSizes map[meta.GroupResource]int
+
+	// Set by Complete.
+
+	// WatchCache is the parsed watch cache configuration.
+	WatchCache storage.WatchCacheConfig
+	// Storage is the backend the flags name, not opened yet; ApplyTo makes
+	// it the server's storage.Factory.
+	Storage *Storage
+}
+
+// NewEtcdOptions returns kube-apiserver's defaults, with the embedded
+// backend.
+func NewEtcdOptions() *EtcdOptions {
+	return &EtcdOptions{
+		Prefix:             "/registry",
+		CompactionInterval: 5 * time.Minute,
+		EnableWatchCache:   true,
+	}
+}
+
+// AddFlags adds the storage flags.
+func (o *EtcdOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.StorageBackend, "storage-backend", o.StorageBackend,
+		"The storage backend for persistence: 'embedded' (an etcd inside the process, data under --data-dir), 'etcd3' (the etcd cluster at --etcd-servers) "+
+			"or 'memory' (lost on exit). If blank, etcd3 when --etcd-servers is given, else embedded.")
+	fs.StringVar(&o.DataDir, "data-dir", o.DataDir,
+		"The directory of the embedded etcd's data (<data-dir>/etcd), the generated certificates (<data-dir>/pki) and the admin kubeconfig.")
+	fs.StringSliceVar(&o.ServerList, "etcd-servers", o.ServerList,
+		"List of etcd servers to connect with (scheme://ip:port), comma separated.")
+	fs.StringVar(&o.Prefix, "etcd-prefix", o.Prefix,
+		"The prefix to prepend to all resource paths in etcd.")
+	fs.StringVar(&o.CAFile, "etcd-cafile", o.CAFile,
+		"SSL Certificate Authority file used to secure etcd communication.")
+	fs.StringVar(&o.CertFile, "etcd-certfile", o.CertFile,
+		"SSL certification file used to secure etcd communication.")
+	fs.StringVar(&o.KeyFile, "etcd-keyfile", o.KeyFile,
+		"SSL key file used to secure etcd communication.")
+	fs.DurationVar(&o.CompactionInterval, "etcd-compaction-interval", o.CompactionInterval,
+		"The interval of compaction requests. If 0, the compaction request from apiserver is disabled.")
+	fs.BoolVar(&o.EnableWatchCache, "watch-cache", o.EnableWatchCache,
+		"Enable watch caching in the apiserver")
+	fs.StringSliceVar(&o.WatchCacheSizes, "watch-cache-sizes", o.WatchCacheSizes,
+		"Watch cache size settings for some resources, comma separated. The individual setting format: resource[.group]#size, "+
+			"where resource is lowercase plural (no version), group is omitted for resources of apiVersion v1 (the legacy core API) and included for others, "+
+			"and size is a number. A size of 0 disables watch caching for that resource. Only consulted if the watch cache is enabled.")
+}
+
+// Backend returns the backend in use: StorageBackend, or its default.
+func (o *EtcdOptions) Backend() string {
+	if o.StorageBackend != "" {
+		return o.StorageBackend
+	}
+	if len(o.ServerList) > 0 {
+		return BackendEtcd3
+	}
+	return BackendEmbedded
+}
+
+// Validate checks the backend and what it needs, and the watch cache
+// sizes.
+func (o *EtcdOptions) Validate() []error {
+	var errs []error
+	switch b := o.Backend(); b {
+	case BackendEtcd3:
+		if len(o.ServerList) == 0 {
+			errs = append(errs, fmt.Errorf("--etcd-servers must be specified"))
+		}
+	case BackendEmbedded, BackendMemory:
+		if len(o.ServerList) > 0 {
+			errs = append(errs, fmt.Errorf("--etcd-servers cannot be used with --storage-backend=%s", b))
+		}
+		if b == BackendEmbedded && o.DataDir == "" {
+			errs = append(errs, fmt.Errorf("--data-dir must be specified with --storage-backend=embedded"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("--storage-backend invalid, allowed values: %s, %s, %s. If not specified, it will default to '%s', or '%s' when --etcd-servers is given",
+			BackendEmbedded, BackendEtcd3, BackendMemory, BackendEmbedded, BackendEtcd3))
+	}
+	if (o.CertFile == "") != (o.KeyFile == "") {
+		errs = append(errs, fmt.Errorf("--etcd-certfile and --etcd-keyfile must be given together"))
+	}
+	if o.CompactionInterval < 0 {
+		errs = append(errs, fmt.Errorf("--etcd-compaction-interval can not be negative value"))
+	}
+	if _, err := ParseWatchCacheSizes(o.WatchCacheSizes); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+// CompleteWatchCache merges DefaultWatchCacheSizes with the
+// --watch-cache-sizes entries (which win), writes the result back to
+// WatchCacheSizes and sets WatchCache.
+func (o *EtcdOptions) CompleteWatchCache() error {
+	o.WatchCache = storage.WatchCacheConfig{Enabled: o.EnableWatchCache}
+	if !o.EnableWatchCache {
+		return nil
+	}
+	sizes := make(map[meta.GroupResource]int, len(o.DefaultWatchCacheSizes))
+	for r, s := range o.DefaultWatchCacheSizes {
+		sizes[r] = s
+	}
+	user, err := ParseWatchCacheSizes(o.WatchCacheSizes)
+	if err != nil {
+		return err
+	}
+	for r, s := range user {
+		sizes[r] = s
+	}
+	if o.WatchCacheSizes, err = WriteWatchCacheSizes(sizes); err != nil {
+		return err
+	}
+	o.WatchCache.Sizes = sizes
+	return nil
+}
+
+// etcdDataDir is where the embedded etcd keeps its data.
+func (o *EtcdOptions) etcdDataDir() string { return filepath.Join(o.DataDir, "etcd") }
+
+// ApplyTo sets the server's storage (the backend the flags name, opened on
+// first use) with a readiness check on it, and the watch cache
+// configuration.
+func (o *EtcdOptions) ApplyTo(c *server.Config) error {
+	if o.Storage == nil {
+		return fmt.Errorf("etcd options: ApplyTo before Complete")
+	}
+	c.Storage = o.Storage
+	c.WatchCache = o.WatchCache
+	if o.Backend() != BackendMemory {
+		c.ReadyzChecks = append(c.ReadyzChecks, server.HealthCheck{Name: "etcd", Check: o.Storage.Check})
+	}
+	return nil
+}

@@ -1,0 +1,257 @@
+package options
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/apikit-dev/apikit/authn"
+	"github.com/apikit-dev/apikit/certs"
+	"github.com/apikit-dev/apikit/server"
+)
+
+// Flag sections, in --help order.
+const (
+	SectionSecureServing  = "secure serving"
+	SectionGeneric        = "generic"
+	SectionEtcd           = "etcd"
+	SectionAuthentication = "authentication"
+	SectionServiceAccount = "service account"
+	SectionAuthorization  = "authorization"
+	SectionFlowControl    = "flow control"
+	SectionAPIEnablement  = "API enablement"
+	SectionMisc           = "misc"
+	SectionLogs           = "logs"
+)
+
+// ServerRunOptions are all the flags of an apikit server, by group.
+type ServerRunOptions struct {
+	SecureServing  *SecureServingOptions
+	Generic        *GenericOptions
+	Etcd           *EtcdOptions
+	Authentication *AuthenticationOptions
+	ServiceAccount *ServiceAccountOptions
+	Authorization  *AuthorizationOptions
+	FlowControl    *FlowControlOptions
+	APIEnablement  *APIEnablementOptions
+	ServiceIPRange *ServiceIPRangeOptions
+	Logs           *LogsOptions
+
+	// Logger receives what Complete has to say (defaults it chose,
+	// warnings); nil means slog.Default(). Not a flag.
+	Logger *slog.Logger
+}
+
+// NewServerRunOptions returns the defaults: kube-apiserver's, with the
+// embedded etcd, 127.0.0.1:8443 and the development PKI. The data
+// directory is left to the program (NewServerCommand makes it ./.<name>).
+func NewServerRunOptions() *ServerRunOptions {
+	return &ServerRunOptions{
+		SecureServing:  NewSecureServingOptions(),
+		Generic:        NewGenericOptions(),
+		Etcd:           NewEtcdOptions(),
+		Authentication: NewAuthenticationOptions(),
+		ServiceAccount: NewServiceAccountOptions(),
+		Authorization:  NewAuthorizationOptions(),
+		FlowControl:    NewFlowControlOptions(),
+		APIEnablement:  NewAPIEnablementOptions(),
+		ServiceIPRange: NewServiceIPRangeOptions(),
+		Logs:           NewLogsOptions(),
+	}
+}
+
+// Flags returns the flags bound to o, by section.
+func (o *ServerRunOptions) Flags() NamedFlagSets {
+	var fss NamedFlagSets
+	o.SecureServing.AddFlags(fss.FlagSet(SectionSecureServing))
+	o.Generic.AddFlags(fss.FlagSet(SectionGeneric))
+	o.Etcd.AddFlags(fss.FlagSet(SectionEtcd))
+	o.Authentication.AddFlags(fss.FlagSet(SectionAuthentication))
+	o.ServiceAccount.AddFlags(fss.FlagSet(SectionServiceAccount))
+	o.Authorization.AddFlags(fss.FlagSet(SectionAuthorization))
+	o.FlowControl.AddFlags(fss.FlagSet(SectionFlowControl))
+	o.APIEnablement.AddFlags(fss.FlagSet(SectionAPIEnablement))
+	o.ServiceIPRange.AddFlags(fss.FlagSet(SectionMisc))
+	o.Logs.AddFlags(fss.FlagSet(SectionLogs))
+	return fss
+}
+
+func (o *ServerRunOptions) logger() *slog.Logger {
+	if o.Logger != nil {
+		return o.Logger
+	}
+	return slog.Default()
+}
+
+// Validate checks every flag that can be checked without reading files,
+// and returns every problem.
+func (o *ServerRunOptions) Validate() []error {
+	var errs []error
+	errs = append(errs, o.SecureServing.Validate()...)
+	errs = append(errs, o.Generic.Validate()...)
+	errs = append(errs, o.Etcd.Validate()...)
+	errs = append(errs, o.Authentication.Validate()...)
+	errs = append(errs, o.ServiceAccount.Validate()...)
+	errs = append(errs, o.Authorization.Validate()...)
+	errs = append(errs, o.FlowControl.Validate()...)
+	errs = append(errs, o.FlowControl.ValidateInFlight(o.Generic)...)
+	errs = append(errs, o.APIEnablement.Validate()...)
+	errs = append(errs, o.ServiceIPRange.Validate()...)
+	errs = append(errs, o.Logs.Validate()...)
+	return errs
+}
+
+// CompletedOptions are options Complete has checked and filled. Only they
+// can be applied to a server.Config.
+type CompletedOptions struct {
+	*completedOptions
+}
+
+type completedOptions struct {
+	o *ServerRunOptions
+}
+
+// Complete checks the options and fills in what they imply, as
+// kube-apiserver's Complete does. It runs Validate and reads the files the
+// flags name (certificates, CA bundles, keys) and returns every problem at
+// once, as Errors; only when there is none does it write anything:
+//
+//   - the advertise address, from the bind address (see
+//     GenericOptions.DefaultAdvertiseAddress), and the external host, from
+//     the advertise address or the machine's host name;
+//   - the service IP ranges and the API server's service IP;
+//   - the serving certificate: --tls-cert-file, or a self-signed one in
+//     --cert-dir (default <data-dir>/pki) for the advertise address, the
+//     service IP, localhost and the alternate names, reused on restart;
+//   - the development PKI, when --dev-pki is on and neither
+//     --tls-cert-file nor --client-ca-file is given: the serving
+//     certificate's CA verifies client certificates, and an admin client
+//     certificate and a kubeconfig for it are written to
+//     <data-dir>/kubeconfig;
+//   - the service-account token Generator and the expiration warnings;
+//   - the watch cache sizes, defaults merged with the flag's entries;
+//   - the normalised --runtime-config and the flow-control queue wait
+//     limit;
+//   - the storage, not opened yet.
+//
+// With --secure-port=0 it opens the listener, to learn the port.
+func (o *ServerRunOptions) Complete() (CompletedOptions, error) {
+	log := o.logger()
+	errs := o.Validate()
+	if err := o.Authentication.loadClientCA(); err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, o.ServiceAccount.loadKeys()...)
+	if err := o.SecureServing.loadCertificate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return CompletedOptions{}, Errors(errs)
+	}
+
+	if err := o.Generic.DefaultAdvertiseAddress(o.SecureServing.BindAddress, log); err != nil {
+		return CompletedOptions{}, err
+	}
+	if err := o.Generic.DefaultExternalHost(log); err != nil {
+		return CompletedOptions{}, err
+	}
+	if err := o.ServiceIPRange.Complete(log); err != nil {
+		return CompletedOptions{}, err
+	}
+	o.Authentication.ApplyAuthorization(o.Authorization, log)
+	if err := o.ServiceAccount.Complete(log); err != nil {
+		return CompletedOptions{}, err
+	}
+	if err := o.Etcd.CompleteWatchCache(); err != nil {
+		return CompletedOptions{}, err
+	}
+	o.APIEnablement.Complete()
+	o.FlowControl.Complete(o.Generic)
+
+	if o.Etcd.DataDir != "" {
+		abs, err := filepath.Abs(o.Etcd.DataDir)
+		if err != nil {
+			return CompletedOptions{}, fmt.Errorf("--data-dir: %w", err)
+		}
+		o.Etcd.DataDir = abs
+	}
+	if o.SecureServing.CertDirectory == "" && o.Etcd.DataDir != "" {
+		o.SecureServing.CertDirectory = filepath.Join(o.Etcd.DataDir, "pki")
+	}
+	ss := o.SecureServing
+	hosts := certHosts(o.Generic.AdvertiseAddress, o.ServiceIPRange.APIServerServiceIP, ss.BindAddress,
+		o.Generic.ExternalHost, ss.AlternateDNS, ss.AlternateIPs)
+	if err := ss.MaybeDefaultWithSelfSignedCerts(hosts); err != nil {
+		return CompletedOptions{}, err
+	}
+	if err := ss.listen(); err != nil {
+		return CompletedOptions{}, err
+	}
+	if err := o.completeDevPKI(log); err != nil {
+		if ss.Listener != nil {
+			ss.Listener.Close()
+		}
+		return CompletedOptions{}, err
+	}
+	o.Etcd.Storage = newStorage(o.Etcd, log)
+	return CompletedOptions{&completedOptions{o}}, nil
+}
+
+// completeDevPKI makes the development PKI when it is on and no real
+// certificates were given.
+func (o *ServerRunOptions) completeDevPKI(log *slog.Logger) error {
+	ss, auth := o.SecureServing, o.Authentication
+	ss.AdminKubeconfig = ""
+	switch {
+	case !ss.DevPKI || auth.ClientCAFile != "":
+		return nil
+	case ss.CertFile != "":
+		log.Info("--tls-cert-file without --client-ca-file: no development PKI, and client certificates are not accepted")
+		return nil
+	}
+	pool, err := certs.PoolFromPEM(ss.CA.CertPEM)
+	if err != nil {
+		return fmt.Errorf("development PKI: %w", err)
+	}
+	auth.ClientCA = authn.StaticCAs{Pool: pool}
+	path := devKubeconfigPath(o.Etcd.DataDir, ss.CertDirectory)
+	if path == "" {
+		log.Warn("development PKI without --data-dir or --cert-dir: no admin kubeconfig written")
+		return nil
+	}
+	if _, err := certs.WriteAdminKubeconfig(path, ss.CertDirectory, ss.CA, ss.localURL()); err != nil {
+		return fmt.Errorf("development PKI: %w", err)
+	}
+	ss.AdminKubeconfig = path
+	return nil
+}
+
+// ApplyTo sets c from the options, group by group.
+func (c CompletedOptions) ApplyTo(cfg *server.Config) error {
+	if c.completedOptions == nil {
+		return errors.New("options: ApplyTo on a zero CompletedOptions; use Complete")
+	}
+	o := c.o
+	for _, apply := range []func(*server.Config) error{
+		o.Generic.ApplyTo,
+		o.SecureServing.ApplyTo, // after Generic: adds the port to the external address
+		o.Etcd.ApplyTo,
+		o.Authentication.ApplyTo, // after SecureServing: sets its client CA
+		o.ServiceAccount.ApplyTo,
+		o.Authorization.ApplyTo,
+		o.FlowControl.ApplyTo,
+		o.APIEnablement.ApplyTo,
+		o.ServiceIPRange.ApplyTo,
+		func(cfg *server.Config) error { return o.Logs.ApplyTo(cfg, o.logger()) },
+	} {
+		if err := apply(cfg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Options returns the options Complete filled, for reading what it derived
+// (the storage, the token generator, the admin kubeconfig...).
+func (c CompletedOptions) Options() *ServerRunOptions { return c.o }

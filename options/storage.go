@@ -1,0 +1,145 @@
+package options
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/storage"
+	"github.com/apikit-dev/apikit/storage/embedded"
+	"github.com/apikit-dev/apikit/storage/etcd3"
+	"github.com/apikit-dev/apikit/storage/memory"
+)
+
+// Storage is the storage.Factory the etcd options give a server: the one
+// backend --storage-backend names, shared by every resource (their keys
+// keep them apart). It is opened by Open, or on first use; Close releases
+// it, after the server has stopped.
+type Storage struct {
+	backend            string
+	dataDir            string
+	prefix             string
+	etcd               etcd3.Config
+	compactionInterval time.Duration
+	logger             *slog.Logger
+
+	mu      sync.Mutex
+	store   storage.Interface
+	closers []func() error
+	closed  bool
+}
+
+func newStorage(o *EtcdOptions, logger *slog.Logger) *Storage {
+	return &Storage{
+		backend: o.Backend(),
+		dataDir: o.etcdDataDir(),
+		prefix:  o.Prefix,
+		etcd: etcd3.Config{
+			Endpoints: o.ServerList,
+			CAFile:    o.CAFile, CertFile: o.CertFile, KeyFile: o.KeyFile,
+			Logger: logger,
+		},
+		compactionInterval: o.CompactionInterval,
+		logger:             logger,
+	}
+}
+
+// Backend names the backend: embedded, etcd3 or memory.
+func (s *Storage) Backend() string { return s.backend }
+
+// Open starts or connects to the backend, unless it is open already.
+func (s *Storage) Open(ctx context.Context) error {
+	_, err := s.open(ctx)
+	return err
+}
+
+func (s *Storage) open(ctx context.Context) (storage.Interface, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.New("storage is closed")
+	}
+	if s.store != nil {
+		return s.store, nil
+	}
+	switch s.backend {
+	case BackendMemory:
+		m := memory.New()
+		s.store, s.closers = m, []func() error{m.Close}
+	case BackendEmbedded:
+		retention := s.compactionInterval
+		if retention == 0 {
+			retention = -1 // the flag's 0 turns compaction off
+		}
+		e, err := embedded.Start(ctx, embedded.Config{DataDir: s.dataDir, CompactionRetention: retention, Logger: s.logger})
+		if err != nil {
+			return nil, err
+		}
+		st := e.Storage(etcd3.WithPrefix(s.prefix))
+		s.store, s.closers = st, []func() error{st.Close, e.Close}
+		s.logger.Info("embedded etcd started", "dataDir", s.dataDir)
+	case BackendEtcd3:
+		client, err := etcd3.Dial(ctx, s.etcd)
+		if err != nil {
+			return nil, err
+		}
+		st := etcd3.New(client, etcd3.WithPrefix(s.prefix))
+		compactCtx, stopCompactor := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if s.compactionInterval > 0 {
+				etcd3.RunCompactor(compactCtx, client, s.compactionInterval)
+			}
+		}()
+		s.store = st
+		s.closers = []func() error{st.Close, func() error { stopCompactor(); <-done; return nil }, client.Close}
+		s.logger.Info("connected to etcd", "servers", s.etcd.Endpoints)
+	default:
+		return nil, fmt.Errorf("unknown storage backend %q", s.backend)
+	}
+	return s.store, nil
+}
+
+// For returns the backend, opening it if needed.
+func (s *Storage) For(meta.GroupResource) (storage.Interface, error) {
+	st, err := s.open(context.Background())
+	if err != nil {
+		return nil, fmt.Errorf("opening %s storage: %w", s.backend, err)
+	}
+	return st, nil
+}
+
+// Check is a readiness check: the backend answers within two seconds.
+func (s *Storage) Check(r *http.Request) error {
+	s.mu.Lock()
+	st := s.store
+	s.mu.Unlock()
+	if st == nil {
+		return errors.New("storage not open")
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	_, err := st.CurrentRevision(ctx)
+	return err
+}
+
+// Close stops the backend; it is safe to call more than once.
+func (s *Storage) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	var errs []error
+	for _, c := range s.closers {
+		if err := c(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.closers, s.store = nil, nil
+	return errors.Join(errs...)
+}
