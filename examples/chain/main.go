@@ -10,21 +10,13 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"log"
 	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/apikit-dev/apikit/authn"
-	"github.com/apikit-dev/apikit/certs"
 	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/options"
 	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/server"
-	"github.com/apikit-dev/apikit/storage"
-	"github.com/apikit-dev/apikit/storage/memory"
 )
 
 // Note is the resource every server of the chain serves, each in its own group.
@@ -35,39 +27,25 @@ type Note struct {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	pki, err := certs.Bootstrap(".chain", "127.0.0.1", 8445)
-	if err != nil {
-		log.Fatal(err)
-	}
-	outer, err := newChain(memory.New(), func(c *server.Config) {
-		c.SecureServing.Port = 8445
-		c.SecureServing.Certificate = &pki.Serving
-		c.SecureServing.ClientCA = authn.StaticCAs{Pool: pki.ClientCAs}
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Printf("serving https://127.0.0.1:8445\n\n    export KUBECONFIG=%s\n    kubectl api-resources\n\n", pki.Kubeconfig)
-	if err := outer.PrepareRun().Run(ctx); err != nil {
-		log.Fatal(err)
+	o := options.NewServerRunOptions() // kube-apiserver's flags; data in ./.chain
+	o.SecureServing.BindPort = 8445
+	if err := options.NewServerCommand("chain", o, newChain).Execute(); err != nil {
+		os.Exit(1)
 	}
 }
 
 // newChain builds extensions -> core -> front, innermost first, and returns
-// the outermost; configure applies to the outermost server, the only one
-// that listens.
-func newChain(s storage.Interface, configure func(*server.Config)) (*server.GenericServer, error) {
+// the outermost, the only one that listens. Each server is configured with
+// its own copy of c, the flags' configuration: the same storage, timeouts
+// and --runtime-config, its own health check.
+func newChain(c *server.Config) (*server.GenericServer, error) {
 	var delegate server.DelegationTarget = server.NewEmptyDelegate()
 	var outer *server.GenericServer
-	for i, name := range []string{"extensions", "core", "front"} {
-		cfg := server.NewConfig()
+	for _, name := range []string{"extensions", "core", "front"} {
+		cfg := *c
 		// Each server contributes its own health check to the chain's.
-		cfg.HealthChecks = []server.HealthCheck{{Name: name + "-ready", Check: func(*http.Request) error { return nil }}}
-		if i == 2 {
-			configure(cfg)
-		}
+		cfg.HealthChecks = append(append([]server.HealthCheck(nil), c.HealthChecks...),
+			server.HealthCheck{Name: name + "-ready", Check: func(*http.Request) error { return nil }})
 		completed, err := cfg.Complete()
 		if err != nil {
 			return nil, err
@@ -77,8 +55,13 @@ func newChain(s storage.Interface, configure func(*server.Config)) (*server.Gene
 			return nil, err
 		}
 		group := name + ".example.com"
+		resource := meta.GroupResource{Group: group, Resource: "notes"}
+		s, err := cfg.Storage.For(resource)
+		if err != nil {
+			return nil, err
+		}
 		notes, err := registry.NewStore(registry.Options[*Note]{
-			Resource:        meta.GroupResource{Group: group, Resource: "notes"},
+			Resource:        resource,
 			Kind:            "Note",
 			NamespaceScoped: true,
 			StorageVersion:  "v1",

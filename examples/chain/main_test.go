@@ -13,6 +13,7 @@ import (
 
 	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/server"
+	"github.com/apikit-dev/apikit/storage"
 	"github.com/apikit-dev/apikit/storage/memory"
 )
 
@@ -23,12 +24,13 @@ func TestChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	outer, err := newChain(memory.New(), func(c *server.Config) {
-		c.SecureServing.Listener = ln
-		c.Authenticator = authn.Func(func(*http.Request) (*authn.Response, bool, error) {
-			return &authn.Response{User: authn.User{Name: "tester"}}, true, nil
-		})
+	c := server.NewConfig()
+	c.Storage = storage.Shared(memory.New())
+	c.SecureServing.Listener = ln
+	c.Authenticator = authn.Func(func(*http.Request) (*authn.Response, bool, error) {
+		return &authn.Response{User: authn.User{Name: "tester"}}, true, nil
 	})
+	outer, err := newChain(c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,18 +4,12 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"log"
 	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/apikit-dev/apikit/authn"
-	"github.com/apikit-dev/apikit/certs"
 	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/options"
 	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/server"
-	"github.com/apikit-dev/apikit/storage/memory"
 )
 
 // Widget is the server's one resource: a plain Go struct.
@@ -54,46 +48,39 @@ func (s strategy) ValidateUpdate(ctx context.Context, w, _ *Widget) meta.FieldEr
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx); err != nil {
-		log.Fatal(err)
+	o := options.NewServerRunOptions() // kube-apiserver's flags; data in ./.minimal
+	o.SecureServing.BindPort = 8444
+	if err := options.NewServerCommand("minimal", o, build).Execute(); err != nil {
+		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context) error {
+// build installs the widgets on the server the flags configured.
+func build(c *server.Config) (*server.GenericServer, error) {
+	resource := meta.GroupResource{Group: "example.com", Resource: "widgets"}
+	s, err := c.Storage.For(resource)
+	if err != nil {
+		return nil, err
+	}
 	widgets, err := registry.NewStore(registry.Options[*Widget]{
-		Resource:          meta.GroupResource{Group: "example.com", Resource: "widgets"},
+		Resource:          resource,
 		Kind:              "Widget",
 		NamespaceScoped:   true,
 		StorageVersion:    "v1",
 		StatusSubresource: true,
 		Strategy:          strategy{},
-		Storage:           memory.New(),
+		Storage:           s,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	// A CA, a serving cert, an admin client cert and a kubeconfig, made once.
-	pki, err := certs.Bootstrap(".minimal", "127.0.0.1", 8444)
+	completed, err := c.Complete()
 	if err != nil {
-		return err
-	}
-	cfg := server.NewConfig()
-	cfg.SecureServing.Port = 8444
-	cfg.SecureServing.Certificate = &pki.Serving
-	cfg.SecureServing.ClientCA = authn.StaticCAs{Pool: pki.ClientCAs}
-	completed, err := cfg.Complete()
-	if err != nil {
-		return err
+		return nil, err
 	}
 	srv, err := completed.New("minimal", server.NewEmptyDelegate())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := srv.InstallAPIGroup(server.NewAPIGroupInfo("example.com").AddVersion("v1", registry.Serve(widgets))); err != nil {
-		return err
-	}
-	fmt.Printf("serving https://127.0.0.1:8444\n\n    export KUBECONFIG=%s\n    kubectl get widgets\n\n", pki.Kubeconfig)
-	return srv.PrepareRun().Run(ctx)
+	return srv, srv.InstallAPIGroup(server.NewAPIGroupInfo("example.com").AddVersion("v1", registry.Serve(widgets)))
 }
