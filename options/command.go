@@ -114,6 +114,9 @@ func run(ctx context.Context, o CompletedOptions, name string, build BuildFunc, 
 	if err != nil {
 		return err
 	}
+	if srv == nil {
+		return fmt.Errorf("%s: the build function returned no server", name)
+	}
 	if unknown := opts.APIEnablement.UnknownGroups(); len(unknown) > 0 {
 		return fmt.Errorf("--runtime-config: unknown api groups %s", strings.Join(unknown, ","))
 	}

@@ -34,13 +34,10 @@ func (o *LogsOptions) Validate() []error {
 	return nil
 }
 
-// ApplyTo sets the server's logger when none is set.
-func (o *LogsOptions) ApplyTo(c *server.Config, logger *slog.Logger) error {
-	if c.Logger == nil {
-		c.Logger = logger
-	}
-	return nil
-}
+// ApplyTo has nothing to set: the level applies to the logger NewLogger
+// makes, which the command installs and CompletedOptions.ApplyTo hands to
+// the server.
+func (o *LogsOptions) ApplyTo(*server.Config) error { return nil }
 
 // NewLogger returns a text logger writing to w at the chosen level.
 func (o *LogsOptions) NewLogger(w io.Writer) (*slog.Logger, error) {

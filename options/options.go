@@ -243,11 +243,14 @@ func (c CompletedOptions) ApplyTo(cfg *server.Config) error {
 		o.FlowControl.ApplyTo,
 		o.APIEnablement.ApplyTo,
 		o.ServiceIPRange.ApplyTo,
-		func(cfg *server.Config) error { return o.Logs.ApplyTo(cfg, o.logger()) },
+		o.Logs.ApplyTo,
 	} {
 		if err := apply(cfg); err != nil {
 			return err
 		}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = o.logger()
 	}
 	return nil
 }
