@@ -1,0 +1,54 @@
+package options
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/apikit-dev/apikit/internal/etcdtest"
+	"github.com/apikit-dev/apikit/storage/etcd3"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// TestCommandOnEtcdServers runs the command against a separate etcd
+// (--etcd-servers, --etcd-prefix): what it writes is in etcd under the
+// prefix, and a second run sees it.
+func TestCommandOnEtcdServers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an etcd process")
+	}
+	endpoints := etcdtest.Start(t)
+	args := []string{"--etcd-servers=" + endpoints[0], "--etcd-prefix=/apikit-options-test"}
+	r := runCommand(t, args...)
+	if code, body := r.do("POST", "/apis/test.example.com/v1/widgets", `{"metadata":{"name":"w1"}}`); code != http.StatusCreated {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	if err := r.stop(t); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	client, err := etcd3.Dial(ctx, etcd3.Config{Endpoints: endpoints})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	resp, err := client.Get(ctx, "/apikit-options-test/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) != 1 {
+		t.Fatalf("keys under the prefix: %v", resp.Kvs)
+	}
+	t.Logf("stored as %s", resp.Kvs[0].Key)
+
+	r2 := runCommand(t, args...)
+	if code, body := r2.do("GET", "/apis/test.example.com/v1/widgets/w1", ""); code != http.StatusOK {
+		t.Fatalf("after restart: %d %s", code, body)
+	}
+	if err := r2.stop(t); err != nil {
+		t.Fatal(err)
+	}
+}
