@@ -253,6 +253,12 @@ func (s *Scope) List(w http.ResponseWriter, r *http.Request, ns string) {
 		return
 	}
 	if opts.Watch {
+		if form == formYAML {
+			// YAML has no stream framing: kube-apiserver answers a YAML
+			// watch 406 too, naming what it can stream.
+			respond.Error(w, r, meta.NewNotAcceptable(watchOutputs))
+			return
+		}
 		s.serveWatch(w, r, ns, opts, form)
 		return
 	}
@@ -572,7 +578,9 @@ func (s *Scope) encodeEvent(buf *bytes.Buffer, r *http.Request, ev registry.Watc
 	switch {
 	case ev.Type == meta.Error:
 		obj, err = registry.EncodeJSON(meta.StatusOf(ev.Err))
-	case ev.Type == meta.Bookmark:
+	case ev.Type == meta.Bookmark && form != formPartialMetadata:
+		// A bookmark is an empty object with a resourceVersion; a Table
+		// of it would be a row without a name, so it goes as it is.
 		obj, err = ev.Item.JSON()
 	default:
 		obj, _, err = s.encodeItem(r, ev.Item, form, nil)

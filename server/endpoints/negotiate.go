@@ -22,6 +22,12 @@ var supportedOutputs = []string{"application/json", "application/yaml",
 	"application/json;as=Table;v=v1;g=meta.k8s.io",
 	"application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"}
 
+// watchOutputs are the media types named in a watch's 406: those with
+// stream framing.
+var watchOutputs = []string{"application/json",
+	"application/json;as=Table;v=v1;g=meta.k8s.io",
+	"application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"}
+
 // negotiate picks the first Accept entry the server can produce. Table and
 // PartialObjectMetadata are only offered where allowTransform is set (reads).
 func negotiate(accept string, allowTransform bool) (outputForm, error) {
