@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The benchmark's objects: Flunders of wardle.example.com/v1beta1 in the
+// default namespace, which both servers serve.
+const (
+	namespace  = "default"
+	collection = "/apis/wardle.example.com/v1beta1/namespaces/" + namespace + "/flunders"
+)
+
+// apiClient is the load generator's connection to one API server: plain
+// net/http over HTTP/2 with the benchmark's client certificate, sending
+// pre-encoded bodies, so that it costs both servers' runs the same.
+type apiClient struct {
+	base string
+	http *http.Client
+	tr   *http.Transport
+}
+
+func newAPIClient(base string, tlsConf *tls.Config) *apiClient {
+	tr := &http.Transport{
+		TLSClientConfig:     tlsConf.Clone(),
+		ForceAttemptHTTP2:   true,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	return &apiClient{base: base, tr: tr, http: &http.Client{Transport: tr}}
+}
+
+// close drops the client's connections.
+func (c *apiClient) close() { c.tr.CloseIdleConnections() }
+
+// statusError is a response with an unexpected status.
+type statusError struct {
+	method, path string
+	code         int
+	body         string
+}
+
+func (e *statusError) Error() string {
+	body := e.body
+	if len(body) > 300 {
+		body = body[:300] + "..."
+	}
+	return fmt.Sprintf("%s %s: HTTP %d: %s", e.method, e.path, e.code, strings.TrimSpace(body))
+}
+
+// do sends one request and reads the whole response into buf (reset
+// first). A status other than want is an error.
+func (c *apiClient) do(ctx context.Context, method, path string, body []byte, want int, buf *bytes.Buffer) error {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	buf.Reset()
+	if _, err := buf.ReadFrom(resp.Body); err != nil {
+		return fmt.Errorf("%s %s: reading the response: %w", method, path, err)
+	}
+	if resp.StatusCode != want {
+		return &statusError{method: method, path: path, code: resp.StatusCode, body: buf.String()}
+	}
+	if resp.ProtoMajor != 2 {
+		return fmt.Errorf("%s %s: served over %s, want HTTP/2", method, path, resp.Proto)
+	}
+	return nil
+}
+
+// flunderName is the name of the i-th benchmark object.
+func flunderName(i int) string { return fmt.Sprintf("flunder-%05d", i) }
+
+// createBody is the JSON of the i-th Flunder, as both servers accept it.
+func createBody(name string, i int) []byte {
+	return fmt.Appendf(nil, `{"apiVersion":"wardle.example.com/v1beta1","kind":"Flunder",`+
+		`"metadata":{"name":%q,"namespace":%q,"labels":{"app":"bench","index":"%d"}},`+
+		`"spec":{"flunderReference":"flunder-ref-%05d","referenceType":"Flunder"}}`, name, namespace, i, i)
+}
+
+// updateBody is the i-th Flunder with a changed spec and a label more, at
+// resourceVersion rv (Flunders refuse unconditional updates).
+func updateBody(name string, i int, rv string) []byte {
+	return fmt.Appendf(nil, `{"apiVersion":"wardle.example.com/v1beta1","kind":"Flunder",`+
+		`"metadata":{"name":%q,"namespace":%q,"resourceVersion":%q,"labels":{"app":"bench","index":"%d","updated":"true"}},`+
+		`"spec":{"flunderReference":"flunder-updated-%05d","referenceType":"Flunder"}}`, name, namespace, rv, i, i)
+}
+
+// objectMeta is the part of an object the client reads.
+type objectMeta struct {
+	Metadata struct {
+		Name            string `json:"name"`
+		ResourceVersion string `json:"resourceVersion"`
+	} `json:"metadata"`
+}
+
+// listMeta reads a list's metadata (resourceVersion, continue) without
+// decoding its items when, as both servers write it, metadata comes
+// first.
+func listMeta(body []byte) (rv, cont string, err error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", "", fmt.Errorf("list: not a JSON object (%v)", err)
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "", "", fmt.Errorf("list: %w", err)
+		}
+		key, _ := t.(string)
+		if key != "metadata" {
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return "", "", fmt.Errorf("list: %s: %w", key, err)
+			}
+			continue
+		}
+		var m struct {
+			ResourceVersion string `json:"resourceVersion"`
+			Continue        string `json:"continue"`
+		}
+		if err := dec.Decode(&m); err != nil {
+			return "", "", fmt.Errorf("list metadata: %w", err)
+		}
+		return m.ResourceVersion, m.Continue, nil
+	}
+	return "", "", errors.New("list: no metadata")
+}
+
+// countItems counts a list's items.
+func countItems(body []byte) (int, error) {
+	var l struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(body, &l); err != nil {
+		return 0, fmt.Errorf("decoding the list: %w", err)
+	}
+	return len(l.Items), nil
+}
+
+// forEach calls op(worker, i) for every i in [0, n) from workers
+// goroutines and returns how long they took. Every goroutine has ended
+// when it returns; the first error stops the others.
+func forEach(ctx context.Context, n, workers int, op func(ctx context.Context, worker, i int) error) (time.Duration, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var next atomic.Int64
+	var once sync.Once
+	var first error
+	var wg sync.WaitGroup
+	started := time.Now()
+	for w := range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				if err := op(ctx, w, i); err != nil {
+					once.Do(func() { first = err; cancel() })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(started)
+	if first != nil {
+		return elapsed, first
+	}
+	return elapsed, ctx.Err()
+}
+
+// watchEvent is the part of a watch event the client reads.
+type watchEvent struct {
+	Type   string     `json:"type"`
+	Object objectMeta `json:"object"`
+}
+
+// watchLatency opens a watch on the Flunders from resourceVersion rv, then
+// creates events Flunders one after another and measures, for each, the
+// time from sending its create to receiving its ADDED event.
+func (c *apiClient) watchLatency(ctx context.Context, rv string, events int) ([]time.Duration, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	path := collection + "?watch=true&resourceVersion=" + url.QueryEscape(rv)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("watch: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("watch: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1000))
+		return nil, &statusError{method: "GET", path: path, code: resp.StatusCode, body: string(b)}
+	}
+
+	arrived := make([]atomic.Int64, events) // unix nanoseconds
+	var seen atomic.Int64
+	all := make(chan struct{})
+	readerDone := make(chan error, 1)
+	go func() {
+		dec := json.NewDecoder(resp.Body)
+		for {
+			var ev watchEvent
+			if err := dec.Decode(&ev); err != nil {
+				if ctx.Err() != nil {
+					err = nil
+				}
+				readerDone <- err
+				return
+			}
+			now := time.Now().UnixNano()
+			i, ok := watchIndex(ev.Object.Metadata.Name)
+			if ev.Type != "ADDED" || !ok || i >= events || arrived[i].Load() != 0 {
+				continue
+			}
+			arrived[i].Store(now)
+			if seen.Add(1) == int64(events) {
+				close(all)
+			}
+		}
+	}()
+
+	sent := make([]int64, events)
+	var buf bytes.Buffer
+	var createErr error
+	for i := range events {
+		name := watchName(i)
+		body := createBody(name, i)
+		sent[i] = time.Now().UnixNano()
+		if err := c.do(ctx, http.MethodPost, collection, body, http.StatusCreated, &buf); err != nil {
+			createErr = err
+			break
+		}
+	}
+	var waitErr error
+	if createErr == nil {
+		select {
+		case <-all:
+		case err := <-readerDone:
+			readerDone <- err
+			waitErr = fmt.Errorf("watch ended after %d of %d events: %v", seen.Load(), events, err)
+		case <-time.After(60 * time.Second):
+			waitErr = fmt.Errorf("watch: %d of %d events within 60s of the last create", seen.Load(), events)
+		}
+	}
+	cancel()
+	resp.Body.Close()
+	<-readerDone
+	if createErr != nil {
+		return nil, createErr
+	}
+	if waitErr != nil {
+		return nil, waitErr
+	}
+	lat := make([]time.Duration, events)
+	for i := range lat {
+		lat[i] = time.Duration(arrived[i].Load() - sent[i])
+	}
+	return lat, nil
+}
+
+// watchName is the name of the i-th object the watch phase creates.
+func watchName(i int) string { return fmt.Sprintf("watch-%05d", i) }
+
+// watchIndex is the inverse of watchName.
+func watchIndex(name string) (int, bool) {
+	s, ok := strings.CutPrefix(name, "watch-")
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.Atoi(s)
+	return i, err == nil && i >= 0
+}

@@ -1,0 +1,298 @@
+// Command bench is apikit's side-by-side load benchmark: it runs apikit's
+// examples/wardle and k8s.io/sample-apiserver against one etcd process with
+// the same load, and reports each figure for both, their ratio and the
+// target of issue 7. See docs/benchmarks.md for what it measures and the
+// latest results.
+//
+//	cd bench && go run . -out ../docs/benchmarks.md -label "what changed"
+//
+// It is a module of its own, outside apikit's tests: ./test.sh never runs
+// it. `go test ./...` here tests the harness's statistics and parsing
+// only. The peer is built from bench/sampleapiserver, a module of its own
+// too, so that Kubernetes' dependencies stay out of both.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command's flags.
+type options struct {
+	params
+	runs                   int
+	out, label, repo, work string
+	keep, fsync            bool
+	wardleArgs, sampleArgs string
+	only                   string
+}
+
+func parseFlags() (options, error) {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.IntVar(&o.n, "n", 5000, "Flunders to create, GET, LIST, update and delete")
+	fs.IntVar(&o.workers, "workers", 16, "concurrent workers for creates, GETs, updates, deletes and raw etcd")
+	fs.IntVar(&o.runs, "runs", 5, "runs; each figure is the median over them")
+	fs.IntVar(&o.lists, "lists", 10, "full and paged LISTs per run")
+	fs.IntVar(&o.pageSize, "page", 500, "page size (limit) of the paged LIST")
+	fs.IntVar(&o.watchEvents, "watch-events", 1000, "events of the watch latency phase")
+	fs.DurationVar(&o.settle, "settle", 3*time.Second, "idle time after ready before the idle RSS is read")
+	fs.StringVar(&o.out, "out", "", "write the results to this Markdown file (docs/benchmarks.md), above the runs it already holds")
+	fs.StringVar(&o.label, "label", "", "what this run is, for its heading (e.g. \"before the watch cache\")")
+	fs.StringVar(&o.repo, "repo", "..", "apikit's repository root")
+	fs.StringVar(&o.work, "work", "", "scratch directory (default: a new temporary one, removed afterwards)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the scratch directory (server and etcd logs)")
+	fs.BoolVar(&o.fsync, "etcd-fsync", false, "run etcd with fsync (default: --unsafe-no-fsync, so that the servers, not the disk, are measured)")
+	fs.StringVar(&o.wardleArgs, "wardle-args", "", "extra flags for wardle, space separated")
+	fs.StringVar(&o.sampleArgs, "sample-args", "", "extra flags for the sample-apiserver, space separated")
+	fs.StringVar(&o.only, "only", "", "run one server only (apikit or sample), for trying things; ratios are then n/a")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return o, err
+	}
+	var errs []error
+	for name, v := range map[string]int{"-n": o.n, "-workers": o.workers, "-runs": o.runs, "-lists": o.lists, "-page": o.pageSize, "-watch-events": o.watchEvents} {
+		if v <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, not %d", name, v))
+		}
+	}
+	if o.n > 99999 || o.watchEvents > 99999 {
+		errs = append(errs, errors.New("-n and -watch-events are at most 99999 (object names have five digits)"))
+	}
+	if o.only != "" && o.only != keyApikit && o.only != keySample {
+		errs = append(errs, fmt.Errorf("-only must be %s or %s", keyApikit, keySample))
+	}
+	return o, errors.Join(errs...)
+}
+
+func run() error {
+	o, err := parseFlags()
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	started := time.Now()
+
+	repo, err := filepath.Abs(o.repo)
+	if err != nil {
+		return fmt.Errorf("-repo: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "examples", "wardle")); err != nil {
+		return fmt.Errorf("-repo %s is not apikit's repository: %w", repo, err)
+	}
+	work := o.work
+	if work == "" {
+		if work, err = os.MkdirTemp("", "apikit-bench-"); err != nil {
+			return fmt.Errorf("making the scratch directory: %w", err)
+		}
+		if !o.keep {
+			defer os.RemoveAll(work)
+		}
+	} else if err := os.MkdirAll(work, 0o755); err != nil {
+		return fmt.Errorf("-work: %w", err)
+	}
+	if o.keep {
+		logger.Printf("scratch directory (kept): %s", work)
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	b := &builder{repo: repo, cache: filepath.Join(cache, "apikit", "bench"), logf: logger.Printf}
+	if err := os.MkdirAll(b.cache, 0o755); err != nil {
+		return fmt.Errorf("making the build cache: %w", err)
+	}
+	bins, err := b.buildAll()
+	if err != nil {
+		return err
+	}
+	infos := map[string]binaryInfo{}
+	for key, bin := range map[string]string{keyApikit: bins.wardle, keySample: bins.sample} {
+		if infos[key], err = inspect(bin); err != nil {
+			return err
+		}
+	}
+
+	pki, tlsConf, err := makePKI(work)
+	if err != nil {
+		return err
+	}
+	etcd, err := startEtcd(ctx, bins.etcd, work, o.fsync)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := etcd.stop(); err != nil {
+			logger.Print(err)
+		}
+	}()
+	logger.Printf("etcd %s at %s (pid %d)", bins.etcdVersion, etcd.endpoint, etcd.proc.pid())
+
+	specs := []serverSpec{
+		wardleSpec(bins.wardle, strings.Fields(o.wardleArgs)),
+		sampleSpec(bins.sample, strings.Fields(o.sampleArgs)),
+	}
+	if o.only != "" {
+		specs = filterSpecs(specs, o.only)
+	}
+	r := &runner{p: o.params, etcd: etcd, pki: pki, tlsConf: tlsConf, dir: work}
+	var runs []runRecord
+	var errs []string
+	for i := range o.runs {
+		rec := runRecord{servers: map[string]*serverRun{}}
+		// Alternate which server goes first, so that neither always
+		// meets a cold or a warm machine.
+		order := specs
+		if i%2 == 1 {
+			order = reversed(specs)
+		}
+		for _, spec := range order {
+			logger.Printf("run %d/%d: %s", i+1, o.runs, spec.title)
+			res, err := r.run(ctx, spec, i)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("run %d, %s: %v", i+1, spec.key, err))
+				logger.Printf("run %d: %s: %v", i+1, spec.key, err)
+				continue
+			}
+			for _, e := range res.errs {
+				errs = append(errs, fmt.Sprintf("run %d, %s: %s", i+1, spec.key, e))
+			}
+			rec.servers[spec.key] = res
+			logger.Printf("run %d: %s", i+1, summary(res))
+		}
+		rec.casSize = valueSizeOf(rec)
+		cas, err := rawEtcd(ctx, etcd, o.n, o.workers, rec.casSize)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("run %d, raw etcd: %v", i+1, err))
+		} else {
+			rec.cas = &cas
+			logger.Printf("run %d: raw etcd compare-and-put %.0f/s", i+1, cas.throughput())
+		}
+		runs = append(runs, rec)
+	}
+
+	figs := figures(runs, infos)
+	in := reportInput{
+		label: o.label, when: started, elapsed: time.Since(started), machine: describeMachine(),
+		p: o.params, runs: o.runs, etcdVer: bins.etcdVersion, fsync: o.fsync, apikitRev: gitRevision(repo),
+		figs: figs, etcd: etcdFiguresOf(runs, figs), errs: errs,
+		wardleArgs: o.wardleArgs, sampleArgs: o.sampleArgs,
+	}
+	section := markdownRun(in)
+	fmt.Println(section)
+	if o.out != "" {
+		old, err := os.ReadFile(o.out)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("reading %s: %w", o.out, err)
+		}
+		if err := os.WriteFile(o.out, []byte(mergeDoc(docHeader, string(old), section)), 0o644); err != nil {
+			return fmt.Errorf("writing the results: %w", err)
+		}
+		logger.Printf("wrote %s", o.out)
+	}
+	return nil
+}
+
+// rawEtcd measures etcd's compare-and-put throughput on a prefix of its
+// own, emptied before and after.
+func rawEtcd(ctx context.Context, etcd *etcdServer, n, workers, size int) (casResult, error) {
+	const prefix = "/bench/raw/"
+	if err := etcd.wipe(ctx, prefix); err != nil {
+		return casResult{}, err
+	}
+	res, err := etcd.compareAndPut(ctx, prefix, n, workers, size)
+	if werr := etcd.wipe(ctx, prefix); err == nil {
+		err = werr
+	}
+	return res, err
+}
+
+// valueSizeOf is the size apikit stored an object in, else the sample's,
+// else a typical Flunder's.
+func valueSizeOf(rec runRecord) int {
+	for _, key := range []string{keyApikit, keySample} {
+		if s := rec.servers[key]; s != nil && s.valueSize > 0 {
+			return s.valueSize
+		}
+	}
+	return 400
+}
+
+// summary is one line of a server run's main figures, for the progress log.
+func summary(s *serverRun) string {
+	var parts []string
+	parts = append(parts, fmt.Sprintf("ready %.2fs", s.ready.Seconds()))
+	for _, p := range []struct {
+		name string
+		ph   *phase
+	}{{"create", s.create}, {"get", s.get}, {"update", s.update}, {"delete", s.delete}} {
+		if p.ph != nil {
+			parts = append(parts, fmt.Sprintf("%s %.0f/s %.2fms", p.name, p.ph.throughput(), p.ph.cpuPerOp()))
+		}
+	}
+	if s.list != nil {
+		parts = append(parts, fmt.Sprintf("list %.0fms", s.list.wallMS()))
+	}
+	if s.paged != nil {
+		parts = append(parts, fmt.Sprintf("paged %.0fms", s.paged.wallMS()))
+	}
+	if len(s.watch) > 0 {
+		parts = append(parts, fmt.Sprintf("watch p99 %.1fms", percentile(s.watch, 99).Seconds()*1000))
+	}
+	parts = append(parts, fmt.Sprintf("rss %.0f/%.0f MiB", float64(s.idleRSS)/(1<<20), float64(s.loadedRSS)/(1<<20)))
+	return strings.Join(parts, ", ")
+}
+
+func reversed(s []serverSpec) []serverSpec {
+	out := make([]serverSpec, len(s))
+	for i, x := range s {
+		out[len(s)-1-i] = x
+	}
+	return out
+}
+
+func filterSpecs(s []serverSpec, key string) []serverSpec {
+	var out []serverSpec
+	for _, x := range s {
+		if x.key == key {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// gitRevision names the apikit source measured: the commit, and whether
+// the working tree had changes.
+func gitRevision(repo string) string {
+	out, err := exec.Command("git", "-C", repo, "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "(unknown revision)"
+	}
+	rev := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "-C", repo, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
+		rev += " with uncommitted changes"
+	}
+	return rev
+}

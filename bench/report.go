@@ -1,0 +1,428 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+)
+
+// Columns of the report: apikit, then its peer.
+const (
+	keyApikit = "apikit"
+	keySample = "sample"
+)
+
+// runRecord is one run: both servers, then raw etcd.
+type runRecord struct {
+	servers map[string]*serverRun
+	cas     *casResult
+	casSize int
+}
+
+// figure is one row of the report: a value per run for each server, and
+// the target for the ratio apikit/peer.
+type figure struct {
+	name string
+	// unit follows the values; format prints one.
+	unit   string
+	format string
+	// higher says that a larger value is better (throughput).
+	higher bool
+	// target is the required apikit/peer ratio: at least it when higher,
+	// at most it otherwise. 0: no target (for information).
+	target float64
+	values map[string][]float64
+}
+
+// medianOf is the median over runs of key's values.
+func (f *figure) medianOf(key string) float64 { return median(f.values[key]) }
+
+// ratio is apikit's median over the peer's.
+func (f *figure) ratio() float64 { return ratio(f.medianOf(keyApikit), f.medianOf(keySample)) }
+
+// verdict is "pass", "FAIL", "n/a" (no measure) or "" (no target).
+func (f *figure) verdict() string {
+	return judge(f.ratio(), f.target, f.higher)
+}
+
+// judge compares a ratio with its target.
+func judge(r, target float64, higher bool) string {
+	switch {
+	case target == 0:
+		return ""
+	case math.IsNaN(r):
+		return "n/a"
+	case higher && r >= target, !higher && r <= target:
+		return "pass"
+	default:
+		return "FAIL"
+	}
+}
+
+// targetText is the target as the issue writes it.
+func targetText(target float64, higher bool) string {
+	if target == 0 {
+		return ""
+	}
+	op := "<="
+	if higher {
+		op = ">="
+	}
+	return fmt.Sprintf("%s %.2g", op, target)
+}
+
+// fmtValue prints v with format, "n/a" when unknown.
+func fmtValue(format string, v float64) string {
+	if math.IsNaN(v) {
+		return "n/a"
+	}
+	return fmt.Sprintf(format, v)
+}
+
+// figures turns the runs and the binaries into the report's rows.
+func figures(runs []runRecord, bins map[string]binaryInfo) []*figure {
+	type get func(*serverRun) (float64, bool)
+	phaseTP := func(pick func(*serverRun) *phase) get {
+		return func(s *serverRun) (float64, bool) {
+			if p := pick(s); p != nil {
+				return p.throughput(), true
+			}
+			return 0, false
+		}
+	}
+	phaseCPU := func(pick func(*serverRun) *phase) get {
+		return func(s *serverRun) (float64, bool) {
+			if p := pick(s); p != nil {
+				return p.cpuPerOp(), true
+			}
+			return 0, false
+		}
+	}
+	listWall := func(pick func(*serverRun) *listPhase) get {
+		return func(s *serverRun) (float64, bool) {
+			if l := pick(s); l != nil {
+				return l.wallMS(), true
+			}
+			return 0, false
+		}
+	}
+	listCPU := func(pick func(*serverRun) *listPhase) get {
+		return func(s *serverRun) (float64, bool) {
+			if l := pick(s); l != nil {
+				return l.cpuMS(), true
+			}
+			return 0, false
+		}
+	}
+	watchP := func(p float64) get {
+		return func(s *serverRun) (float64, bool) {
+			if len(s.watch) == 0 {
+				return 0, false
+			}
+			return percentile(s.watch, p).Seconds() * 1000, true
+		}
+	}
+	create := func(s *serverRun) *phase { return s.create }
+	gets := func(s *serverRun) *phase { return s.get }
+	update := func(s *serverRun) *phase { return s.update }
+	del := func(s *serverRun) *phase { return s.delete }
+	full := func(s *serverRun) *listPhase { return s.list }
+	paged := func(s *serverRun) *listPhase { return s.paged }
+	mib := func(b int64) float64 { return float64(b) / (1 << 20) }
+
+	rows := []struct {
+		f   figure
+		get get
+	}{
+		{figure{name: "create throughput", unit: "/s", format: "%.0f", higher: true, target: 1.5}, phaseTP(create)},
+		{figure{name: "create server CPU per op", unit: "ms", format: "%.3f", target: 0.5}, phaseCPU(create)},
+		{figure{name: "GET throughput", unit: "/s", format: "%.0f", higher: true, target: 3}, phaseTP(gets)},
+		{figure{name: "GET server CPU per op", unit: "ms", format: "%.3f", target: 0.2}, phaseCPU(gets)},
+		{figure{name: "update throughput", unit: "/s", format: "%.0f", higher: true, target: 1.5}, phaseTP(update)},
+		{figure{name: "update server CPU per op", unit: "ms", format: "%.3f", target: 0.5}, phaseCPU(update)},
+		{figure{name: "delete throughput", unit: "/s", format: "%.0f", higher: true, target: 1.5}, phaseTP(del)},
+		{figure{name: "delete server CPU per op", unit: "ms", format: "%.3f", target: 0.5}, phaseCPU(del)},
+		{figure{name: "full LIST wall time", unit: "ms", format: "%.1f", target: 0.15}, listWall(full)},
+		{figure{name: "full LIST server CPU", unit: "ms", format: "%.1f", target: 0.15}, listCPU(full)},
+		{figure{name: "paged LIST wall time", unit: "ms", format: "%.1f", target: 0.2}, listWall(paged)},
+		{figure{name: "paged LIST server CPU", unit: "ms", format: "%.1f", target: 0.2}, listCPU(paged)},
+		{figure{name: "watch create->event p99", unit: "ms", format: "%.2f", target: 0.5}, watchP(99)},
+		{figure{name: "watch create->event p50", unit: "ms", format: "%.2f"}, watchP(50)},
+		{figure{name: "RSS idle", unit: "MiB", format: "%.1f", target: 0.3}, func(s *serverRun) (float64, bool) {
+			return mib(s.idleRSS), s.idleRSS > 0
+		}},
+		{figure{name: "RSS with the objects", unit: "MiB", format: "%.1f", target: 0.4}, func(s *serverRun) (float64, bool) {
+			return mib(s.loadedRSS), s.loadedRSS > 0
+		}},
+		{figure{name: "time to ready", unit: "s", format: "%.2f", target: 0.3}, func(s *serverRun) (float64, bool) {
+			return s.ready.Seconds(), s.ready > 0
+		}},
+		{figure{name: "full LIST response size", unit: "KiB", format: "%.0f"}, func(s *serverRun) (float64, bool) {
+			if s.list == nil {
+				return 0, false
+			}
+			return float64(s.list.bytes) / 1024, true
+		}},
+		{figure{name: "stored object size in etcd", unit: "B", format: "%.0f"}, func(s *serverRun) (float64, bool) {
+			return float64(s.valueSize), s.valueSize > 0
+		}},
+	}
+	var out []*figure
+	for _, row := range rows {
+		f := row.f
+		f.values = map[string][]float64{}
+		for _, r := range runs {
+			for key, s := range r.servers {
+				if s == nil {
+					continue
+				}
+				if v, ok := row.get(s); ok {
+					f.values[key] = append(f.values[key], v)
+				}
+			}
+		}
+		out = append(out, &f)
+	}
+	size := &figure{name: "stripped binary size", unit: "MB", format: "%.1f", target: 0.5, values: map[string][]float64{}}
+	mods := &figure{name: "modules linked into the binary", unit: "", format: "%.0f", target: 0.75, values: map[string][]float64{}}
+	for key, b := range bins {
+		size.values[key] = []float64{float64(b.size) / 1e6}
+		mods.values[key] = []float64{float64(b.modules)}
+	}
+	return append(out, size, mods)
+}
+
+// etcdFigures are raw etcd compare-and-put throughput and each server's
+// create throughput as a share of it.
+type etcdFigures struct {
+	cas       []float64 // per run, ops/s
+	valueSize int
+	share     map[string]float64 // server create throughput / CAS throughput
+}
+
+const etcdShareTarget = 0.7
+
+func etcdFiguresOf(runs []runRecord, figs []*figure) etcdFigures {
+	e := etcdFigures{share: map[string]float64{}}
+	for _, r := range runs {
+		if r.cas != nil {
+			e.cas = append(e.cas, r.cas.throughput())
+			e.valueSize = r.casSize
+		}
+	}
+	for _, f := range figs {
+		if f.name == "create throughput" {
+			for _, key := range []string{keyApikit, keySample} {
+				e.share[key] = ratio(f.medianOf(key), median(e.cas))
+			}
+		}
+	}
+	return e
+}
+
+// machine describes where the benchmark ran.
+type machine struct {
+	cpu, memory, kernel, goVersion string
+	cores                          int
+}
+
+func describeMachine() machine {
+	m := machine{cpu: "unknown", memory: "unknown", kernel: "unknown", goVersion: runtime.Version(), cores: runtime.NumCPU()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		if v := procField(b, "model name"); v != "" {
+			m.cpu = v
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		if v := procField(b, "MemTotal"); v != "" {
+			var kb float64
+			if _, err := fmt.Sscanf(v, "%f kB", &kb); err == nil {
+				m.memory = fmt.Sprintf("%.1f GiB", kb/(1<<20))
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.kernel = "Linux " + strings.TrimSpace(string(b))
+	}
+	if out, err := exec.Command("go", "env", "GOVERSION").Output(); err == nil {
+		m.goVersion = strings.TrimSpace(string(out))
+	}
+	return m
+}
+
+// procField is the value of the first "name : value" line of a /proc file.
+func procField(b []byte, name string) string {
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.TrimSpace(k) == name {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// reportInput is everything a report says.
+type reportInput struct {
+	label      string
+	when       time.Time
+	elapsed    time.Duration
+	machine    machine
+	p          params
+	runs       int
+	etcdVer    string
+	fsync      bool
+	apikitRev  string
+	figs       []*figure
+	etcd       etcdFigures
+	errs       []string
+	sampleArgs string
+	wardleArgs string
+}
+
+// runMarker starts every run's section in docs/benchmarks.md; what comes
+// before the first one is the page's fixed header.
+const runMarker = "<!-- bench:run -->"
+
+// markdownRun is one run's section of docs/benchmarks.md.
+func markdownRun(in reportInput) string {
+	var b strings.Builder
+	title := in.when.UTC().Format("2006-01-02 15:04 UTC")
+	if in.label != "" {
+		title += " — " + in.label
+	}
+	fmt.Fprintf(&b, "%s\n## %s\n\n", runMarker, title)
+	fsync := "off (`--unsafe-no-fsync`)"
+	if in.fsync {
+		fsync = "on"
+	}
+	fmt.Fprintf(&b, "- machine: %s, %d cores, %s memory, %s\n", in.machine.cpu, in.machine.cores, in.machine.memory, in.machine.kernel)
+	fmt.Fprintf(&b, "- %s; etcd %s (one process for both servers, fsync %s); apikit %s; k8s.io/sample-apiserver %s\n",
+		in.machine.goVersion, in.etcdVer, fsync, in.apikitRev, sampleVersion)
+	fmt.Fprintf(&b, "- N=%d Flunders, %d workers, JSON over HTTP/2, %d runs (medians), %d LISTs per run (paged: limit=%d), %d watch events; the run took %v\n",
+		in.p.n, in.p.workers, in.runs, in.p.lists, in.p.pageSize, in.p.watchEvents, in.elapsed.Round(time.Second))
+	if in.wardleArgs != "" || in.sampleArgs != "" {
+		fmt.Fprintf(&b, "- extra flags: wardle `%s`; sample-apiserver `%s`\n", in.wardleArgs, in.sampleArgs)
+	}
+	b.WriteString("\n")
+	b.WriteString(table(in))
+	b.WriteString("\n")
+	b.WriteString(spreadTable(in.figs))
+	if len(in.errs) > 0 {
+		b.WriteString("\nErrors:\n\n")
+		for _, e := range in.errs {
+			fmt.Fprintf(&b, "- %s\n", strings.ReplaceAll(e, "\n", " "))
+		}
+	}
+	return b.String()
+}
+
+// table is the main table: medians, ratio, target, verdict; then raw etcd.
+func table(in reportInput) string {
+	var b strings.Builder
+	b.WriteString("| figure | apikit | sample-apiserver | apikit/sample | target | |\n|---|---:|---:|---:|---|---|\n")
+	for _, f := range in.figs {
+		unit := ""
+		if f.unit != "" {
+			unit = " (" + f.unit + ")"
+		}
+		fmt.Fprintf(&b, "| %s%s | %s | %s | %s | %s | %s |\n", f.name, unit,
+			fmtValue(f.format, f.medianOf(keyApikit)), fmtValue(f.format, f.medianOf(keySample)),
+			fmtValue("%.2f", f.ratio()), targetText(f.target, f.higher), f.verdict())
+	}
+	e := in.etcd
+	fmt.Fprintf(&b, "| raw etcd compare-and-put throughput, %d B values, %d workers (/s) | %s | | | | |\n",
+		e.valueSize, in.p.workers, fmtValue("%.0f", median(e.cas)))
+	fmt.Fprintf(&b, "| create throughput / raw etcd compare-and-put | %s | %s | | %s | %s |\n",
+		fmtValue("%.2f", e.share[keyApikit]), fmtValue("%.2f", e.share[keySample]),
+		targetText(etcdShareTarget, true), judge(e.share[keyApikit], etcdShareTarget, true))
+	return b.String()
+}
+
+// spreadTable shows each figure's smallest and largest value over the runs.
+func spreadTable(figs []*figure) string {
+	var b strings.Builder
+	b.WriteString("<details><summary>Spread over the runs (min – max)</summary>\n\n")
+	b.WriteString("| figure | apikit | sample-apiserver |\n|---|---:|---:|\n")
+	for _, f := range figs {
+		cells := make([]string, 0, 2)
+		for _, key := range []string{keyApikit, keySample} {
+			lo, hi := minMax(f.values[key])
+			cells = append(cells, fmt.Sprintf("%s – %s", fmtValue(f.format, lo), fmtValue(f.format, hi)))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", f.name, cells[0], cells[1])
+	}
+	b.WriteString("\n</details>\n")
+	return b.String()
+}
+
+// mergeDoc puts run, the newest, first under header, keeping the earlier
+// runs of old (the previous contents of the page).
+func mergeDoc(header, old, run string) string {
+	var earlier string
+	if i := strings.Index(old, runMarker); i >= 0 {
+		earlier = old[i:]
+	}
+	doc := strings.TrimRight(header, "\n") + "\n\n" + strings.TrimRight(run, "\n") + "\n"
+	if earlier != "" {
+		doc += "\n" + strings.TrimRight(earlier, "\n") + "\n"
+	}
+	return doc
+}
+
+// docHeader is the fixed top of docs/benchmarks.md.
+const docHeader = `# Benchmarks: apikit beside k8s.io/sample-apiserver
+
+This page is written by the load benchmark in [bench/](../bench). It runs
+apikit's examples/wardle and k8s.io/sample-apiserver ` + sampleVersion + ` (built by
+bench/sampleapiserver to run without a kube-apiserver) one after the other
+against **one etcd process** on one machine, with the same load, and reports
+each figure for both and the ratio apikit/sample-apiserver against the
+targets of issue 7. Compare ratios within one run: the machine is shared and
+noisy, absolute numbers move from run to run.
+
+Run it (builds wardle from the working tree, the sample-apiserver once per
+version and etcd from tools/etcd; ~15 minutes the first time, then a few
+minutes per run):
+
+` + "```sh" + `
+cd bench && go run . -out ../docs/benchmarks.md -label "what changed"
+` + "```" + `
+
+Flags: ` + "`-runs`" + ` (default 5), ` + "`-n`" + ` (5000), ` + "`-workers`" + ` (16), ` + "`-lists`" + `, ` + "`-page`" + `,
+` + "`-watch-events`" + `, ` + "`-etcd-fsync`" + `, ` + "`-wardle-args`" + `/` + "`-sample-args`" + ` (extra server flags);
+` + "`go run . -h`" + ` lists them. Each new run is added at the top; earlier ones stay below.
+
+What is measured, for each server in each run (servers alternate which goes
+first; each starts fresh, on an empty etcd prefix of its own):
+
+- **time to ready**: from starting the process to the first 200 from /readyz;
+  **RSS idle**: VmRSS from /proc/<pid>/status a few seconds later.
+- **create, GET, update, delete**: N requests each from the workers over one
+  HTTP/2 connection with a client certificate (the CA is the same for both
+  servers; authorization allows everything on both), pre-encoded JSON bodies;
+  throughput, and server CPU per op from /proc/<pid>/stat utime+stime deltas.
+  Updates are PUTs of the whole object at the resourceVersion its create
+  returned; deletes return the object (200).
+- **full LIST** of the N Flunders and **paged LIST** (limit=500, following
+  continue tokens): wall time (median of the LISTs) and server CPU per LIST;
+  one untimed LIST first checks the count. **RSS with the objects** after them.
+- **watch create->event**: a watch from the current resourceVersion, then
+  1,000 creates one after another; the time from sending each create to
+  receiving its ADDED event, p99 and p50.
+- **raw etcd compare-and-put**: N transactions "create the key if absent"
+  with values of the size apikit stores, from the same number of workers over
+  one etcd client connection, against the same etcd: the physical limit that
+  apikit's create throughput is measured against.
+- **stripped binary size** (` + "`-ldflags=-s -w`" + `) and **modules** linked into it
+  (` + "`dep`" + ` lines of ` + "`go version -m`" + `).
+
+The load generator, both servers and etcd share the machine's cores; server
+CPU per op is the fairer figure when the machine is busy.
+`

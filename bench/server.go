@@ -1,0 +1,366 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// serverSpec says how to run one of the two servers.
+type serverSpec struct {
+	key    string // apikit or sample: the column of the report
+	title  string
+	bin    string
+	prefix string // its etcd key prefix, which no other server uses
+	// args are its command line for a port, the PKI files, etcd's URL and
+	// a scratch directory.
+	args func(port int, pki pkiFiles, etcd, dir string) []string
+}
+
+// wardleSpec is apikit's examples/wardle: kube-apiserver's flags.
+func wardleSpec(bin string, extra []string) serverSpec {
+	return serverSpec{
+		key: "apikit", title: "apikit examples/wardle", bin: bin, prefix: "/bench/apikit",
+		args: func(port int, pki pkiFiles, etcd, dir string) []string {
+			return append([]string{
+				"--bind-address=127.0.0.1",
+				"--secure-port=" + strconv.Itoa(port),
+				"--data-dir=" + filepath.Join(dir, "wardle"),
+				"--etcd-servers=" + etcd,
+				"--etcd-prefix=/bench/apikit",
+				"--tls-cert-file=" + pki.servingCert,
+				"--tls-private-key-file=" + pki.servingKey,
+				"--client-ca-file=" + pki.caCert,
+			}, extra...)
+		},
+	}
+}
+
+// sampleSpec is k8s.io/sample-apiserver as bench/sampleapiserver builds
+// it.
+func sampleSpec(bin string, extra []string) serverSpec {
+	return serverSpec{
+		key: "sample", title: "k8s.io/sample-apiserver " + sampleVersion, bin: bin, prefix: "/bench/sample",
+		args: func(port int, pki pkiFiles, etcd, dir string) []string {
+			return append([]string{
+				"--bind-address=127.0.0.1",
+				"--secure-port=" + strconv.Itoa(port),
+				"--cert-dir=" + filepath.Join(dir, "sample-certs"),
+				"--etcd-servers=" + etcd,
+				"--etcd-prefix=/bench/sample",
+				"--tls-cert-file=" + pki.servingCert,
+				"--tls-private-key-file=" + pki.servingKey,
+				"--client-ca-file=" + pki.caCert,
+			}, extra...)
+		},
+	}
+}
+
+// params are the load's sizes.
+type params struct {
+	n, workers, lists, pageSize, watchEvents int
+	settle                                   time.Duration
+}
+
+// phase is the measure of one batch of requests.
+type phase struct {
+	ops  int
+	wall time.Duration
+	cpu  time.Duration // the server's user + system CPU time
+}
+
+func (p phase) throughput() float64 { return float64(p.ops) / p.wall.Seconds() }
+
+// cpuPerOp is the server's CPU time per operation, in milliseconds.
+func (p phase) cpuPerOp() float64 { return p.cpu.Seconds() * 1000 / float64(p.ops) }
+
+// listPhase is the measure of repeated LISTs.
+type listPhase struct {
+	walls []time.Duration // one per LIST (all its pages, when paged)
+	cpu   time.Duration   // the server's CPU time for all of them
+	bytes int             // one LIST's response size, all pages
+	pages int
+}
+
+// wallMS is the median LIST's wall time in milliseconds.
+func (l listPhase) wallMS() float64 {
+	ms := make([]float64, len(l.walls))
+	for i, w := range l.walls {
+		ms[i] = w.Seconds() * 1000
+	}
+	return median(ms)
+}
+
+// cpuMS is the server's CPU time per LIST in milliseconds.
+func (l listPhase) cpuMS() float64 { return l.cpu.Seconds() * 1000 / float64(len(l.walls)) }
+
+// serverRun is what one start of one server measured.
+type serverRun struct {
+	ready                       time.Duration
+	idleRSS, loadedRSS          int64
+	create, get, update, delete *phase
+	list, paged                 *listPhase
+	watch                       []time.Duration
+	valueSize                   int
+	errs                        []string
+}
+
+// runner runs the phases against a server.
+type runner struct {
+	p       params
+	etcd    *etcdServer
+	pki     pkiFiles
+	tlsConf *tls.Config
+	dir     string
+}
+
+// run starts spec's server on an empty etcd prefix, measures everything
+// on it, and stops it. A failed phase is recorded in the result, and the
+// phases that need its objects are skipped.
+func (r *runner) run(ctx context.Context, spec serverSpec, runNo int) (*serverRun, error) {
+	if err := r.etcd.wipe(ctx, spec.prefix+"/"); err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(r.dir, fmt.Sprintf("%s-%d", spec.key, runNo))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("making %s: %w", dir, err)
+	}
+	url := fmt.Sprintf("https://127.0.0.1:%d", ports[0])
+	if err := r.pki.writeKubeconfig(filepath.Join(dir, "kubeconfig"), url); err != nil {
+		return nil, err
+	}
+	c := newAPIClient(url, r.tlsConf)
+	defer c.close()
+
+	started := time.Now()
+	proc, err := startProcess(spec.key, spec.bin, spec.args(ports[0], r.pki, r.etcd.endpoint, dir), filepath.Join(dir, "server.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := proc.stop(30 * time.Second); err != nil {
+			logger.Printf("%s: %v", spec.key, err)
+		}
+	}()
+	res := &serverRun{}
+	if res.ready, err = waitReady(ctx, c, proc, started); err != nil {
+		return nil, err
+	}
+	pid := proc.pid()
+	fail := func(what string, err error) {
+		res.errs = append(res.errs, fmt.Sprintf("%s: %v", what, err))
+		logger.Printf("%s run %d: %s: %v", spec.key, runNo, what, err)
+	}
+
+	select {
+	case <-time.After(r.p.settle):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if res.idleRSS, err = rss(pid); err != nil {
+		return nil, err
+	}
+	// One request sets up the HTTP/2 connection the phases share.
+	var buf bytes.Buffer
+	if err := c.do(ctx, http.MethodGet, collection+"?limit=1", nil, http.StatusOK, &buf); err != nil {
+		return nil, fmt.Errorf("%s: first LIST: %w", spec.key, err)
+	}
+
+	n, w := r.p.n, r.p.workers
+	bufs := make([]bytes.Buffer, w)
+	rvs := make([]string, n)
+	names := make([]string, n)
+	creates := make([][]byte, n)
+	for i := range n {
+		names[i] = flunderName(i)
+		creates[i] = createBody(names[i], i)
+	}
+
+	res.create, err = measure(ctx, pid, n, w, func(ctx context.Context, wk, i int) error {
+		b := &bufs[wk]
+		if err := c.do(ctx, http.MethodPost, collection, creates[i], http.StatusCreated, b); err != nil {
+			return err
+		}
+		var m objectMeta
+		if err := json.Unmarshal(b.Bytes(), &m); err != nil {
+			return fmt.Errorf("create %s: decoding the response: %w", names[i], err)
+		}
+		rvs[i] = m.Metadata.ResourceVersion
+		return nil
+	})
+	if err != nil {
+		fail("create", err)
+		return res, nil
+	}
+	if res.valueSize, err = r.etcd.valueSize(ctx, spec.prefix+"/"); err != nil {
+		fail("stored size", err)
+	}
+
+	res.get, err = measure(ctx, pid, n, w, func(ctx context.Context, wk, i int) error {
+		return c.do(ctx, http.MethodGet, collection+"/"+names[i], nil, http.StatusOK, &bufs[wk])
+	})
+	if err != nil {
+		fail("get", err)
+	}
+
+	if res.list, err = r.lists(ctx, c, pid, 0, n); err != nil {
+		fail("list", err)
+	}
+	if res.paged, err = r.lists(ctx, c, pid, r.p.pageSize, n); err != nil {
+		fail("paged list", err)
+	}
+	if res.loadedRSS, err = rss(pid); err != nil {
+		return nil, err
+	}
+
+	if err := c.do(ctx, http.MethodGet, collection+"?limit=1", nil, http.StatusOK, &buf); err != nil {
+		fail("watch", err)
+	} else if rv, _, err := listMeta(buf.Bytes()); err != nil {
+		fail("watch", err)
+	} else if res.watch, err = c.watchLatency(ctx, rv, r.p.watchEvents); err != nil {
+		fail("watch", err)
+	}
+
+	res.update, err = measure(ctx, pid, n, w, func(ctx context.Context, wk, i int) error {
+		return c.do(ctx, http.MethodPut, collection+"/"+names[i], updateBody(names[i], i, rvs[i]), http.StatusOK, &bufs[wk])
+	})
+	if err != nil {
+		fail("update", err)
+	}
+	res.delete, err = measure(ctx, pid, n, w, func(ctx context.Context, wk, i int) error {
+		return c.do(ctx, http.MethodDelete, collection+"/"+names[i], nil, http.StatusOK, &bufs[wk])
+	})
+	if err != nil {
+		fail("delete", err)
+	}
+	return res, ctx.Err()
+}
+
+// waitReady polls /readyz every 10ms until it answers 200 and returns the
+// time since started.
+func waitReady(ctx context.Context, c *apiClient, proc *process, started time.Time) (time.Duration, error) {
+	deadline := started.Add(3 * time.Minute)
+	var buf bytes.Buffer
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := c.do(rctx, http.MethodGet, "/readyz", nil, http.StatusOK, &buf)
+		cancel()
+		if err == nil {
+			return time.Since(started), nil
+		}
+		if proc.done() {
+			return 0, fmt.Errorf("%s exited before it was ready:\n%s", proc.name, proc.tail(30))
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("%s not ready after 3 minutes (%v):\n%s", proc.name, err, proc.tail(30))
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// measure runs n operations from w workers and the server's CPU time they
+// cost.
+func measure(ctx context.Context, pid, n, w int, op func(ctx context.Context, worker, i int) error) (*phase, error) {
+	before, err := cpuTime(pid)
+	if err != nil {
+		return nil, err
+	}
+	wall, err := forEach(ctx, n, w, op)
+	if err != nil {
+		return nil, err
+	}
+	after, err := cpuTime(pid)
+	if err != nil {
+		return nil, err
+	}
+	return &phase{ops: n, wall: wall, cpu: after - before}, nil
+}
+
+// lists LISTs all Flunders r.p.lists times, one after another, in pages of
+// limit (0: whole). An untimed LIST first checks that the server returns
+// want of them.
+func (r *runner) lists(ctx context.Context, c *apiClient, pid, limit, want int) (*listPhase, error) {
+	var buf bytes.Buffer
+	items := 0
+	if _, _, err := listAll(ctx, c, limit, &buf, func(page []byte) error {
+		n, err := countItems(page)
+		items += n
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if items != want {
+		return nil, fmt.Errorf("LIST (limit %d) returned %d Flunders, want %d", limit, items, want)
+	}
+	res := &listPhase{}
+	before, err := cpuTime(pid)
+	if err != nil {
+		return nil, err
+	}
+	for range r.p.lists {
+		started := time.Now()
+		size, pages, err := listAll(ctx, c, limit, &buf, nil)
+		if err != nil {
+			return nil, err
+		}
+		res.walls = append(res.walls, time.Since(started))
+		res.bytes, res.pages = size, pages
+	}
+	after, err := cpuTime(pid)
+	if err != nil {
+		return nil, err
+	}
+	res.cpu = after - before
+	return res, nil
+}
+
+// listAll LISTs all Flunders in pages of limit (0: whole), following
+// continue tokens, calls each (when not nil) on every page, and returns the
+// size of all pages and their number.
+func listAll(ctx context.Context, c *apiClient, limit int, buf *bytes.Buffer, each func(page []byte) error) (size, pages int, err error) {
+	cont := ""
+	for {
+		path := collection
+		if limit > 0 {
+			path += "?limit=" + strconv.Itoa(limit)
+			if cont != "" {
+				path += "&continue=" + url.QueryEscape(cont)
+			}
+		}
+		if err := c.do(ctx, http.MethodGet, path, nil, http.StatusOK, buf); err != nil {
+			return size, pages, err
+		}
+		size += buf.Len()
+		pages++
+		if each != nil {
+			if err := each(buf.Bytes()); err != nil {
+				return size, pages, err
+			}
+		}
+		if limit == 0 {
+			return size, pages, nil
+		}
+		if _, cont, err = listMeta(buf.Bytes()); err != nil {
+			return size, pages, err
+		}
+		if cont == "" {
+			return size, pages, nil
+		}
+	}
+}
