@@ -19,11 +19,22 @@ type ResourceInfo struct {
 	Categories        []string
 	NamespaceScoped   bool
 	StatusSubresource bool
+	// Verbs are the verbs the resource serves, in discovery order; the
+	// server installs routes for these only.
+	Verbs []string
 }
 
-// Verbs lists the verbs the resource serves, in discovery order.
-func (ResourceInfo) Verbs() []string {
-	return []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+// StandardVerbs are the verbs of a stored resource.
+var StandardVerbs = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+
+// Serves reports whether the resource serves verb.
+func (i ResourceInfo) Serves(verb string) bool {
+	for _, v := range i.Verbs {
+		if v == verb {
+			return true
+		}
+	}
+	return false
 }
 
 // Item is an object in a served version as a response carries it.
@@ -132,6 +143,7 @@ func (r *served[S, V]) Info() ResourceInfo {
 		Categories:        o.Categories,
 		NamespaceScoped:   o.NamespaceScoped,
 		StatusSubresource: o.StatusSubresource,
+		Verbs:             StandardVerbs,
 	}
 }
 

@@ -98,7 +98,7 @@ func aggregatedGroup(g *APIGroupInfo) meta.APIGroupDiscovery {
 			gvk := &meta.GroupVersionKindJSON{Group: g.Name, Version: v.Version, Kind: info.Kind}
 			rd := meta.APIResourceDiscovery{
 				Resource: info.Resource, ResponseKind: gvk, Scope: meta.ScopeCluster,
-				SingularResource: info.SingularName, Verbs: info.Verbs(),
+				SingularResource: info.SingularName, Verbs: info.Verbs,
 				ShortNames: info.ShortNames, Categories: info.Categories,
 			}
 			if info.NamespaceScoped {

@@ -393,7 +393,7 @@ func resourceListFor(gv meta.GroupVersion, resources []registry.Resource) *meta.
 		info := res.Info()
 		list.APIResources = append(list.APIResources, meta.APIResource{
 			Name: info.Resource, SingularName: info.SingularName, Namespaced: info.NamespaceScoped,
-			Kind: info.Kind, Verbs: info.Verbs(), ShortNames: info.ShortNames, Categories: info.Categories,
+			Kind: info.Kind, Verbs: info.Verbs, ShortNames: info.ShortNames, Categories: info.Categories,
 		})
 		if info.StatusSubresource {
 			list.APIResources = append(list.APIResources, meta.APIResource{

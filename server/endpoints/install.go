@@ -71,14 +71,21 @@ func Install(ws *restful.WebService, s *Scope) {
 		tag = "core_" + gv.Version
 	}
 
+	// route installs a route only for a verb the resource serves.
+	route := func(verb string, rb *restful.RouteBuilder) {
+		if info.Serves(verb) || (verb == "list" && info.Serves("watch")) {
+			ws.Route(rb)
+		}
+	}
+
 	// Collection.
-	ws.Route(addListParams(ws, withNS(ws.GET(prefix).To(func(r *restful.Request, w *restful.Response) {
+	route("list", addListParams(ws, withNS(ws.GET(prefix).To(func(r *restful.Request, w *restful.Response) {
 		s.List(w, r.Request, ns(r))
 	}).Operation(id("list", "")).Doc("list or watch objects of kind "+kind).
 		Produces(readMediaTypes...).Metadata(MetadataKind, kind).Metadata(MetadataList, true).
 		Returns(http.StatusOK, "OK", nil).Metadata(MetadataTag, tag))))
 
-	ws.Route(addWriteParams(ws, withNS(ws.POST(prefix).To(func(r *restful.Request, w *restful.Response) {
+	route("create", addWriteParams(ws, withNS(ws.POST(prefix).To(func(r *restful.Request, w *restful.Response) {
 		s.Create(w, r.Request, ns(r))
 	}).Operation(id("create", "")).Doc("create a "+kind).
 		Consumes(objectMediaTypes...).Produces(objectMediaTypes...).
@@ -86,7 +93,7 @@ func Install(ws *restful.WebService, s *Scope) {
 		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).
 		Returns(http.StatusAccepted, "Accepted", sample).Metadata(MetadataTag, tag))))
 
-	ws.Route(addListParams(ws, withNS(ws.DELETE(prefix).To(func(r *restful.Request, w *restful.Response) {
+	route("deletecollection", addListParams(ws, withNS(ws.DELETE(prefix).To(func(r *restful.Request, w *restful.Response) {
 		s.DeleteCollection(w, r.Request, ns(r))
 	}).Operation(id("deletecollection", "")).Doc("delete collection of "+kind).
 		Produces(objectMediaTypes...).Metadata(MetadataKind, kind).Metadata(MetadataList, true).
@@ -94,7 +101,7 @@ func Install(ws *restful.WebService, s *Scope) {
 		Returns(http.StatusOK, "OK", nil).Metadata(MetadataTag, tag))))
 
 	if info.NamespaceScoped {
-		ws.Route(addListParams(ws, ws.GET("/"+info.Resource).To(func(r *restful.Request, w *restful.Response) {
+		route("list", addListParams(ws, ws.GET("/"+info.Resource).To(func(r *restful.Request, w *restful.Response) {
 			s.List(w, r.Request, "")
 		}).Operation(OperationID("list", gv, false, kind, "ForAllNamespaces")).
 			Doc("list or watch objects of kind "+kind+" in all namespaces").
@@ -104,25 +111,25 @@ func Install(ws *restful.WebService, s *Scope) {
 
 	// Object.
 	objPath := prefix + "/{name}"
-	ws.Route(withNS(ws.GET(objPath).To(func(r *restful.Request, w *restful.Response) {
+	route("get", withNS(ws.GET(objPath).To(func(r *restful.Request, w *restful.Response) {
 		s.Get(w, r.Request, ns(r), r.PathParameter("name"))
 	}).Operation(id("read", "")).Doc("read the specified "+kind).Param(nameParam).
 		Param(ws.QueryParameter("resourceVersion", "resourceVersion sets a constraint on what resource versions a request may be served from.").DataType("string")).
 		Produces(objectMediaTypes...).Writes(sample).Returns(http.StatusOK, "OK", sample).Metadata(MetadataTag, tag)))
 
-	ws.Route(addWriteParams(ws, withNS(ws.PUT(objPath).To(func(r *restful.Request, w *restful.Response) {
+	route("update", addWriteParams(ws, withNS(ws.PUT(objPath).To(func(r *restful.Request, w *restful.Response) {
 		s.Update(w, r.Request, ns(r), r.PathParameter("name"), "")
 	}).Operation(id("replace", "")).Doc("replace the specified "+kind).Param(nameParam).
 		Consumes(objectMediaTypes...).Produces(objectMediaTypes...).Reads(sample).Writes(sample).
 		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).Metadata(MetadataTag, tag))))
 
-	ws.Route(addPatchParams(ws, withNS(ws.PATCH(objPath).To(func(r *restful.Request, w *restful.Response) {
+	route("patch", addPatchParams(ws, withNS(ws.PATCH(objPath).To(func(r *restful.Request, w *restful.Response) {
 		s.Patch(w, r.Request, ns(r), r.PathParameter("name"), "")
 	}).Operation(id("patch", "")).Doc("partially update the specified "+kind).Param(nameParam).
 		Consumes(patchMediaTypes...).Produces(objectMediaTypes...).Writes(sample).
 		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).Metadata(MetadataTag, tag))))
 
-	ws.Route(withNS(ws.DELETE(objPath).To(func(r *restful.Request, w *restful.Response) {
+	route("delete", withNS(ws.DELETE(objPath).To(func(r *restful.Request, w *restful.Response) {
 		s.Delete(w, r.Request, ns(r), r.PathParameter("name"))
 	}).Operation(id("delete", "")).Doc("delete a "+kind).Param(nameParam).
 		Consumes(objectMediaTypes...).Produces(objectMediaTypes...).
@@ -135,16 +142,16 @@ func Install(ws *restful.WebService, s *Scope) {
 		return
 	}
 	statusPath := objPath + "/status"
-	ws.Route(withNS(ws.GET(statusPath).To(func(r *restful.Request, w *restful.Response) {
+	route("get", withNS(ws.GET(statusPath).To(func(r *restful.Request, w *restful.Response) {
 		s.Get(w, r.Request, ns(r), r.PathParameter("name"))
 	}).Operation(id("read", "Status")).Doc("read status of the specified "+kind).Param(nameParam).
 		Produces(objectMediaTypes...).Writes(sample).Returns(http.StatusOK, "OK", sample).Metadata(MetadataTag, tag)))
-	ws.Route(addWriteParams(ws, withNS(ws.PUT(statusPath).To(func(r *restful.Request, w *restful.Response) {
+	route("update", addWriteParams(ws, withNS(ws.PUT(statusPath).To(func(r *restful.Request, w *restful.Response) {
 		s.Update(w, r.Request, ns(r), r.PathParameter("name"), "status")
 	}).Operation(id("replace", "Status")).Doc("replace status of the specified "+kind).Param(nameParam).
 		Consumes(objectMediaTypes...).Produces(objectMediaTypes...).Reads(sample).Writes(sample).
 		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).Metadata(MetadataTag, tag))))
-	ws.Route(addPatchParams(ws, withNS(ws.PATCH(statusPath).To(func(r *restful.Request, w *restful.Response) {
+	route("patch", addPatchParams(ws, withNS(ws.PATCH(statusPath).To(func(r *restful.Request, w *restful.Response) {
 		s.Patch(w, r.Request, ns(r), r.PathParameter("name"), "status")
 	}).Operation(id("patch", "Status")).Doc("partially update status of the specified "+kind).Param(nameParam).
 		Consumes(patchMediaTypes...).Produces(objectMediaTypes...).Writes(sample).
