@@ -75,12 +75,23 @@ func (s *Scope) admissionFuncs(ctx context.Context, op admission.Operation, ns, 
 	}
 	user, _ := authn.UserFrom(ctx)
 	attrs := func(obj, old meta.Object) *admission.Attributes {
-		n := name
-		if n == "" && obj != nil {
-			n = obj.GetObjectMeta().Name
+		// A request without a name (a create with generateName, a
+		// deletecollection) or without a namespace (across all of them)
+		// is admitted per object: name the object at hand.
+		n, namespace := name, ns
+		for _, o := range []meta.Object{obj, old} {
+			if o == nil {
+				continue
+			}
+			if n == "" {
+				n = o.GetObjectMeta().Name
+			}
+			if namespace == "" && s.info.NamespaceScoped {
+				namespace = o.GetObjectMeta().Namespace
+			}
 		}
 		return &admission.Attributes{Operation: op, Kind: s.gvk, Resource: s.gvr, Subresource: subresource,
-			Namespace: ns, Name: n, Object: obj, OldObject: old, DryRun: dryRun, User: user}
+			Namespace: namespace, Name: n, Object: obj, OldObject: old, DryRun: dryRun, User: user}
 	}
 	admit = func(ctx context.Context, obj, old meta.Object) error { return s.Admission.Admit(ctx, attrs(obj, old)) }
 	validate = func(ctx context.Context, obj, old meta.Object) error {

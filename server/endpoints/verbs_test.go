@@ -280,6 +280,45 @@ func TestDeleteCollection(t *testing.T) {
 	if items := decode(t, b)["items"].([]any); len(items) != 1 || path(items[0].(map[string]any), "metadata.name") != "b" {
 		t.Errorf("left %s", b)
 	}
+	// Admission sees each deleted object by name.
+	ts.create(t, "d", "")
+	ts.admission.take()
+	ts.admission.refuse = "d"
+	resp, b = ts.do(t, req{method: "DELETE", path: ns})
+	wantStatus(t, resp, b, 403, meta.StatusReasonForbidden, `widgets.test.example.com "d" is forbidden: refused by test admission`)
+	var named []string
+	for _, a := range ts.admission.take() {
+		if a.Operation != admission.Delete || a.OldObject == nil || a.Namespace != "ns" {
+			t.Errorf("deletecollection admission %+v", a)
+		}
+		named = append(named, a.Name)
+	}
+	if strings.Join(named, ",") != "b,d" {
+		t.Errorf("admission named %v, want b and d", named)
+	}
+	// As in kube-apiserver, deletecollection is per namespace.
+	resp, b = ts.do(t, req{method: "DELETE", path: gv + "/widgets"})
+	wantStatus(t, resp, b, 405, meta.StatusReasonMethodNotAllowed, "the server does not allow this method on the requested resource (DELETE "+gv+"/widgets)")
+}
+
+func TestAdmissionRefuses(t *testing.T) {
+	ts := newTestServer(t)
+	ts.admission.refuse = "nope"
+	resp, b := ts.do(t, req{method: "POST", path: ns, body: `{"metadata":{"name":"nope"}}`})
+	wantStatus(t, resp, b, 403, meta.StatusReasonForbidden, `widgets.test.example.com "nope" is forbidden: refused by test admission`)
+	resp, b = ts.do(t, req{method: "POST", path: ns, body: `{"metadata":{"generateName":"gen-"}}`})
+	if resp.StatusCode != 201 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	attrs := ts.admission.take()
+	// Mutating admission runs before the name is generated; validating
+	// admission sees it.
+	if len(attrs) != 4 || attrs[2].Name != "" || !strings.HasPrefix(attrs[3].Name, "gen-") {
+		t.Errorf("admission names %+v", attrs)
+	}
+	if resp, _ := ts.do(t, req{method: "GET", path: ns + "/nope"}); resp.StatusCode != 404 {
+		t.Error("a refused object was stored")
+	}
 }
 
 func TestStatusSubresource(t *testing.T) {
