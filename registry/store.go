@@ -488,13 +488,9 @@ func (s *Store[T]) beforeUpdate(ctx context.Context, obj, old T, subresource str
 	if s.opts.StatusSubresource {
 		if subresource == "status" {
 			// Only status may change through /status; metadata and spec
-			// are the current ones.
-			status := s.ti.newObject().(T)
-			s.ti.copyStatus(status, obj)
+			// are the current ones, as for custom resources in Kubernetes.
 			s.ti.copySpec(obj, old)
-			labels, annotations := om.Labels, om.Annotations
 			*m = *om
-			m.Labels, m.Annotations = labels, annotations
 		} else {
 			s.ti.copyStatus(obj, old)
 		}
