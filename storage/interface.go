@@ -222,3 +222,19 @@ type Watcher interface {
 	// Stop ends the watch and closes the channel; it is safe to call twice.
 	Stop()
 }
+
+// ProgressRequester is implemented by Watchers that report their progress on
+// demand. After RequestProgress the watch sends a Bookmark, whether or not
+// WatchOptions.Bookmarks asked for them, at a revision at least as new as the
+// store's when RequestProgress was called, once it has delivered every event
+// up to that revision. One Bookmark may answer several requests, and it may
+// come late while events keep flowing (they carry the revision forward).
+//
+// A watch cache in front of a store uses it to learn that the store's
+// revision moved while nothing it watches changed (a write to another
+// resource of a shared etcd), so that a consistent read waits for one round
+// trip rather than the next periodic bookmark.
+type ProgressRequester interface {
+	// RequestProgress asks for the Bookmark; it does not wait for it.
+	RequestProgress(ctx context.Context) error
+}

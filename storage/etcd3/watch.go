@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -26,7 +27,12 @@ type watcher struct {
 	out  chan storage.Event
 	done chan struct{}
 	once sync.Once
+	// progress is set by RequestProgress until a progress notification
+	// answers it.
+	progress atomic.Bool
 }
+
+var _ storage.ProgressRequester = (*watcher)(nil)
 
 // ResultChan implements storage.Watcher.
 func (w *watcher) ResultChan() <-chan storage.Event { return w.out }
@@ -35,6 +41,25 @@ func (w *watcher) ResultChan() <-chan storage.Event { return w.out }
 func (w *watcher) Stop() {
 	w.once.Do(w.cancel)
 	<-w.done
+}
+
+// RequestProgress implements storage.ProgressRequester: it asks etcd for a
+// progress notification on the watch's stream (the client shares one stream
+// among watches with the same context metadata, and etcd answers each of
+// them), which the watch reports as a Bookmark.
+func (w *watcher) RequestProgress(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	w.progress.Store(true)
+	// The request must name the stream of this watch: w.ctx carries its
+	// metadata. Before the stream exists (while the initial events are
+	// read) the client drops the request; the flag stays set, and the next
+	// notification answers it.
+	if err := w.s.client.RequestProgress(w.ctx); err != nil && w.ctx.Err() == nil {
+		return storage.NewUnavailable(fmt.Errorf("etcd3: requesting watch progress: %w", err))
+	}
+	return nil
 }
 
 // Watch implements storage.Interface.
@@ -107,8 +132,8 @@ func (w *watcher) run() {
 	// seen is the revision up to which this watch has delivered
 	// everything; bookmarked the last one it reported in a Bookmark.
 	seen, bookmarked := from, int64(0)
-	bookmark := func() bool {
-		if !w.opts.Bookmarks || seen <= bookmarked {
+	bookmark := func(requested bool) bool {
+		if (!w.opts.Bookmarks && !requested) || seen <= bookmarked {
 			return true
 		}
 		bookmarked = seen
@@ -132,7 +157,7 @@ func (w *watcher) run() {
 				// A progress notification says the stream has delivered
 				// everything up to its header's revision.
 				seen = max(seen, resp.Header.Revision)
-				if !bookmark() {
+				if !bookmark(w.progress.Swap(false)) {
 					return
 				}
 				continue
@@ -148,7 +173,7 @@ func (w *watcher) run() {
 			// stream has caught up, and never before a watch's start
 			// revision exists; meanwhile the revision this watch knows it
 			// has delivered up to makes a correct, if older, bookmark.
-			if !bookmark() {
+			if !bookmark(false) {
 				return
 			}
 			// The request goes to the stream this watch shares with the

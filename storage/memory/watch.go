@@ -29,6 +29,7 @@ type watcher struct {
 	queue      []storage.Event
 	spare      []storage.Event // the goroutine's other queue buffer
 	overflowed bool
+	progress   bool // RequestProgress asked for a Bookmark
 	notify     chan struct{}
 
 	out      chan storage.Event
@@ -44,6 +45,24 @@ func (w *watcher) ResultChan() <-chan storage.Event { return w.out }
 func (w *watcher) Stop() {
 	w.stopOnce.Do(func() { close(w.stop) })
 	<-w.done
+}
+
+var _ storage.ProgressRequester = (*watcher)(nil)
+
+// RequestProgress implements storage.ProgressRequester: the watch sends a
+// Bookmark at the store's revision once its queue is empty.
+func (w *watcher) RequestProgress(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.progress = true
+	w.mu.Unlock()
+	select {
+	case w.notify <- struct{}{}:
+	default:
+	}
+	return nil
 }
 
 // Watch implements storage.Interface.
@@ -207,8 +226,8 @@ func (w *watcher) run() {
 		select {
 		case <-w.notify:
 			w.mu.Lock()
-			q, overflowed := w.queue, w.overflowed
-			w.queue = w.spare[:0]
+			q, overflowed, progress := w.queue, w.overflowed, w.progress
+			w.queue, w.progress = w.spare[:0], false
 			w.mu.Unlock()
 			if overflowed {
 				w.send(storage.Event{Type: storage.ErrorEvent, Err: storage.NewUnavailable(fmt.Errorf(
@@ -226,8 +245,21 @@ func (w *watcher) run() {
 				}
 			}
 			w.spare = q[:0]
+			if progress {
+				sent, ok := w.bookmark()
+				if !ok {
+					return
+				}
+				if !sent {
+					// Events came meanwhile and notified again: answer
+					// after them.
+					w.mu.Lock()
+					w.progress = true
+					w.mu.Unlock()
+				}
+			}
 		case <-tick:
-			if !w.bookmark() {
+			if _, ok := w.bookmark(); !ok {
 				return
 			}
 		case <-w.stop:
@@ -239,8 +271,9 @@ func (w *watcher) run() {
 }
 
 // bookmark sends a Bookmark at the store's revision if every event up to
-// it has been delivered.
-func (w *watcher) bookmark() bool {
+// it has been delivered, and reports whether it did; ok is false when the
+// watch must end.
+func (w *watcher) bookmark() (sent, ok bool) {
 	w.s.mu.RLock()
 	rev := w.s.rev
 	w.mu.Lock()
@@ -248,9 +281,9 @@ func (w *watcher) bookmark() bool {
 	w.mu.Unlock()
 	w.s.mu.RUnlock()
 	if pending || rev < w.after {
-		return true // the queued events come first; the next tick will do
+		return false, true // the queued events come first; the next tick will do
 	}
-	return w.send(storage.Event{Type: storage.Bookmark, Revision: rev})
+	return true, w.send(storage.Event{Type: storage.Bookmark, Revision: rev})
 }
 
 // emit applies the predicate and sends what the consumer must see.

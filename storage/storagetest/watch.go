@@ -353,6 +353,38 @@ func testWatch(t *testing.T, f Factory) {
 		other := mustCreate(t, ctx, s, "/other/x", value("x", 1))
 		waitBookmark(other)
 	})
+	t.Run("RequestProgress", func(t *testing.T) {
+		s, ctx := newStore(t, f), testContext(t)
+		mustCreate(t, ctx, s, "/watch/a", value("a", 1))
+		w := mustWatch(t, ctx, s, "/watch/", storage.WatchOptions{Revision: currentRevision(t, ctx, s)})
+		pr, ok := w.(storage.ProgressRequester)
+		if !ok {
+			t.Skip("the store's watchers do not implement storage.ProgressRequester")
+		}
+		// Writes elsewhere move the store on; asked for progress, a watch
+		// without periodic bookmarks reports the new revision.
+		other := mustCreate(t, ctx, s, "/other/x", value("x", 1))
+		deadline := time.After(eventTimeout)
+		for {
+			if err := pr.RequestProgress(ctx); err != nil {
+				t.Fatalf("RequestProgress: %v", err)
+			}
+			select {
+			case ev, ok := <-w.ResultChan():
+				if !ok || ev.Type != storage.Bookmark {
+					t.Fatalf("got %s (open %v); want only a Bookmark", describe(ev), ok)
+				}
+				if ev.Revision >= other {
+					return
+				}
+			case <-time.After(100 * time.Millisecond):
+				// etcd answers once every watch on the stream caught up:
+				// ask again.
+			case <-deadline:
+				t.Fatalf("no Bookmark at revision >= %d within %v", other, eventTimeout)
+			}
+		}
+	})
 	t.Run("no Bookmarks unless asked", func(t *testing.T) {
 		s, ctx := newStore(t, f), testContext(t)
 		w := mustWatch(t, ctx, s, "/watch/", storage.WatchOptions{Revision: currentRevision(t, ctx, s)})
