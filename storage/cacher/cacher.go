@@ -1,0 +1,587 @@
+package cacher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apikit-dev/apikit/storage"
+	"github.com/apikit-dev/apikit/storage/internal/keyindex"
+)
+
+// Defaults of the options.
+const (
+	// DefaultBookmarkInterval is how often a watch that asked for bookmarks
+	// gets one, as kube-apiserver sends them.
+	DefaultBookmarkInterval = time.Minute
+	// DefaultMaxRevisionWait is how long a read of a revision the cache has
+	// not reached waits for it, as kube-apiserver's watch cache does.
+	DefaultMaxRevisionWait = 3 * time.Second
+)
+
+// The dynamic window, kube-apiserver's: at least minDynamicCapacity changes,
+// at most maxDynamicCapacity, and otherwise every change of the last
+// eventFreshDuration.
+const (
+	minDynamicCapacity = 100
+	maxDynamicCapacity = 100 * 1024
+	eventFreshDuration = 75 * time.Second
+)
+
+// Backoff between two backend watches when one fails.
+const (
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = 5 * time.Second
+)
+
+// progressRetry is how often a consistent read that still waits asks the
+// backend for progress again (etcd answers only once every watch on the
+// stream has caught up).
+const progressRetry = 100 * time.Millisecond
+
+// Option configures a Cacher.
+type Option func(*config)
+
+type config struct {
+	capacity         int
+	bookmarkInterval time.Duration
+	maxRevisionWait  time.Duration
+	logger           *slog.Logger
+}
+
+// WithCapacity sets the window: how many changes the cache keeps for
+// watches that resume from a revision and for reads at older revisions.
+// Zero (the default) sizes it dynamically, as kube-apiserver does: every
+// change of the last 75 seconds, at least 100 and at most 102400.
+func WithCapacity(n int) Option {
+	return func(c *config) {
+		if n >= 0 {
+			c.capacity = n
+		}
+	}
+}
+
+// WithBookmarkInterval sets how often watches that ask for bookmarks get
+// one.
+func WithBookmarkInterval(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.bookmarkInterval = d
+		}
+	}
+}
+
+// WithMaxRevisionWait sets how long a read of a revision the cache has not
+// reached waits for it before it is served by the backend or fails with
+// ErrTooLargeResourceVersion.
+func WithMaxRevisionWait(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.maxRevisionWait = d
+		}
+	}
+}
+
+// WithLogger sets where the cacher reports backend watch failures; the
+// default is slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l != nil {
+			c.logger = l
+		}
+	}
+}
+
+// Cacher is a watch cache in front of a storage.Interface for the keys
+// under one prefix: see the package documentation. The zero value is not
+// usable; call New.
+type Cacher struct {
+	backend storage.Interface
+	root    string
+	cfg     config
+	start   time.Time
+
+	// ctx ends at Close; wg counts the goroutines the cacher owns (not
+	// those of its watchers, which Close stops one by one).
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// ready is true while the cache holds a complete state: reads are
+	// served by the backend before (and while a lost backend watch is
+	// replaced by a new list).
+	ready   atomic.Bool
+	readyCh chan struct{} // closed when first ready
+	// rev mirrors the revision the cache has seen everything up to, for
+	// checks without the lock.
+	rev atomic.Int64
+
+	mu sync.RWMutex
+	// records and index hold every key with history in the window.
+	records map[string]*record
+	index   *keyindex.Index[*record]
+	// live counts the keys that exist at the latest revision.
+	live int
+	// events is the window, oldest first; events[0] has sequence number
+	// firstSeq. Watchers read it by sequence number.
+	events   []event
+	firstSeq uint64
+	// seen is the revision the cache has seen everything up to.
+	seen int64
+	// floor is the oldest revision whose state the cache can serve;
+	// watchFloor the oldest revision a watch can start from (every later
+	// change is in the window). floor >= watchFloor.
+	floor, watchFloor int64
+	// compactTo evicts changes older than it, whatever the capacity.
+	compactTo int64
+	// epoch counts the times the state was replaced by a new list:
+	// watchers of an older epoch are ended.
+	epoch uint64
+	// revWake is closed (and replaced) when seen moves; eventWake when
+	// changes are appended or a bookmark is due.
+	revWake, eventWake chan struct{}
+	// bookmarkGen counts bookmark ticks; a watcher that asked for
+	// bookmarks sends one per tick.
+	bookmarkGen uint64
+	watchers    map[*watcher]struct{}
+	bookmarkers int
+	closed      bool
+
+	// backendWatch is the running backend watch, when it can be asked for
+	// progress.
+	bwMu         sync.Mutex
+	backendWatch storage.ProgressRequester
+
+	// Consistent reads that wait for the cache register in revWaiters and
+	// poke progressReq; the progress loop asks the backend for progress.
+	revWaiters  atomic.Int64
+	progressReq chan struct{}
+
+	// Quorum reads of the backend's revision are shared: a caller joins
+	// revNext, the read that starts after the running one.
+	revMu   sync.Mutex
+	revNext *revCall
+	revReq  chan struct{}
+
+	// delegated counts the reads the backend served.
+	delegated atomic.Int64
+}
+
+var _ storage.Interface = (*Cacher)(nil)
+
+// New starts a cache of the keys under prefix (which gets a trailing "/")
+// in backend: a goroutine lists and watches them and keeps the cache
+// current until Close. Reads are served by the backend until the first list
+// is in (see Ready). Keys outside prefix are served by the backend too.
+// Close does not close backend.
+func New(backend storage.Interface, prefix string, opts ...Option) *Cacher {
+	cfg := config{
+		bookmarkInterval: DefaultBookmarkInterval,
+		maxRevisionWait:  DefaultMaxRevisionWait,
+		logger:           slog.Default(),
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if !strings.HasSuffix(prefix, "/") {
+		prefix += "/"
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Cacher{
+		backend:     backend,
+		root:        prefix,
+		cfg:         cfg,
+		start:       time.Now(),
+		ctx:         ctx,
+		cancel:      cancel,
+		readyCh:     make(chan struct{}),
+		records:     map[string]*record{},
+		index:       keyindex.New(recordKey),
+		revWake:     make(chan struct{}),
+		eventWake:   make(chan struct{}),
+		watchers:    map[*watcher]struct{}{},
+		progressReq: make(chan struct{}, 1),
+		revReq:      make(chan struct{}, 1),
+	}
+	c.wg.Add(4)
+	go c.run()
+	go c.progressLoop()
+	go c.revisionLoop()
+	go c.tickLoop()
+	return c
+}
+
+// Prefix returns the prefix whose keys the cache holds.
+func (c *Cacher) Prefix() string { return c.root }
+
+// Ready reports whether the cache holds a complete state and serves reads.
+func (c *Cacher) Ready() bool { return c.ready.Load() }
+
+// WaitReady returns when the cache first holds a complete state, or with
+// ctx's error.
+func (c *Cacher) WaitReady(ctx context.Context) error {
+	select {
+	case <-c.readyCh:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the watch cache of %q: %w", c.root, ctx.Err())
+	case <-c.ctx.Done():
+		return errClosed()
+	}
+}
+
+func errClosed() error { return storage.NewUnavailable(errors.New("watch cache is closed")) }
+
+// Close stops the cache and ends its watches; later calls fail with
+// ErrUnavailable. It leaves the backend open.
+func (c *Cacher) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	ws := make([]*watcher, 0, len(c.watchers))
+	for w := range c.watchers {
+		ws = append(ws, w)
+	}
+	c.mu.Unlock()
+	c.cancel()
+	for _, w := range ws {
+		w.Stop()
+	}
+	c.wg.Wait()
+	return nil
+}
+
+func (c *Cacher) isClosed() bool { return c.ctx.Err() != nil }
+
+// covers reports whether key (or a prefix ending in "/") is in the cache.
+func (c *Cacher) covers(key string) bool { return strings.HasPrefix(key, c.root) }
+
+// run keeps one backend watch going: the first starts with the state as
+// initial events (a consistent list), later ones resume from the revision
+// the cache has seen; when the backend no longer has that revision, the
+// cache lists again.
+func (c *Cacher) run() {
+	defer c.wg.Done()
+	backoff := minBackoff
+	for {
+		progressed, err := c.watchOnce()
+		if c.ctx.Err() != nil {
+			return
+		}
+		if progressed {
+			backoff = minBackoff
+		}
+		c.cfg.logger.Warn("watch cache: backend watch ended; watching again", "prefix", c.root, "err", err, "after", backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-c.ctx.Done():
+			t.Stop()
+			return
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// watchOnce runs one backend watch until it ends; progressed reports
+// whether it delivered anything.
+func (c *Cacher) watchOnce() (progressed bool, err error) {
+	opts := storage.WatchOptions{Bookmarks: true}
+	initializing := !c.ready.Load()
+	if initializing {
+		opts.SendInitialEvents = true
+	} else {
+		opts.Revision = c.rev.Load()
+	}
+	w, err := c.backend.Watch(c.ctx, c.root, opts)
+	if err != nil {
+		if errors.Is(err, storage.ErrExpired) {
+			c.reset(err)
+		}
+		return false, fmt.Errorf("starting the backend watch: %w", err)
+	}
+	defer w.Stop()
+	if pr, ok := w.(storage.ProgressRequester); ok {
+		c.bwMu.Lock()
+		c.backendWatch = pr
+		c.bwMu.Unlock()
+		defer func() {
+			c.bwMu.Lock()
+			c.backendWatch = nil
+			c.bwMu.Unlock()
+		}()
+	}
+	var init *initialState
+	if initializing {
+		init = newInitialState()
+	}
+	for ev := range w.ResultChan() {
+		switch {
+		case ev.Type == storage.ErrorEvent:
+			if errors.Is(ev.Err, storage.ErrExpired) {
+				c.reset(ev.Err)
+			}
+			return progressed, ev.Err
+		case init != nil:
+			switch {
+			case ev.Type == storage.Added:
+				init.add(ev)
+			case ev.Type == storage.Bookmark && ev.InitialEventsEnd:
+				c.install(init, ev.Revision)
+				init = nil
+				progressed = true
+			case ev.Type == storage.Bookmark:
+			default:
+				return progressed, fmt.Errorf("backend sent %s %q among the initial events", ev.Type, ev.Key)
+			}
+		default:
+			c.apply(ev)
+			progressed = true
+		}
+	}
+	return progressed, errors.New("the backend closed the watch")
+}
+
+// initialState is the state a new list builds before it replaces the
+// cache's.
+type initialState struct {
+	records map[string]*record
+	keys    []*record
+}
+
+func newInitialState() *initialState { return &initialState{records: map[string]*record{}} }
+
+func (s *initialState) add(ev storage.Event) {
+	memo := ev.Memo
+	if memo == nil {
+		memo = storage.NewMemo()
+	}
+	v := &version{rev: ev.Revision, value: ev.Value, memo: memo}
+	if r := s.records[ev.Key]; r != nil {
+		r.versions[0] = v // a backend never sends a key twice; keep the last
+		return
+	}
+	r := &record{key: ev.Key, versions: []*version{v}}
+	s.records[ev.Key] = r
+	s.keys = append(s.keys, r)
+}
+
+// install replaces the cache's state with s, the state at rev.
+func (c *Cacher) install(s *initialState, rev int64) {
+	index := keyindex.New(recordKey)
+	for _, r := range s.keys {
+		index.Insert(r)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.records, c.index, c.live = s.records, index, len(s.keys)
+	clear(c.events)
+	c.firstSeq += uint64(len(c.events))
+	c.events = nil
+	c.floor, c.watchFloor = rev, rev
+	c.advanceLocked(rev)
+	if c.ready.CompareAndSwap(false, true) && c.epoch == 0 {
+		close(c.readyCh)
+	}
+}
+
+// reset drops the cache's state when the backend cannot resume its watch:
+// reads go to the backend until a new list is in, and every watcher ends
+// with err (ErrExpired), so that its client lists again.
+func (c *Cacher) reset(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.ready.Load() {
+		return
+	}
+	c.cfg.logger.Warn("watch cache: the backend lost the cache's revision; listing again", "prefix", c.root, "revision", c.seen, "err", err)
+	c.ready.Store(false)
+	c.epoch++
+	c.records, c.index, c.live = map[string]*record{}, keyindex.New(recordKey), 0
+	clear(c.events)
+	c.firstSeq += uint64(len(c.events))
+	c.events = nil
+	c.wakeWatchersLocked()
+}
+
+// advanceLocked records that the cache has seen everything up to rev.
+func (c *Cacher) advanceLocked(rev int64) {
+	if rev <= c.seen {
+		return
+	}
+	c.seen = rev
+	c.rev.Store(rev)
+	close(c.revWake)
+	c.revWake = make(chan struct{})
+}
+
+func (c *Cacher) wakeWatchersLocked() {
+	close(c.eventWake)
+	c.eventWake = make(chan struct{})
+}
+
+// apply adds one change from the backend watch.
+func (c *Cacher) apply(ev storage.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch ev.Type {
+	case storage.Added, storage.Modified, storage.Deleted:
+	case storage.Bookmark:
+		c.advanceLocked(ev.Revision)
+		return
+	default:
+		return
+	}
+	if ev.Revision < c.seen {
+		return // already seen; a backend never goes back
+	}
+	rec := c.records[ev.Key]
+	prev := rec.latest()
+	e := event{prev: prev, at: int64(time.Since(c.start))}
+	switch {
+	case ev.Type == storage.Deleted && prev == nil:
+		c.advanceLocked(ev.Revision) // nothing the cache holds
+		return
+	case ev.Type == storage.Deleted:
+		e.typ, e.cur = deleted, &version{rev: ev.Revision, deleted: true}
+		c.live--
+	default:
+		memo := ev.Memo
+		if memo == nil {
+			memo = storage.NewMemo()
+		}
+		e.cur = &version{rev: ev.Revision, value: ev.Value, memo: memo}
+		e.typ = modified
+		if prev == nil {
+			e.typ = added
+			c.live++
+		}
+	}
+	if rec == nil {
+		rec = &record{key: ev.Key}
+		c.records[ev.Key] = rec
+		c.index.Insert(rec)
+	}
+	e.key = rec.key
+	rec.versions = append(rec.versions, e.cur)
+	c.events = append(c.events, e)
+	c.advanceLocked(ev.Revision)
+	c.evictLocked(e.at)
+	c.wakeWatchersLocked()
+}
+
+// evictLocked drops the oldest changes the window no longer keeps, at time
+// now (nanoseconds since start), and the history only they needed.
+func (c *Cacher) evictLocked(now int64) {
+	n := 0
+	for n < len(c.events) {
+		e := &c.events[n]
+		size := len(c.events) - n
+		var over bool
+		switch {
+		case e.cur.rev < c.compactTo:
+			over = true
+		case c.cfg.capacity > 0:
+			over = size > c.cfg.capacity
+		default:
+			over = size > maxDynamicCapacity || (size > minDynamicCapacity && now-e.at > int64(eventFreshDuration))
+		}
+		if !over {
+			break
+		}
+		c.watchFloor = e.cur.rev
+		c.floor = max(c.floor, e.cur.rev)
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	for i := range c.events[:n] {
+		if rec := c.records[c.events[i].key]; rec != nil && rec.compact(c.floor) {
+			delete(c.records, rec.key)
+			c.index.Delete(rec.key)
+		}
+	}
+	clear(c.events[:n])
+	c.events = c.events[n:]
+	c.firstSeq += uint64(n)
+}
+
+// Compact discards the cache's history before rev, as a backend compaction
+// does: afterwards reads at older revisions are served by the backend
+// (which fails them with ErrExpired once it has compacted too), and watches
+// from revisions whose later changes are gone fail with ErrExpired. It
+// waits for the cache to reach rev first.
+//
+// The cache does not need it: its window is its own history. It is for
+// callers that compact the backend and want the cache to agree, such as
+// the storagetest suite.
+func (c *Cacher) Compact(ctx context.Context, rev int64) error {
+	if c.isClosed() {
+		return errClosed()
+	}
+	if !c.ready.Load() {
+		return nil // nothing cached
+	}
+	if delegate, err := c.sync(ctx, rev); err != nil {
+		return err
+	} else if delegate {
+		return storage.NewUnavailable(fmt.Errorf("watch cache of %q did not reach revision %d to compact", c.root, rev))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rev <= c.floor {
+		return nil
+	}
+	c.compactTo = max(c.compactTo, rev)
+	c.evictLocked(int64(time.Since(c.start)))
+	c.floor = max(c.floor, rev)
+	// Keys whose changes all came before rev keep versions only reads
+	// below the new floor could see.
+	for _, rec := range c.records {
+		if rec.compact(c.floor) {
+			delete(c.records, rec.key)
+			c.index.Delete(rec.key)
+		}
+	}
+	return nil
+}
+
+// tickLoop sends bookmark ticks and ages the dynamic window when no change
+// comes to do it.
+func (c *Cacher) tickLoop() {
+	defer c.wg.Done()
+	tick := min(c.cfg.bookmarkInterval, time.Second)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	lastBookmark := time.Now()
+	for {
+		select {
+		case <-t.C:
+		case <-c.ctx.Done():
+			return
+		}
+		now := time.Now()
+		bookmark := now.Sub(lastBookmark) >= c.cfg.bookmarkInterval-tick/2
+		c.mu.Lock()
+		if c.cfg.capacity == 0 {
+			c.evictLocked(int64(now.Sub(c.start)))
+		}
+		if bookmark {
+			lastBookmark = now
+			if c.bookmarkers > 0 {
+				c.bookmarkGen++
+				c.wakeWatchersLocked()
+			}
+		}
+		c.mu.Unlock()
+	}
+}

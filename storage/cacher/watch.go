@@ -1,0 +1,347 @@
+package cacher
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/apikit-dev/apikit/storage"
+)
+
+const (
+	// maxBatch bounds the changes a watcher copies out of the window per
+	// hold of the lock.
+	maxBatch = 64
+	// initialChunk bounds the objects a watcher with initial events
+	// collects per hold of the lock.
+	initialChunk = 256
+	// outBuffer is the capacity of a watch's result channel.
+	outBuffer = 16
+)
+
+// watcher is one watch served by the cache. Its goroutine reads the
+// cache's window from its own position: writers never wait for it, and a
+// watcher that falls out of the window ends with an error.
+type watcher struct {
+	c         *Cacher
+	ctx       context.Context
+	prefix    string
+	pred      storage.Predicate
+	bookmarks bool
+
+	// failure, when set, is the only event the watch sends.
+	failure error
+	// initial: the watch first sends the objects at initRev as Added
+	// events, then, with initEnd, the Bookmark that ends them.
+	initial, initEnd bool
+	initRev          int64
+	// after: changes at or before it are not sent.
+	after int64
+	// epoch is the cache state the watch reads; cursor the sequence number
+	// of the next change to read.
+	epoch  uint64
+	cursor uint64
+	// gen is the last bookmark tick handled; lastBookmark the revision of
+	// the last Bookmark sent.
+	gen          uint64
+	lastBookmark int64
+
+	batch []event
+	chunk []storage.KeyValue
+
+	out      chan storage.Event
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+}
+
+var _ storage.Watcher = (*watcher)(nil)
+
+// ResultChan implements storage.Watcher.
+func (w *watcher) ResultChan() <-chan storage.Event { return w.out }
+
+// Stop implements storage.Watcher. It returns once the channel is closed.
+func (w *watcher) Stop() {
+	w.stopOnce.Do(func() { close(w.stop) })
+	<-w.done
+}
+
+// Watch implements storage.Interface; see the package documentation for
+// what the cache serves.
+func (c *Cacher) Watch(ctx context.Context, prefix string, opts storage.WatchOptions) (storage.Watcher, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if c.isClosed() {
+		return nil, errClosed()
+	}
+	prefix = listPrefix(prefix)
+	if !c.ready.Load() || !c.covers(prefix) {
+		return c.delegateWatch(ctx, prefix, opts)
+	}
+	rev := opts.Revision
+	initial := rev == 0 || opts.SendInitialEvents
+	if initial {
+		// The state sent first must be the latest (a consistent read), or
+		// the one at a revision the cache may not have reached yet.
+		delegate, err := c.sync(ctx, rev)
+		if err != nil {
+			return nil, err
+		}
+		if delegate {
+			return c.delegateWatch(ctx, prefix, opts)
+		}
+	}
+	w := &watcher{
+		c:         c,
+		ctx:       ctx,
+		prefix:    prefix,
+		pred:      opts.Predicate,
+		bookmarks: opts.Bookmarks,
+		out:       make(chan storage.Event, outBuffer),
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	c.mu.Lock()
+	switch {
+	case c.closed:
+		c.mu.Unlock()
+		return nil, errClosed()
+	case !c.ready.Load():
+		c.mu.Unlock()
+		return c.delegateWatch(ctx, prefix, opts)
+	}
+	if rev == 0 {
+		rev = c.seen
+	}
+	switch {
+	case initial && rev < c.floor:
+		w.failure = storage.NewExpired(rev, c.floor)
+	case !initial && rev < c.watchFloor:
+		w.failure = storage.NewExpired(rev, c.watchFloor+1)
+	default:
+		w.initial, w.initEnd, w.initRev = initial, opts.SendInitialEvents, rev
+		w.after = rev
+		w.epoch = c.epoch
+		w.cursor = c.firstSeq + uint64(sort.Search(len(c.events), func(i int) bool { return c.events[i].cur.rev > rev }))
+		w.gen = c.bookmarkGen
+		c.watchers[w] = struct{}{}
+		if w.bookmarks {
+			c.bookmarkers++
+		}
+	}
+	c.mu.Unlock()
+	go w.run()
+	return w, nil
+}
+
+func (c *Cacher) removeWatcher(w *watcher) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.watchers[w]; !ok {
+		return
+	}
+	delete(c.watchers, w)
+	if w.bookmarks {
+		c.bookmarkers--
+	}
+}
+
+func errReinitialized() error {
+	return &storage.Error{Code: storage.CodeExpired,
+		Message: "the watch cache lost its history and listed again: list and watch again"}
+}
+
+func (w *watcher) errBehind() error {
+	return storage.NewUnavailable(fmt.Errorf(
+		"watch of %q ended: the watcher fell behind the watch cache's window; watch again from the last revision received", w.prefix))
+}
+
+func (w *watcher) run() {
+	defer close(w.done)
+	defer close(w.out)
+	defer w.c.removeWatcher(w)
+	if w.failure != nil {
+		w.send(storage.Event{Type: storage.ErrorEvent, Err: w.failure})
+		return
+	}
+	if w.initial && !w.sendInitial() {
+		return
+	}
+	c := w.c
+	for {
+		var err error
+		c.mu.RLock()
+		next := c.firstSeq + uint64(len(c.events))
+		switch {
+		case c.epoch != w.epoch:
+			err = errReinitialized()
+		case w.cursor < c.firstSeq:
+			err = w.errBehind()
+		default:
+			off := w.cursor - c.firstSeq
+			n := min(next-w.cursor, maxBatch)
+			w.batch = append(w.batch[:0], c.events[off:off+n]...)
+			w.cursor += n
+		}
+		caughtUp := w.cursor == next
+		seen, gen, wake := c.seen, c.bookmarkGen, c.eventWake
+		c.mu.RUnlock()
+		if err != nil {
+			w.send(storage.Event{Type: storage.ErrorEvent, Err: err})
+			return
+		}
+		whole := w.prefix == c.root
+		for i := range w.batch {
+			e := &w.batch[i]
+			if e.cur.rev <= w.after || (!whole && !strings.HasPrefix(e.key, w.prefix)) {
+				continue
+			}
+			if !w.emit(e) {
+				return
+			}
+		}
+		clear(w.batch) // hold no value longer than needed
+		if !caughtUp {
+			continue
+		}
+		if w.bookmarks && gen != w.gen {
+			// Every change up to seen has been sent.
+			w.gen = gen
+			if seen >= w.after && seen > w.lastBookmark {
+				w.lastBookmark = seen
+				if !w.send(storage.Event{Type: storage.Bookmark, Revision: seen}) {
+					return
+				}
+			}
+		}
+		select {
+		case <-wake:
+		case <-w.stop:
+			return
+		case <-w.ctx.Done():
+			return
+		}
+	}
+}
+
+// sendInitial sends the objects at initRev as Added events, a chunk per
+// hold of the lock, then the Bookmark that ends them when asked.
+func (w *watcher) sendInitial() bool {
+	c := w.c
+	key := w.prefix
+	for {
+		var err error
+		w.chunk = w.chunk[:0]
+		c.mu.RLock()
+		switch {
+		case c.epoch != w.epoch:
+			err = errReinitialized()
+		case w.initRev < c.floor:
+			err = w.errBehind()
+		default:
+			for rec := range c.index.From(key) {
+				if !strings.HasPrefix(rec.key, w.prefix) || len(w.chunk) == initialChunk {
+					break
+				}
+				if v := rec.at(w.initRev); v != nil {
+					w.chunk = append(w.chunk, storage.KeyValue{Key: rec.key, Value: v.value, Revision: v.rev, Memo: v.memo})
+				}
+			}
+		}
+		c.mu.RUnlock()
+		if err != nil {
+			w.send(storage.Event{Type: storage.ErrorEvent, Err: err})
+			return false
+		}
+		full := len(w.chunk) == initialChunk
+		if full {
+			key = w.chunk[len(w.chunk)-1].Key + "\x00"
+		}
+		for i, kv := range w.chunk {
+			w.chunk[i] = storage.KeyValue{}
+			if !w.pred.Empty() {
+				match, err := w.pred.Matches(kv.Value, kv.Memo)
+				if err != nil {
+					w.send(storage.Event{Type: storage.ErrorEvent, Err: fmt.Errorf("watch of %q: filtering %q: %w", w.prefix, kv.Key, err)})
+					return false
+				}
+				if !match {
+					continue
+				}
+			}
+			if !w.send(storage.Event{Type: storage.Added, Key: kv.Key, Value: kv.Value, Revision: kv.Revision, Memo: kv.Memo}) {
+				return false
+			}
+		}
+		if !full {
+			break
+		}
+	}
+	w.chunk = nil
+	if w.initEnd {
+		return w.send(storage.Event{Type: storage.Bookmark, Revision: w.initRev, InitialEventsEnd: true})
+	}
+	return true
+}
+
+// emit sends what the watcher's predicate lets through of a change.
+func (w *watcher) emit(e *event) bool {
+	ev := e.toStorage()
+	if !w.pred.Empty() {
+		var ok bool
+		var err error
+		if ev, ok, err = w.filter(e, ev); err != nil {
+			w.send(storage.Event{Type: storage.ErrorEvent, Err: fmt.Errorf("watch of %q: filtering %q: %w", w.prefix, e.key, err)})
+			return false
+		} else if !ok {
+			return true
+		}
+	}
+	return w.send(ev)
+}
+
+// filter is storage.Predicate.FilterEvent with the memos of both versions,
+// so that the attributes of neither are decoded again: an object that
+// starts matching is Added, one that stops matching is Deleted.
+func (w *watcher) filter(e *event, ev storage.Event) (storage.Event, bool, error) {
+	switch e.typ {
+	case added:
+		ok, err := w.pred.Matches(e.cur.value, e.cur.memo)
+		return ev, ok, err
+	case deleted:
+		ok, err := w.pred.Matches(e.prev.value, e.prev.memo)
+		return ev, ok, err
+	}
+	cur, err := w.pred.Matches(e.cur.value, e.cur.memo)
+	if err != nil {
+		return ev, false, err
+	}
+	prev, err := w.pred.Matches(e.prev.value, e.prev.memo)
+	if err != nil {
+		return ev, false, err
+	}
+	switch {
+	case cur && prev:
+		return ev, true, nil
+	case cur:
+		ev.Type, ev.PrevValue = storage.Added, nil
+		return ev, true, nil
+	case prev:
+		return storage.Event{Type: storage.Deleted, Key: e.key, Value: e.prev.value, Revision: e.cur.rev, Memo: e.prev.memo}, true, nil
+	}
+	return ev, false, nil
+}
+
+func (w *watcher) send(ev storage.Event) bool {
+	select {
+	case w.out <- ev:
+		return true
+	case <-w.stop:
+		return false
+	case <-w.ctx.Done():
+		return false
+	}
+}

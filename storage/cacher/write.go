@@ -1,0 +1,59 @@
+package cacher
+
+import (
+	"context"
+
+	"github.com/apikit-dev/apikit/storage"
+)
+
+// Create implements storage.Interface: the backend writes; the cache learns
+// of it through its watch.
+func (c *Cacher) Create(ctx context.Context, key string, value []byte) (int64, error) {
+	if c.isClosed() {
+		return 0, errClosed()
+	}
+	return c.backend.Create(ctx, key, value)
+}
+
+// GuaranteedUpdate implements storage.Interface: the backend writes, and
+// its first attempt starts from the cache's value of the key (as
+// opts.Suggestion, unless the caller gave one) rather than a read. A stale
+// value costs the backend one retry.
+func (c *Cacher) GuaranteedUpdate(ctx context.Context, key string, opts storage.UpdateOptions, tryUpdate storage.UpdateFunc) (storage.KeyValue, error) {
+	if c.isClosed() {
+		return storage.KeyValue{}, errClosed()
+	}
+	if opts.Suggestion.Key == "" && c.ready.Load() && c.covers(key) {
+		c.mu.RLock()
+		v := c.records[key].latest()
+		if !c.ready.Load() {
+			v = nil
+		}
+		c.mu.RUnlock()
+		if v != nil {
+			opts.Suggestion = storage.KeyValue{Key: key, Value: v.value, Revision: v.rev, Memo: v.memo}
+		}
+	}
+	return c.backend.GuaranteedUpdate(ctx, key, opts, tryUpdate)
+}
+
+// Delete implements storage.Interface: the backend deletes.
+func (c *Cacher) Delete(ctx context.Context, key string, opts storage.DeleteOptions) (storage.KeyValue, error) {
+	if c.isClosed() {
+		return storage.KeyValue{}, errClosed()
+	}
+	return c.backend.Delete(ctx, key, opts)
+}
+
+// CurrentRevision implements storage.Interface: a quorum read of the
+// backend, shared by concurrent callers (each gets a read that started
+// after it called).
+func (c *Cacher) CurrentRevision(ctx context.Context) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if c.isClosed() {
+		return 0, errClosed()
+	}
+	return c.currentRevision(ctx)
+}
