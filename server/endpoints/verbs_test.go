@@ -3,6 +3,8 @@ package endpoints_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -370,5 +372,19 @@ func TestBodyTooLarge(t *testing.T) {
 		t.Errorf("a body of exactly 3 MiB: %d %.200s", resp.StatusCode, b)
 	}
 	resp, b = ts.do(t, req{method: "PATCH", path: ns + "/fits", body: big, contentType: "application/merge-patch+json"})
+	wantStatus(t, resp, b, 413, meta.StatusReasonRequestEntityTooLarge, "Request entity too large: limit is 3145728")
+
+	// A chunked body announces no length: the limit applies as it is read.
+	hr, err := http.NewRequest("POST", ts.URL+ns, io.MultiReader(strings.NewReader(big)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	resp, err = ts.Client().Do(hr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ = io.ReadAll(resp.Body)
 	wantStatus(t, resp, b, 413, meta.StatusReasonRequestEntityTooLarge, "Request entity too large: limit is 3145728")
 }
