@@ -23,8 +23,11 @@ type Widget struct {
 }
 
 type WidgetSpec struct {
-	Size  int    `json:"size,omitempty"`
-	Color string `json:"color,omitempty"`
+	Size  int               `json:"size,omitempty"`
+	Color string            `json:"color,omitempty"`
+	Tags  []string          `json:"tags,omitempty"`
+	Extra map[string]string `json:"extra,omitempty"`
+	Since *meta.Time        `json:"since,omitempty"`
 }
 
 type WidgetStatus struct {

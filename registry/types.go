@@ -1,9 +1,11 @@
 package registry
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/apikit-dev/apikit/meta"
 )
@@ -66,11 +68,89 @@ func (ti *typeInfo) newObject() any { return reflect.New(ti.elem).Interface() }
 func (ti *typeInfo) specEqual(a, b any) bool {
 	va, vb := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
 	for _, i := range ti.spec {
-		if !reflect.DeepEqual(va.Field(i).Interface(), vb.Field(i).Interface()) {
+		if !semanticEqual(va.Field(i), vb.Field(i)) {
 			return false
 		}
 	}
 	return true
+}
+
+var timeType = reflect.TypeOf(time.Time{})
+
+// semanticEqual is reflect.DeepEqual as Kubernetes' semantic equality has
+// it: an empty slice or map equals a nil one (JSON round trips turn one
+// into the other, so a client sending "tags": [] changed nothing), and
+// times are equal when they are the same instant, whatever their zone.
+func semanticEqual(a, b reflect.Value) bool {
+	if a.Type() == timeType && a.CanInterface() {
+		return a.Interface().(time.Time).Equal(b.Interface().(time.Time))
+	}
+	switch a.Kind() {
+	case reflect.Slice:
+		if a.Len() != b.Len() {
+			return false
+		}
+		if a.Type().Elem().Kind() == reflect.Uint8 {
+			return bytes.Equal(a.Bytes(), b.Bytes())
+		}
+		for i := range a.Len() {
+			if !semanticEqual(a.Index(i), b.Index(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Array:
+		for i := range a.Len() {
+			if !semanticEqual(a.Index(i), b.Index(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Map:
+		if a.Len() != b.Len() {
+			return false
+		}
+		for _, k := range a.MapKeys() {
+			bv := b.MapIndex(k)
+			if !bv.IsValid() || !semanticEqual(a.MapIndex(k), bv) {
+				return false
+			}
+		}
+		return true
+	case reflect.Pointer, reflect.Interface:
+		if a.IsNil() || b.IsNil() {
+			return a.IsNil() == b.IsNil()
+		}
+		if a.Kind() == reflect.Interface && a.Elem().Type() != b.Elem().Type() {
+			return false
+		}
+		return semanticEqual(a.Elem(), b.Elem())
+	case reflect.Struct:
+		for i := range a.NumField() {
+			if !semanticEqual(a.Field(i), b.Field(i)) {
+				return false
+			}
+		}
+		return true
+	case reflect.Func, reflect.Chan, reflect.UnsafePointer:
+		return a.IsNil() && b.IsNil()
+	}
+	// Scalars: compare without Interface(), which unexported fields refuse.
+	switch a.Kind() {
+	case reflect.Bool:
+		return a.Bool() == b.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return a.Int() == b.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return a.Uint() == b.Uint()
+	case reflect.Float32, reflect.Float64:
+		return a.Float() == b.Float()
+	case reflect.Complex64, reflect.Complex128:
+		return a.Complex() == b.Complex()
+	case reflect.String:
+		return a.String() == b.String()
+	}
+	return false
 }
 
 // copyStatus sets dst's status to src's.

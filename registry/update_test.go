@@ -146,6 +146,17 @@ func TestUpdateGeneration(t *testing.T) {
 		// Status is the subresource's: the main resource ignores it.
 		{"status through the main resource", func(w *Widget) { w.Status.Ready = true }, 2, 2, false},
 		{"spec again", func(w *Widget) { w.Spec.Size = 3 }, 3, 3, false},
+		// Empty and absent lists and maps are the same spec, as in
+		// Kubernetes' semantic equality: a client that sends "tags": []
+		// for a stored object without tags changed nothing.
+		{"empty list for none", func(w *Widget) { w.Spec.Tags = []string{} }, 3, 3, false},
+		{"empty map for none", func(w *Widget) { w.Spec.Extra = map[string]string{} }, 3, 3, false},
+		{"a time set", func(w *Widget) { t := meta.NewTime(testNow); w.Spec.Since = &t }, 4, 3, false},
+		{"the same time in another zone", func(w *Widget) {
+			t := meta.NewTime(testNow.In(time.FixedZone("x", 3600)))
+			w.Spec.Since = &t
+		}, 4, 3, false},
+		{"a list item", func(w *Widget) { w.Spec.Tags = []string{"a"} }, 5, 3, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, _, err := st.Update(ctx, "ns", "w", edit(tc.change), registry.UpdateOptions{})
