@@ -43,8 +43,9 @@ type builder struct {
 }
 
 // buildAll builds wardle from the working tree (every time: it is what is
-// measured), and the sample-apiserver and etcd once per version.
-func (b *builder) buildAll() (binaries, error) {
+// measured) unless not withWardle, and the sample-apiserver and etcd once
+// per version.
+func (b *builder) buildAll(withWardle bool) (binaries, error) {
 	var bins binaries
 	var err error
 	if bins.etcd, err = b.etcd(); err != nil {
@@ -56,8 +57,10 @@ func (b *builder) buildAll() (binaries, error) {
 	if bins.sample, err = b.sample(); err != nil {
 		return bins, err
 	}
-	if bins.wardle, err = b.wardle(); err != nil {
-		return bins, err
+	if withWardle {
+		if bins.wardle, err = b.wardle(); err != nil {
+			return bins, err
+		}
 	}
 	return bins, nil
 }

@@ -40,6 +40,7 @@ type options struct {
 	out, label, repo, work string
 	keep, fsync            bool
 	wardleArgs, sampleArgs string
+	wardleBin              string
 	only                   string
 }
 
@@ -61,6 +62,7 @@ func parseFlags() (options, error) {
 	fs.BoolVar(&o.fsync, "etcd-fsync", false, "run etcd with fsync (default: --unsafe-no-fsync, so that the servers, not the disk, are measured)")
 	fs.StringVar(&o.wardleArgs, "wardle-args", "", "extra flags for wardle, space separated")
 	fs.StringVar(&o.sampleArgs, "sample-args", "", "extra flags for the sample-apiserver, space separated")
+	fs.StringVar(&o.wardleBin, "wardle-bin", "", "run this wardle binary instead of building examples/wardle (one built with a CPU profile, say); its size and modules are reported as apikit's")
 	fs.StringVar(&o.only, "only", "", "run one server only (apikit or sample), for trying things; ratios are then n/a")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return o, err
@@ -121,9 +123,12 @@ func run() error {
 	if err := os.MkdirAll(b.cache, 0o755); err != nil {
 		return fmt.Errorf("making the build cache: %w", err)
 	}
-	bins, err := b.buildAll()
+	bins, err := b.buildAll(o.wardleBin == "")
 	if err != nil {
 		return err
+	}
+	if o.wardleBin != "" {
+		bins.wardle = o.wardleBin
 	}
 	infos := map[string]binaryInfo{}
 	for key, bin := range map[string]string{keyApikit: bins.wardle, keySample: bins.sample} {

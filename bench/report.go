@@ -3,11 +3,13 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"fmt"
 	"math"
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -104,6 +106,16 @@ func figures(runs []runRecord, bins map[string]binaryInfo) []*figure {
 			return 0, false
 		}
 	}
+	phaseOther := func(pick func(*serverRun) *phase, cpu func(*phase) time.Duration) get {
+		return func(s *serverRun) (float64, bool) {
+			if p := pick(s); p != nil {
+				return perOpMS(cpu(p), p.ops), true
+			}
+			return 0, false
+		}
+	}
+	etcdCPU := func(p *phase) time.Duration { return p.etcdCPU }
+	clientCPU := func(p *phase) time.Duration { return p.clientCPU }
 	listWall := func(pick func(*serverRun) *listPhase) get {
 		return func(s *serverRun) (float64, bool) {
 			if l := pick(s); l != nil {
@@ -172,6 +184,10 @@ func figures(runs []runRecord, bins map[string]binaryInfo) []*figure {
 		{figure{name: "stored object size in etcd", unit: "B", format: "%.0f"}, func(s *serverRun) (float64, bool) {
 			return float64(s.valueSize), s.valueSize > 0
 		}},
+		{figure{name: "etcd CPU per create", unit: "ms", format: "%.3f"}, phaseOther(create, etcdCPU)},
+		{figure{name: "etcd CPU per GET", unit: "ms", format: "%.3f"}, phaseOther(gets, etcdCPU)},
+		{figure{name: "load generator CPU per create", unit: "ms", format: "%.3f"}, phaseOther(create, clientCPU)},
+		{figure{name: "load generator CPU per GET", unit: "ms", format: "%.3f"}, phaseOther(gets, clientCPU)},
 	}
 	var out []*figure
 	for _, row := range rows {
@@ -195,7 +211,19 @@ func figures(runs []runRecord, bins map[string]binaryInfo) []*figure {
 		size.values[key] = []float64{float64(b.size) / 1e6}
 		mods.values[key] = []float64{float64(b.modules)}
 	}
-	return append(out, size, mods)
+	out = append(out, size, mods)
+	// Rows with a target first, then those for information.
+	slices.SortStableFunc(out, func(a, b *figure) int {
+		return cmp.Compare(boolInt(a.target == 0), boolInt(b.target == 0))
+	})
+	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // etcdFigures are raw etcd compare-and-put throughput and each server's
@@ -396,8 +424,11 @@ cd bench && go run . -out ../docs/benchmarks.md -label "what changed"
 ` + "```" + `
 
 Flags: ` + "`-runs`" + ` (default 5), ` + "`-n`" + ` (5000), ` + "`-workers`" + ` (16), ` + "`-lists`" + `, ` + "`-page`" + `,
-` + "`-watch-events`" + `, ` + "`-etcd-fsync`" + `, ` + "`-wardle-args`" + `/` + "`-sample-args`" + ` (extra server flags);
-` + "`go run . -h`" + ` lists them. Each new run is added at the top; earlier ones stay below.
+` + "`-watch-events`" + `, ` + "`-etcd-fsync`" + `, ` + "`-wardle-args`" + `/` + "`-sample-args`" + ` (extra server flags),
+` + "`-wardle-bin`" + ` (a prebuilt wardle), ` + "`-only apikit`" + ` (one server), ` + "`-keep`" + ` (keep the scratch
+directory: logs and a kubeconfig per server); ` + "`go run . -h`" + ` lists them. Each new run
+is added at the top; earlier ones stay below. ` + "`cd bench && go test ./...`" + ` tests the
+harness only; ./test.sh does not run the benchmark.
 
 What is measured, for each server in each run (servers alternate which goes
 first; each starts fresh, on an empty etcd prefix of its own):
@@ -424,5 +455,23 @@ first; each starts fresh, on an empty etcd prefix of its own):
   (` + "`dep`" + ` lines of ` + "`go version -m`" + `).
 
 The load generator, both servers and etcd share the machine's cores; server
-CPU per op is the fairer figure when the machine is busy.
+CPU per op is the fairer figure when the machine is busy, and throughput
+ratios are bounded by what etcd and the load generator leave free.
+
+How the two servers differ beyond the code under test (all stock):
+
+- The sample-apiserver records server-side-apply ` + "`managedFields`" + ` on every write,
+  so its stored objects and responses are larger (see the response and
+  stored sizes). It stores v1alpha1, apikit v1beta1 (the served version).
+- The sample-apiserver runs API Priority and Fairness and NamespaceLifecycle,
+  webhook and policy admission against a fake core API (see
+  bench/sampleapiserver); the benchmark's user is in system:masters, which
+  APF exempts. Its BanFlunder reads Fischers from an informer; apikit's
+  BanFlunder lists them from storage on every Flunder create and update.
+- Both verify the client certificate chain on every request.
+
+Profiling: wardle has no pprof endpoint. Build a copy of
+examples/wardle/main.go that wraps the command in
+pprof.StartCPUProfile/StopCPUProfile (the profile is written when SIGTERM
+ends it) and pass it with ` + "`-wardle-bin`" + `, e.g. with ` + "`-only apikit -runs 1`" + `.
 `

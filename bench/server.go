@@ -75,12 +75,18 @@ type phase struct {
 	ops  int
 	wall time.Duration
 	cpu  time.Duration // the server's user + system CPU time
+	// etcdCPU and clientCPU are etcd's and the load generator's, to show
+	// what else the machine spent on the operations.
+	etcdCPU, clientCPU time.Duration
 }
 
 func (p phase) throughput() float64 { return float64(p.ops) / p.wall.Seconds() }
 
 // cpuPerOp is the server's CPU time per operation, in milliseconds.
-func (p phase) cpuPerOp() float64 { return p.cpu.Seconds() * 1000 / float64(p.ops) }
+func (p phase) cpuPerOp() float64 { return perOpMS(p.cpu, p.ops) }
+
+// perOpMS is d per operation in milliseconds.
+func perOpMS(d time.Duration, ops int) float64 { return d.Seconds() * 1000 / float64(ops) }
 
 // listPhase is the measure of repeated LISTs.
 type listPhase struct {
@@ -188,7 +194,7 @@ func (r *runner) run(ctx context.Context, spec serverSpec, runNo int) (*serverRu
 		creates[i] = createBody(names[i], i)
 	}
 
-	res.create, err = measure(ctx, pid, n, w, func(ctx context.Context, wk, i int) error {
+	res.create, err = r.measure(ctx, pid, n, w, func(ctx context.Context, wk, i int) error {
 		b := &bufs[wk]
 		if err := c.do(ctx, http.MethodPost, collection, creates[i], http.StatusCreated, b); err != nil {
 			return err
@@ -208,7 +214,7 @@ func (r *runner) run(ctx context.Context, spec serverSpec, runNo int) (*serverRu
 		fail("stored size", err)
 	}
 
-	res.get, err = measure(ctx, pid, n, w, func(ctx context.Context, wk, i int) error {
+	res.get, err = r.measure(ctx, pid, n, w, func(ctx context.Context, wk, i int) error {
 		return c.do(ctx, http.MethodGet, collection+"/"+names[i], nil, http.StatusOK, &bufs[wk])
 	})
 	if err != nil {
@@ -233,13 +239,13 @@ func (r *runner) run(ctx context.Context, spec serverSpec, runNo int) (*serverRu
 		fail("watch", err)
 	}
 
-	res.update, err = measure(ctx, pid, n, w, func(ctx context.Context, wk, i int) error {
+	res.update, err = r.measure(ctx, pid, n, w, func(ctx context.Context, wk, i int) error {
 		return c.do(ctx, http.MethodPut, collection+"/"+names[i], updateBody(names[i], i, rvs[i]), http.StatusOK, &bufs[wk])
 	})
 	if err != nil {
 		fail("update", err)
 	}
-	res.delete, err = measure(ctx, pid, n, w, func(ctx context.Context, wk, i int) error {
+	res.delete, err = r.measure(ctx, pid, n, w, func(ctx context.Context, wk, i int) error {
 		return c.do(ctx, http.MethodDelete, collection+"/"+names[i], nil, http.StatusOK, &bufs[wk])
 	})
 	if err != nil {
@@ -274,10 +280,11 @@ func waitReady(ctx context.Context, c *apiClient, proc *process, started time.Ti
 	}
 }
 
-// measure runs n operations from w workers and the server's CPU time they
-// cost.
-func measure(ctx context.Context, pid, n, w int, op func(ctx context.Context, worker, i int) error) (*phase, error) {
-	before, err := cpuTime(pid)
+// measure runs n operations from w workers, and the CPU time they cost the
+// server, etcd and the load generator.
+func (r *runner) measure(ctx context.Context, pid, n, w int, op func(ctx context.Context, worker, i int) error) (*phase, error) {
+	pids := []int{pid, r.etcd.proc.pid(), os.Getpid()}
+	before, err := cpuTimes(pids)
 	if err != nil {
 		return nil, err
 	}
@@ -285,11 +292,23 @@ func measure(ctx context.Context, pid, n, w int, op func(ctx context.Context, wo
 	if err != nil {
 		return nil, err
 	}
-	after, err := cpuTime(pid)
+	after, err := cpuTimes(pids)
 	if err != nil {
 		return nil, err
 	}
-	return &phase{ops: n, wall: wall, cpu: after - before}, nil
+	return &phase{ops: n, wall: wall, cpu: after[0] - before[0], etcdCPU: after[1] - before[1], clientCPU: after[2] - before[2]}, nil
+}
+
+// cpuTimes is cpuTime of each process.
+func cpuTimes(pids []int) ([]time.Duration, error) {
+	out := make([]time.Duration, len(pids))
+	for i, pid := range pids {
+		var err error
+		if out[i], err = cpuTime(pid); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // lists LISTs all Flunders r.p.lists times, one after another, in pages of
