@@ -117,6 +117,9 @@ func run(ctx context.Context, o CompletedOptions, name string, build BuildFunc, 
 	if srv == nil {
 		return fmt.Errorf("%s: the build function returned no server", name)
 	}
+	if err := o.InstallSystemAPIs(srv); err != nil {
+		return err
+	}
 	if unknown := opts.APIEnablement.UnknownGroups(); len(unknown) > 0 {
 		return fmt.Errorf("--runtime-config: unknown api groups %s", strings.Join(unknown, ","))
 	}

@@ -255,6 +255,30 @@ func (c CompletedOptions) ApplyTo(cfg *server.Config) error {
 	return nil
 }
 
+// systemInstaller is implemented by option groups that serve APIs of their
+// own (RBAC, the authentication and authorization reviews, flow control):
+// they install them, with the hooks that keep them running, into the
+// outermost server only, so a chain serves each once.
+type systemInstaller interface {
+	InstallSystemAPIs(s *server.GenericServer) error
+}
+
+// InstallSystemAPIs installs the API groups and hooks the flags turned on
+// into s, which must be the outermost server of the chain. NewServerCommand
+// calls it on the server the build function returns; programs that build
+// servers without the command call it themselves.
+func (c CompletedOptions) InstallSystemAPIs(s *server.GenericServer) error {
+	o := c.o
+	for _, g := range []any{o.Authentication, o.ServiceAccount, o.Authorization, o.FlowControl} {
+		if si, ok := g.(systemInstaller); ok {
+			if err := si.InstallSystemAPIs(s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Options returns the options Complete filled, for reading what it derived
 // (the storage, the token generator, the admin kubeconfig...).
 func (c CompletedOptions) Options() *ServerRunOptions { return c.o }
