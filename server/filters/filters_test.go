@@ -100,18 +100,24 @@ func TestTimeout(t *testing.T) {
 			<-r.Context().Done()
 			ctxErr = r.Context().Err()
 			// The abandoned handler may still answer later; that must
-			// reach neither the client nor the timeout response.
+			// reach neither the client nor the timeout response, nor
+			// change the request net/http still holds.
 			<-release
+			r.Header.Set("X-Changed", "1")
 			w.Header().Set("X-Late", "1")
 			w.WriteHeader(200)
 			_, err := w.Write([]byte("late"))
 			lateDone <- err
 		}), 20*time.Millisecond, longRunning)
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, withInfo(httptest.NewRequest("GET", "/apis/g/v/things", nil)))
+		outer := withInfo(httptest.NewRequest("GET", "/apis/g/v/things", nil))
+		h.ServeHTTP(rec, outer)
 		close(release)
 		if err := <-lateDone; !errors.Is(err, http.ErrHandlerTimeout) {
 			t.Errorf("late write: %v, want http.ErrHandlerTimeout", err)
+		}
+		if outer.Header.Get("X-Changed") != "" {
+			t.Error("the abandoned handler changed the request net/http holds")
 		}
 		if !errors.Is(ctxErr, context.DeadlineExceeded) {
 			t.Errorf("handler context ended with %v, want the deadline", ctxErr)

@@ -44,11 +44,16 @@ func WithTimeout(h http.Handler, timeout time.Duration, longRunning func(*reques
 		defer cancel()
 		tw := &timeoutWriter{w: w}
 		done := make(chan any, 1)
+		// The handler may outlive this filter (it is abandoned on
+		// timeout), so it gets its own copy of the request: what it
+		// changes later (headers) must not race with net/http, which
+		// reads the request after ServeHTTP returns.
+		inner := r.Clone(ctx)
 		go func() {
 			defer func() {
 				done <- recover()
 			}()
-			h.ServeHTTP(tw, r.WithContext(ctx))
+			h.ServeHTTP(tw, inner)
 		}()
 		select {
 		case p := <-done:
