@@ -416,8 +416,9 @@ targets of issue 7. Compare ratios within one run: the machine is shared and
 noisy, absolute numbers move from run to run.
 
 Run it (builds wardle from the working tree, the sample-apiserver once per
-version and etcd from tools/etcd; ~15 minutes the first time, then a few
-minutes per run):
+version and etcd from tools/etcd; a cold build of the sample-apiserver takes
+~15 minutes, then each run of both servers ~30 s: 3-4 minutes in all with the
+default flags):
 
 ` + "```sh" + `
 cd bench && go run . -out ../docs/benchmarks.md -label "what changed"
@@ -434,7 +435,7 @@ What is measured, for each server in each run (servers alternate which goes
 first; each starts fresh, on an empty etcd prefix of its own):
 
 - **time to ready**: from starting the process to the first 200 from /readyz;
-  **RSS idle**: VmRSS from /proc/<pid>/status a few seconds later.
+  **RSS idle**: VmRSS from /proc/<pid>/status 3 s later (` + "`-settle`" + `).
 - **create, GET, update, delete**: N requests each from the workers over one
   HTTP/2 connection with a client certificate (the CA is the same for both
   servers; authorization allows everything on both), pre-encoded JSON bodies;
