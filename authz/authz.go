@@ -45,6 +45,10 @@ type Attributes struct {
 }
 
 // Authorizer decides on requests.
+//
+// An authorizer that cannot decide (a webhook that does not answer) returns
+// an error and, usually, DecisionNoOpinion; the server answers 500 unless
+// another authorizer allows the request.
 type Authorizer interface {
 	Authorize(ctx context.Context, a Attributes) (d Decision, reason string, err error)
 }
@@ -57,16 +61,59 @@ func (f Func) Authorize(ctx context.Context, a Attributes) (Decision, string, er
 	return f(ctx, a)
 }
 
-// AlwaysAllow allows everything.
-func AlwaysAllow() Authorizer {
-	return Func(func(context.Context, Attributes) (Decision, string, error) {
-		return DecisionAllow, "", nil
-	})
+// ResourceRuleInfo is what a user may do on resources: any of Verbs on any
+// of Resources in any of APIGroups, limited to ResourceNames when there are
+// any. "*" matches everything in each list.
+type ResourceRuleInfo struct {
+	Verbs         []string
+	APIGroups     []string
+	Resources     []string
+	ResourceNames []string
 }
 
-// AlwaysDeny denies everything.
-func AlwaysDeny() Authorizer {
-	return Func(func(context.Context, Attributes) (Decision, string, error) {
-		return DecisionDeny, "Everything is forbidden.", nil
-	})
+// NonResourceRuleInfo is what a user may do on non-resource paths. A path
+// ending in "*" matches every path it prefixes.
+type NonResourceRuleInfo struct {
+	Verbs           []string
+	NonResourceURLs []string
+}
+
+// RuleResolver lists what a user may do in a namespace (cluster-wide rules
+// included): what SelfSubjectRulesReview, and so `kubectl auth can-i
+// --list`, answers. incomplete is true when the resolver cannot list
+// everything the authorizer would allow (a webhook, for instance); err,
+// which may come with partial rules, says why.
+type RuleResolver interface {
+	RulesFor(ctx context.Context, u *authn.User, namespace string) (resource []ResourceRuleInfo, nonResource []NonResourceRuleInfo, incomplete bool, err error)
+}
+
+// alwaysAllow allows everything and says so to rule reviews.
+type alwaysAllow struct{}
+
+// AlwaysAllow allows everything. It is also a RuleResolver that lists "*"
+// rules for everyone.
+func AlwaysAllow() Authorizer { return alwaysAllow{} }
+
+func (alwaysAllow) Authorize(context.Context, Attributes) (Decision, string, error) {
+	return DecisionAllow, "", nil
+}
+
+func (alwaysAllow) RulesFor(context.Context, *authn.User, string) ([]ResourceRuleInfo, []NonResourceRuleInfo, bool, error) {
+	return []ResourceRuleInfo{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}},
+		[]NonResourceRuleInfo{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}}, false, nil
+}
+
+// alwaysDeny denies everything and lists no rules.
+type alwaysDeny struct{}
+
+// AlwaysDeny denies everything. It is also a RuleResolver that lists no
+// rules, completely.
+func AlwaysDeny() Authorizer { return alwaysDeny{} }
+
+func (alwaysDeny) Authorize(context.Context, Attributes) (Decision, string, error) {
+	return DecisionDeny, "Everything is forbidden.", nil
+}
+
+func (alwaysDeny) RulesFor(context.Context, *authn.User, string) ([]ResourceRuleInfo, []NonResourceRuleInfo, bool, error) {
+	return nil, nil, false, nil
 }
