@@ -1,0 +1,201 @@
+// Package webhook delegates authorization to another API server (a
+// kube-apiserver, another apikit server) with SubjectAccessReview v1, as
+// kube-apiserver's --authorization-mode=Webhook does: the request's user
+// and attributes are posted, the answer's allowed/denied/reason become the
+// decision, and answers are cached for a while (allowed ones longer than
+// the others). It sits in the authorization step of the request path.
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/expirable"
+
+	"github.com/apikit-dev/apikit/authn"
+	"github.com/apikit-dev/apikit/authz"
+	"github.com/apikit-dev/apikit/authz/review"
+	"github.com/apikit-dev/apikit/certs"
+)
+
+// Config configures an Authorizer.
+type Config struct {
+	// Kubeconfig locates the remote server and holds the credentials this
+	// server presents to it (certs.ReadKubeconfig reads one from a file).
+	Kubeconfig certs.Kubeconfig
+	// AuthorizedTTL and UnauthorizedTTL are how long allowed and other
+	// answers are cached; 0 turns that cache off. kube-apiserver's
+	// defaults are 5 minutes and 30 seconds.
+	AuthorizedTTL, UnauthorizedTTL time.Duration
+	// Timeout bounds one call; the default is 30 seconds.
+	Timeout time.Duration
+	// Retries is how many times a failed call (no answer, 429, 5xx) is
+	// tried again, with a backoff from 500ms growing 1.5 times; the
+	// default is 4.
+	Retries int
+}
+
+// Authorizer asks a remote server. It is also an authz.RuleResolver that
+// lists nothing and says so (incomplete), as kube-apiserver's does: the
+// remote server's rules cannot be listed.
+type Authorizer struct {
+	url        string
+	token      string
+	client     *http.Client
+	authorized *expirable.LRU[string, review.SubjectAccessReviewStatus]
+	denied     *expirable.LRU[string, review.SubjectAccessReviewStatus]
+	retries    int
+	backoff    time.Duration
+}
+
+// cacheSize bounds each cache, as kube-apiserver's 8192 entries do.
+const cacheSize = 8192
+
+// New returns an Authorizer for cfg.
+func New(cfg Config) (*Authorizer, error) {
+	if cfg.Kubeconfig.Server == "" {
+		return nil, errors.New("webhook: the kubeconfig names no server")
+	}
+	tlsConfig, err := cfg.Kubeconfig.ClientTLSConfig()
+	if err != nil {
+		return nil, fmt.Errorf("webhook: %w", err)
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.Retries == 0 {
+		cfg.Retries = 4
+	}
+	a := &Authorizer{
+		url:   cfg.Kubeconfig.Server,
+		token: cfg.Kubeconfig.Token,
+		client: &http.Client{Timeout: cfg.Timeout, Transport: &http.Transport{
+			TLSClientConfig: tlsConfig, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 100,
+			Proxy: nil, // a webhook on this host or network is called directly
+		}},
+		retries: max(cfg.Retries, 0),
+		backoff: 500 * time.Millisecond,
+	}
+	if cfg.AuthorizedTTL > 0 {
+		a.authorized = expirable.NewLRU[string, review.SubjectAccessReviewStatus](cacheSize, nil, cfg.AuthorizedTTL)
+	}
+	if cfg.UnauthorizedTTL > 0 {
+		a.denied = expirable.NewLRU[string, review.SubjectAccessReviewStatus](cacheSize, nil, cfg.UnauthorizedTTL)
+	}
+	return a, nil
+}
+
+// Authorize posts a SubjectAccessReview for a, or answers from the cache.
+// An answer that cannot be had is NoOpinion with the error, which the
+// server turns into a 500 unless another authorizer allows the request.
+func (w *Authorizer) Authorize(ctx context.Context, a authz.Attributes) (authz.Decision, string, error) {
+	sar := review.SubjectAccessReview{Spec: review.SpecFrom(a)}
+	sar.APIVersion, sar.Kind = review.APIVersion, "SubjectAccessReview"
+	body, err := json.Marshal(&sar)
+	if err != nil {
+		return authz.DecisionNoOpinion, "", fmt.Errorf("webhook: encoding SubjectAccessReview: %w", err)
+	}
+	key, _ := json.Marshal(&sar.Spec)
+	st, ok := w.cached(string(key))
+	if !ok {
+		st, err = w.call(ctx, body)
+		if err != nil {
+			return authz.DecisionNoOpinion, "", err
+		}
+		switch {
+		case st.Allowed && w.authorized != nil:
+			w.authorized.Add(string(key), st)
+		case !st.Allowed && w.denied != nil:
+			w.denied.Add(string(key), st)
+		}
+	}
+	switch {
+	case st.Allowed:
+		return authz.DecisionAllow, st.Reason, nil
+	case st.Denied:
+		return authz.DecisionDeny, st.Reason, nil
+	}
+	return authz.DecisionNoOpinion, st.Reason, nil
+}
+
+func (w *Authorizer) cached(key string) (review.SubjectAccessReviewStatus, bool) {
+	if w.authorized != nil {
+		if st, ok := w.authorized.Get(key); ok {
+			return st, true
+		}
+	}
+	if w.denied != nil {
+		if st, ok := w.denied.Get(key); ok {
+			return st, true
+		}
+	}
+	return review.SubjectAccessReviewStatus{}, false
+}
+
+// errRetry marks failures worth another try.
+type errRetry struct{ error }
+
+func (e errRetry) Unwrap() error { return e.error }
+
+// call posts body, retrying failures that may pass.
+func (w *Authorizer) call(ctx context.Context, body []byte) (review.SubjectAccessReviewStatus, error) {
+	wait := w.backoff
+	for attempt := 0; ; attempt++ {
+		st, err := w.post(ctx, body)
+		var retry errRetry
+		if err == nil || !errors.As(err, &retry) || attempt >= w.retries {
+			return st, err
+		}
+		select {
+		case <-ctx.Done():
+			return st, err
+		case <-time.After(wait):
+		}
+		wait = wait * 3 / 2
+	}
+}
+
+func (w *Authorizer) post(ctx context.Context, body []byte) (review.SubjectAccessReviewStatus, error) {
+	var st review.SubjectAccessReviewStatus
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
+	if err != nil {
+		return st, fmt.Errorf("webhook: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if w.token != "" {
+		req.Header.Set("Authorization", "Bearer "+w.token)
+	}
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return st, errRetry{fmt.Errorf("webhook: %w", err)}
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return st, errRetry{fmt.Errorf("webhook: reading the answer: %w", err)}
+	}
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
+		err := fmt.Errorf("webhook: %s answered %s: %s", w.url, resp.Status, bytes.TrimSpace(data))
+		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
+			return st, errRetry{err}
+		}
+		return st, err
+	}
+	var out review.SubjectAccessReview
+	if err := json.Unmarshal(data, &out); err != nil {
+		return st, fmt.Errorf("webhook: decoding the answer: %w", err)
+	}
+	return out.Status, nil
+}
+
+// RulesFor lists nothing: the remote server's rules are unknown.
+func (w *Authorizer) RulesFor(context.Context, *authn.User, string) ([]authz.ResourceRuleInfo, []authz.NonResourceRuleInfo, bool, error) {
+	return nil, nil, true, errors.New("webhook authorizer does not support user rule resolution")
+}
