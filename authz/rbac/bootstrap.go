@@ -1,0 +1,253 @@
+package rbac
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/apikit-dev/apikit/authn"
+	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/registry"
+)
+
+// Labels of the default aggregated ClusterRoles: a ClusterRole carrying
+// one of them (with value "true") adds its rules to admin, edit or view.
+const (
+	AggregateToAdmin = "rbac.authorization.k8s.io/aggregate-to-admin"
+	AggregateToEdit  = "rbac.authorization.k8s.io/aggregate-to-edit"
+	AggregateToView  = "rbac.authorization.k8s.io/aggregate-to-view"
+)
+
+// Policy is a set of ClusterRoles and ClusterRoleBindings a server keeps in
+// place: Reconcile creates what is missing and adds what was removed, at
+// every start.
+type Policy struct {
+	ClusterRoles        []ClusterRole
+	ClusterRoleBindings []ClusterRoleBinding
+}
+
+// Rule builds a PolicyRule on resources of one API group.
+func Rule(group string, resources []string, verbs ...string) PolicyRule {
+	return PolicyRule{Verbs: verbs, APIGroups: []string{group}, Resources: resources}
+}
+
+// NonResourceRule builds a PolicyRule on non-resource URLs.
+func NonResourceRule(urls []string, verbs ...string) PolicyRule {
+	return PolicyRule{Verbs: verbs, NonResourceURLs: urls}
+}
+
+// BootstrapClusterRole returns a ClusterRole labelled and annotated as
+// kube-apiserver's default roles are (kubernetes.io/bootstrapping:
+// rbac-defaults; autoupdate "true", which Reconcile honours), with extra
+// labels.
+func BootstrapClusterRole(name string, labels map[string]string, rules ...PolicyRule) ClusterRole {
+	l := map[string]string{BootstrappingLabelKey: BootstrappingLabel}
+	maps.Copy(l, labels)
+	return ClusterRole{
+		TypeMeta: meta.TypeMeta{APIVersion: GroupName + "/" + Version, Kind: KindClusterRole},
+		ObjectMeta: meta.ObjectMeta{Name: name, Labels: l,
+			Annotations: map[string]string{AutoUpdateAnnotation: "true"}},
+		Rules: rules,
+	}
+}
+
+// BootstrapClusterRoleBinding binds a ClusterRole of the same name to
+// groups, labelled and annotated as kube-apiserver's default bindings.
+func BootstrapClusterRoleBinding(name string, groups ...string) ClusterRoleBinding {
+	b := ClusterRoleBinding{
+		TypeMeta: meta.TypeMeta{APIVersion: GroupName + "/" + Version, Kind: KindClusterRoleBinding},
+		ObjectMeta: meta.ObjectMeta{Name: name, Labels: map[string]string{BootstrappingLabelKey: BootstrappingLabel},
+			Annotations: map[string]string{AutoUpdateAnnotation: "true"}},
+		RoleRef: RoleRef{APIGroup: GroupName, Kind: KindClusterRole, Name: name},
+	}
+	for _, g := range groups {
+		b.Subjects = append(b.Subjects, Subject{Kind: GroupKind, APIGroup: GroupName, Name: g})
+	}
+	return b
+}
+
+func aggregated(name string, labels map[string]string, selectorLabel string) ClusterRole {
+	r := BootstrapClusterRole(name, labels)
+	r.AggregationRule = &AggregationRule{ClusterRoleSelectors: []meta.LabelSelector{
+		{MatchLabels: map[string]string{selectorLabel: "true"}}}}
+	return r
+}
+
+// readWrite are the verbs of full access to a resource.
+var readWrite = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+
+// DefaultPolicy is the part of kube-apiserver's bootstrap policy that
+// applies to an apikit server:
+//
+//   - cluster-admin (everything), bound to system:masters;
+//   - admin, edit and view, aggregated from ClusterRoles labelled
+//     rbac.authorization.k8s.io/aggregate-to-admin, -edit and -view (view
+//     aggregates into edit, edit into admin), with admin managing Roles and
+//     RoleBindings through system:aggregate-to-admin;
+//   - system:discovery (discovery, OpenAPI, health, version) and
+//     system:basic-user (SelfSubjectAccessReview, SelfSubjectRulesReview,
+//     SelfSubjectReview), bound to system:authenticated;
+//   - system:public-info-viewer (health and version), bound to
+//     system:authenticated and system:unauthenticated.
+//
+// A program serving its own API adds ClusterRoles labelled
+// aggregate-to-view/edit/admin so that the default roles cover it.
+func DefaultPolicy() Policy {
+	return Policy{
+		ClusterRoles: []ClusterRole{
+			BootstrapClusterRole("cluster-admin", nil,
+				Rule(APIGroupAll, []string{ResourceAll}, VerbAll),
+				NonResourceRule([]string{NonResourceAll}, VerbAll)),
+			aggregated("admin", nil, AggregateToAdmin),
+			aggregated("edit", map[string]string{AggregateToAdmin: "true"}, AggregateToEdit),
+			aggregated("view", map[string]string{AggregateToEdit: "true"}, AggregateToView),
+			BootstrapClusterRole("system:aggregate-to-admin", map[string]string{AggregateToAdmin: "true"},
+				Rule("authorization.k8s.io", []string{"localsubjectaccessreviews"}, "create"),
+				Rule(GroupName, []string{"rolebindings", "roles"}, readWrite...)),
+			BootstrapClusterRole("system:discovery", nil,
+				NonResourceRule([]string{"/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi", "/openapi/*", "/readyz", "/version", "/version/"}, "get")),
+			BootstrapClusterRole("system:basic-user", nil,
+				Rule("authorization.k8s.io", []string{"selfsubjectaccessreviews", "selfsubjectrulesreviews"}, "create"),
+				Rule("authentication.k8s.io", []string{"selfsubjectreviews"}, "create")),
+			BootstrapClusterRole("system:public-info-viewer", nil,
+				NonResourceRule([]string{"/healthz", "/livez", "/readyz", "/version", "/version/"}, "get")),
+		},
+		ClusterRoleBindings: []ClusterRoleBinding{
+			BootstrapClusterRoleBinding("cluster-admin", authn.SystemPrivilegedGroup),
+			BootstrapClusterRoleBinding("system:discovery", authn.AllAuthenticated),
+			BootstrapClusterRoleBinding("system:basic-user", authn.AllAuthenticated),
+			BootstrapClusterRoleBinding("system:public-info-viewer", authn.AllAuthenticated, authn.AllUnauthenticated),
+		},
+	}
+}
+
+// Reconcile puts p in the stores as kube-apiserver's bootstrap-roles hook
+// does, without clobbering what users changed: a missing object is
+// created; an existing one annotated rbac.authorization.kubernetes.io/
+// autoupdate=false is left alone; any other gets back the labels,
+// annotations, rules, aggregation selectors and subjects it lacks, keeping
+// whatever was added. A binding whose roleRef differs is deleted and
+// created again (roleRef cannot be updated). Aggregated ClusterRoles'
+// rules are the aggregation controller's and are not reconciled.
+func Reconcile(ctx context.Context, s *Stores, p Policy) error {
+	for i := range p.ClusterRoles {
+		if err := reconcileClusterRole(ctx, s.ClusterRoles, &p.ClusterRoles[i]); err != nil {
+			return fmt.Errorf("reconciling ClusterRole %s: %w", p.ClusterRoles[i].Name, err)
+		}
+	}
+	for i := range p.ClusterRoleBindings {
+		if err := reconcileClusterRoleBinding(ctx, s.ClusterRoleBindings, &p.ClusterRoleBindings[i]); err != nil {
+			return fmt.Errorf("reconciling ClusterRoleBinding %s: %w", p.ClusterRoleBindings[i].Name, err)
+		}
+	}
+	return nil
+}
+
+// addMissing adds want's entries absent from have; it reports a change.
+func addMissing(have *map[string]string, want map[string]string) bool {
+	changed := false
+	for k, v := range want {
+		if _, ok := (*have)[k]; ok {
+			continue
+		}
+		if *have == nil {
+			*have = map[string]string{}
+		}
+		(*have)[k] = v
+		changed = true
+	}
+	return changed
+}
+
+func reconcileClusterRole(ctx context.Context, st *registry.Store[*ClusterRole], want *ClusterRole) error {
+	_, _, err := st.Update(ctx, "", want.Name, func(_ context.Context, cur *ClusterRole) (*ClusterRole, error) {
+		if cur == nil {
+			c := *want
+			c.Labels, c.Annotations = maps.Clone(want.Labels), maps.Clone(want.Annotations)
+			c.Rules = slices.Clone(want.Rules)
+			return &c, nil
+		}
+		if cur.Annotations[AutoUpdateAnnotation] == "false" {
+			return nil, errUnchanged
+		}
+		changed := addMissing(&cur.Labels, want.Labels)
+		changed = addMissing(&cur.Annotations, want.Annotations) || changed
+		if want.AggregationRule != nil {
+			if cur.AggregationRule == nil {
+				cur.AggregationRule = &AggregationRule{}
+			}
+			for _, sel := range want.AggregationRule.ClusterRoleSelectors {
+				w := &AggregationRule{ClusterRoleSelectors: []meta.LabelSelector{sel}}
+				if !slices.ContainsFunc(cur.AggregationRule.ClusterRoleSelectors, func(s meta.LabelSelector) bool {
+					return aggregationEqual(&AggregationRule{ClusterRoleSelectors: []meta.LabelSelector{s}}, w)
+				}) {
+					cur.AggregationRule.ClusterRoleSelectors = append(cur.AggregationRule.ClusterRoleSelectors, sel)
+					changed = true
+				}
+			}
+		} else {
+			for _, r := range want.Rules {
+				if ok, _ := Covers(cur.Rules, []PolicyRule{r}); !ok {
+					cur.Rules = append(cur.Rules, r)
+					changed = true
+				}
+			}
+		}
+		if !changed {
+			return nil, errUnchanged
+		}
+		return cur, nil
+	}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{}})
+	if errors.Is(err, errUnchanged) {
+		return nil
+	}
+	return err
+}
+
+func reconcileClusterRoleBinding(ctx context.Context, st *registry.Store[*ClusterRoleBinding], want *ClusterRoleBinding) error {
+	for attempt := 0; ; attempt++ {
+		recreate := false
+		_, _, err := st.Update(ctx, "", want.Name, func(_ context.Context, cur *ClusterRoleBinding) (*ClusterRoleBinding, error) {
+			if cur == nil {
+				c := *want
+				c.Labels, c.Annotations = maps.Clone(want.Labels), maps.Clone(want.Annotations)
+				c.Subjects = slices.Clone(want.Subjects)
+				return &c, nil
+			}
+			if cur.Annotations[AutoUpdateAnnotation] == "false" {
+				return nil, errUnchanged
+			}
+			if cur.RoleRef != want.RoleRef {
+				recreate = true
+				return nil, errUnchanged
+			}
+			changed := addMissing(&cur.Labels, want.Labels)
+			changed = addMissing(&cur.Annotations, want.Annotations) || changed
+			for _, s := range want.Subjects {
+				if !slices.Contains(cur.Subjects, s) {
+					cur.Subjects = append(cur.Subjects, s)
+					changed = true
+				}
+			}
+			if !changed {
+				return nil, errUnchanged
+			}
+			return cur, nil
+		}, registry.UpdateOptions{})
+		if err != nil && !errors.Is(err, errUnchanged) {
+			return err
+		}
+		if !recreate || attempt > 0 {
+			return nil
+		}
+		if _, _, err := st.Delete(ctx, "", want.Name, registry.DeleteOptions{}); err != nil && !meta.IsNotFound(err) {
+			return err
+		}
+	}
+}
+
+// errUnchanged ends an update that has nothing to write. It is a
+// StatusError so that the store passes it through as is.
+var errUnchanged = &meta.StatusError{ErrStatus: meta.Status{Message: "unchanged"}}
