@@ -101,7 +101,8 @@ func TestAuthenticationAndAuthorizationApplied(t *testing.T) {
 		wantUser  string // "" means not authenticated
 		wantAllow authz.Decision
 	}{
-		{"defaults: no credentials, no user", nil, "", authz.DecisionAllow},
+		{"defaults: no credentials, no user; RBAC, which has no policy yet", nil, "", authz.DecisionNoOpinion},
+		{"always allow", []string{"--authorization-mode=AlwaysAllow"}, "", authz.DecisionAllow},
 		{"anonymous", []string{"--anonymous-auth", "--authorization-mode=AlwaysDeny"}, authn.Anonymous, authz.DecisionDeny},
 		{"deny then allow", []string{"--authorization-mode=AlwaysDeny,AlwaysAllow"}, "", authz.DecisionDeny},
 	} {

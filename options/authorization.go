@@ -4,45 +4,108 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/authz"
+	"github.com/apikit-dev/apikit/authz/rbac"
+	"github.com/apikit-dev/apikit/authz/review"
+	"github.com/apikit-dev/apikit/authz/webhook"
+	"github.com/apikit-dev/apikit/certs"
 	"github.com/apikit-dev/apikit/server"
+	"github.com/apikit-dev/apikit/storage"
 )
 
-// Authorization modes. RBAC and Webhook join them as they are written.
+// Authorization modes (--authorization-mode).
 const (
 	ModeAlwaysAllow = "AlwaysAllow"
 	ModeAlwaysDeny  = "AlwaysDeny"
+	ModeRBAC        = "RBAC"
+	ModeWebhook     = "Webhook"
 )
 
-// authorizerFor builds the authorizer of each mode.
-var authorizerFor = map[string]func() authz.Authorizer{
-	ModeAlwaysAllow: authz.AlwaysAllow,
-	ModeAlwaysDeny:  authz.AlwaysDeny,
-}
+// modeNames lists the modes in --help order.
+func modeNames() []string { return []string{ModeAlwaysAllow, ModeAlwaysDeny, ModeRBAC, ModeWebhook} }
 
 // AuthorizationOptions choose how the server decides what callers may do.
+//
+// The chain the server asks is, in order: the always-allowed paths, the
+// privileged group system:masters, then each of Modes; the first that
+// allows or denies decides, and a request nobody decides is forbidden.
+// The default mode is RBAC: a new server lets its administrator (the
+// development PKI's admin certificate is in system:masters) do anything,
+// every authenticated user discover the API and ask what they may do, and
+// nobody else anything until a role is bound to them.
 type AuthorizationOptions struct {
 	// Modes are asked in order; the first with an opinion decides.
 	Modes []string
+	// AlwaysAllowPaths are non-resource paths anyone may request (a
+	// trailing "*" matches a prefix): the health endpoints by default.
+	AlwaysAllowPaths []string
+	// WebhookConfigFile is the kubeconfig of the Webhook mode's server.
+	WebhookConfigFile string
+	// WebhookCacheAuthorizedTTL and WebhookCacheUnauthorizedTTL are how
+	// long the Webhook mode caches allowed and other answers.
+	WebhookCacheAuthorizedTTL, WebhookCacheUnauthorizedTTL time.Duration
+	// RBACPolicy is what the RBAC mode creates at every start, keeping
+	// what users changed (rbac.Reconcile): rbac.DefaultPolicy() by
+	// default. Programs add the ClusterRoles of their own API (labelled
+	// rbac.AggregateToView/Edit/Admin to extend view, edit and admin).
+	// Not a flag.
+	RBACPolicy rbac.Policy
+
+	// Set by Complete.
+
+	// WebhookKubeconfig is WebhookConfigFile, read.
+	WebhookKubeconfig certs.Kubeconfig
+
+	// Set by ApplyTo.
+
+	// Authorizer is the chain the server asks; RuleResolver lists rules
+	// for SelfSubjectRulesReview. BuildAuthorizer makes both.
+	Authorizer   authz.Authorizer
+	RuleResolver authz.RuleResolver
+	// RBACIndex holds the RBAC policy in memory; the rbac/bootstrap-roles
+	// post-start hook fills it and keeps it current. Nil without RBAC.
+	RBACIndex *rbac.Index
+
+	rbacAuthorizer *rbac.Authorizer
+	storage        storage.Factory
 }
 
-// NewAuthorizationOptions returns the default: AlwaysAllow, so that every
-// authenticated user may do everything.
+// NewAuthorizationOptions returns the defaults: RBAC, the health endpoints
+// always allowed, and kube-apiserver's webhook cache durations.
 func NewAuthorizationOptions() *AuthorizationOptions {
-	return &AuthorizationOptions{Modes: []string{ModeAlwaysAllow}}
+	return &AuthorizationOptions{
+		Modes:                       []string{ModeRBAC},
+		AlwaysAllowPaths:            []string{"/healthz", "/readyz", "/livez"},
+		WebhookCacheAuthorizedTTL:   5 * time.Minute,
+		WebhookCacheUnauthorizedTTL: 30 * time.Second,
+		RBACPolicy:                  rbac.DefaultPolicy(),
+	}
 }
 
-// AddFlags adds --authorization-mode.
+// AddFlags adds the authorization flags.
 func (o *AuthorizationOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.Modes, "authorization-mode", o.Modes,
-		"Ordered list of plug-ins to do authorization on secure port. Comma-delimited list of: "+strings.Join(modeNames(), ",")+".")
+		"Ordered list of plug-ins to do authorization on secure port. Members of system:masters are always allowed. Comma-delimited list of: "+strings.Join(modeNames(), ",")+".")
+	fs.StringSliceVar(&o.AlwaysAllowPaths, "authorization-always-allow-paths", o.AlwaysAllowPaths,
+		"A list of HTTP paths to skip during authorization, i.e. these are authorized for anyone. A trailing * matches every path it prefixes.")
+	fs.StringVar(&o.WebhookConfigFile, "authorization-webhook-config-file", o.WebhookConfigFile,
+		"File with webhook configuration in kubeconfig format, used with --authorization-mode=Webhook. "+
+			"The API server will query the remote service to determine access on the API server's secure port.")
+	fs.DurationVar(&o.WebhookCacheAuthorizedTTL, "authorization-webhook-cache-authorized-ttl", o.WebhookCacheAuthorizedTTL,
+		"The duration to cache 'authorized' responses from the webhook authorizer.")
+	fs.DurationVar(&o.WebhookCacheUnauthorizedTTL, "authorization-webhook-cache-unauthorized-ttl", o.WebhookCacheUnauthorizedTTL,
+		"The duration to cache 'unauthorized' responses from the webhook authorizer.")
 }
 
-// Validate checks the modes, with kube-apiserver's messages.
+// Validate checks the flags, with kube-apiserver's messages.
 func (o *AuthorizationOptions) Validate() []error {
 	var errs []error
 	if len(o.Modes) == 0 {
@@ -51,7 +114,7 @@ func (o *AuthorizationOptions) Validate() []error {
 	seen := map[string]bool{}
 	dup := false
 	for _, m := range o.Modes {
-		if _, ok := authorizerFor[m]; !ok {
+		if !slices.Contains(modeNames(), m) {
 			errs = append(errs, fmt.Errorf("authorization-mode %q is not a valid mode", m))
 		}
 		dup = dup || seen[m]
@@ -60,41 +123,163 @@ func (o *AuthorizationOptions) Validate() []error {
 	if dup {
 		errs = append(errs, fmt.Errorf("authorization-mode %q has mode specified more than once", o.Modes))
 	}
+	if seen[ModeWebhook] && o.WebhookConfigFile == "" {
+		errs = append(errs, errors.New("authorization-mode Webhook's authorization config file not passed"))
+	}
+	if o.WebhookConfigFile != "" && !seen[ModeWebhook] {
+		errs = append(errs, errors.New("cannot specify --authorization-webhook-config-file without mode Webhook"))
+	}
+	if o.WebhookCacheAuthorizedTTL < 0 {
+		errs = append(errs, errors.New("--authorization-webhook-cache-authorized-ttl can not be negative value"))
+	}
+	if o.WebhookCacheUnauthorizedTTL < 0 {
+		errs = append(errs, errors.New("--authorization-webhook-cache-unauthorized-ttl can not be negative value"))
+	}
+	if _, err := authz.AlwaysAllowPaths(o.AlwaysAllowPaths...); err != nil {
+		errs = append(errs, fmt.Errorf("--authorization-always-allow-paths: %w", err))
+	}
 	return errs
 }
 
-// ApplyTo sets the server's authorizer: the modes' authorizers in order.
-func (o *AuthorizationOptions) ApplyTo(c *server.Config) error {
-	var chain []authz.Authorizer
-	for _, m := range o.Modes {
-		newAuthorizer, ok := authorizerFor[m]
-		if !ok {
-			return fmt.Errorf("authorization-mode %q is not a valid mode", m)
-		}
-		chain = append(chain, newAuthorizer())
-	}
-	if len(chain) == 1 {
-		c.Authorizer = chain[0]
+// loadWebhookConfig reads --authorization-webhook-config-file.
+func (o *AuthorizationOptions) loadWebhookConfig() error {
+	if o.WebhookConfigFile == "" || !o.hasMode(ModeWebhook) {
 		return nil
 	}
-	c.Authorizer = authz.Func(func(ctx context.Context, a authz.Attributes) (authz.Decision, string, error) {
-		var reasons []string
-		var errs []error
-		for _, z := range chain {
-			d, reason, err := z.Authorize(ctx, a)
-			if err != nil {
-				errs = append(errs, err)
-			}
-			if d != authz.DecisionNoOpinion {
-				return d, reason, nil
-			}
-			if reason != "" {
-				reasons = append(reasons, reason)
-			}
-		}
-		return authz.DecisionNoOpinion, strings.Join(reasons, "\n"), errors.Join(errs...)
-	})
+	k, err := certs.ReadKubeconfig(o.WebhookConfigFile)
+	if err != nil {
+		return fmt.Errorf("--authorization-webhook-config-file: %w", err)
+	}
+	if _, err := k.ClientTLSConfig(); err != nil {
+		return fmt.Errorf("--authorization-webhook-config-file %s: %w", o.WebhookConfigFile, err)
+	}
+	o.WebhookKubeconfig = k
 	return nil
 }
 
-func modeNames() []string { return []string{ModeAlwaysAllow, ModeAlwaysDeny} }
+// hasMode reports whether mode is among the modes.
+func (o *AuthorizationOptions) hasMode(mode string) bool { return slices.Contains(o.Modes, mode) }
+
+// BuildAuthorizer returns the server's authorizer and rule resolver, as
+// kube-apiserver's BuildAuthorizer does: the union of the always-allowed
+// paths, system:masters and the modes in order, and the union of the
+// modes' rule resolvers (each mode is one). It makes the RBAC index (in
+// RBACIndex), empty until the rbac/bootstrap-roles hook fills it.
+func (o *AuthorizationOptions) BuildAuthorizer() (authz.Authorizer, authz.RuleResolver, error) {
+	paths, err := authz.AlwaysAllowPaths(o.AlwaysAllowPaths...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--authorization-always-allow-paths: %w", err)
+	}
+	authorizers := []authz.Authorizer{paths, authz.PrivilegedGroups(authn.SystemPrivilegedGroup)}
+	var resolvers []authz.RuleResolver
+	for _, m := range o.Modes {
+		var a authz.Authorizer
+		switch m {
+		case ModeAlwaysAllow:
+			a = authz.AlwaysAllow()
+		case ModeAlwaysDeny:
+			a = authz.AlwaysDeny()
+		case ModeRBAC:
+			if o.RBACIndex == nil {
+				o.RBACIndex = rbac.NewIndex()
+			}
+			o.rbacAuthorizer = rbac.NewAuthorizer(o.RBACIndex)
+			a = o.rbacAuthorizer
+		case ModeWebhook:
+			w, err := webhook.New(webhook.Config{Kubeconfig: o.WebhookKubeconfig,
+				AuthorizedTTL: o.WebhookCacheAuthorizedTTL, UnauthorizedTTL: o.WebhookCacheUnauthorizedTTL})
+			if err != nil {
+				return nil, nil, fmt.Errorf("--authorization-webhook-config-file: %w", err)
+			}
+			a = w
+		default:
+			return nil, nil, fmt.Errorf("authorization-mode %q is not a valid mode", m)
+		}
+		authorizers = append(authorizers, a)
+		if r, ok := a.(authz.RuleResolver); ok {
+			resolvers = append(resolvers, r)
+		}
+	}
+	return authz.Union(authorizers...), authz.UnionRuleResolver(resolvers...), nil
+}
+
+// ApplyTo sets the server's authorizer (BuildAuthorizer's) and remembers
+// its storage for the RBAC objects.
+func (o *AuthorizationOptions) ApplyTo(c *server.Config) error {
+	a, r, err := o.BuildAuthorizer()
+	if err != nil {
+		return err
+	}
+	o.Authorizer, o.RuleResolver = a, r
+	c.Authorizer = a
+	o.storage = c.Storage
+	return nil
+}
+
+// InstallSystemAPIs serves authorization.k8s.io/v1 (the access and rules
+// reviews kubectl auth can-i posts) and, with RBAC,
+// rbac.authorization.k8s.io/v1 with the post-start hook
+// rbac/bootstrap-roles, which reconciles RBACPolicy, then keeps the RBAC
+// index current and aggregated ClusterRoles filled until the server stops;
+// it is done, and /readyz passes, once the index holds the whole policy.
+func (o *AuthorizationOptions) InstallSystemAPIs(s *server.GenericServer) error {
+	if o.Authorizer == nil {
+		return errors.New("authorization: InstallSystemAPIs before ApplyTo")
+	}
+	reviews, err := review.Resources(o.Authorizer, o.RuleResolver)
+	if err != nil {
+		return fmt.Errorf("authorization.k8s.io: %w", err)
+	}
+	if err := s.InstallAPIGroup(server.NewAPIGroupInfo(review.GroupName).AddVersion(review.Version, reviews...)); err != nil {
+		return err
+	}
+	if !o.hasMode(ModeRBAC) {
+		return nil
+	}
+	if o.storage == nil {
+		return errors.New("RBAC: the server has no storage for its roles and bindings")
+	}
+	stores, err := rbac.NewStores(o.storage)
+	if err != nil {
+		return err
+	}
+	if err := s.InstallAPIGroup(server.NewAPIGroupInfo(rbac.GroupName).AddVersion(rbac.Version,
+		stores.Resources(o.Authorizer, o.rbacAuthorizer)...)); err != nil {
+		return err
+	}
+	index, policy := o.RBACIndex, o.RBACPolicy
+	return s.AddPostStartHook("rbac/bootstrap-roles", func(ctx context.Context) error {
+		log := slog.Default().With("hook", "rbac/bootstrap-roles")
+		if err := reconcileWithRetry(ctx, stores, policy, log); err != nil {
+			return err
+		}
+		go rbac.Sync(ctx, stores, index, log)
+		go rbac.Aggregate(ctx, stores.ClusterRoles, index, log)
+		select {
+		case <-index.Synced():
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+}
+
+// reconcileWithRetry reconciles the bootstrap policy, retrying for 30
+// seconds while storage is not answering, as kube-apiserver does.
+func reconcileWithRetry(ctx context.Context, stores *rbac.Stores, p rbac.Policy, log *slog.Logger) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := rbac.Reconcile(ctx, stores, p)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("unable to initialize roles: %w", err)
+		}
+		log.Info("reconciling the RBAC bootstrap policy failed; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}

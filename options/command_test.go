@@ -142,6 +142,7 @@ func buildWidgets(addr chan<- string) BuildFunc {
 // running is a server command running in-process.
 type running struct {
 	base           string // https://127.0.0.1:port
+	dataDir        string
 	client         *http.Client
 	stdout, stderr *syncBuffer
 	cancel         func()
@@ -157,7 +158,7 @@ func runCommand(t *testing.T, args ...string) *running {
 	dir := t.TempDir()
 	addr := make(chan string, 1)
 	cmd := NewServerCommand("example", NewServerRunOptions(), buildWidgets(addr))
-	r := &running{stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	r := &running{dataDir: dir, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan error, 1)}
 	cmd.SetOut(r.stdout)
 	cmd.SetErr(r.stderr)
 	cmd.SetArgs(append([]string{"--data-dir=" + dir, "--bind-address=127.0.0.1", "--secure-port=0"}, args...))

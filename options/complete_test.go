@@ -455,7 +455,8 @@ func TestAnonymousWithAlwaysAllow(t *testing.T) {
 		anonymous bool
 		warned    bool
 	}{
-		{[]string{"--anonymous-auth"}, false, true},
+		{[]string{"--anonymous-auth"}, true, false}, // the default mode is RBAC
+		{[]string{"--anonymous-auth", "--authorization-mode=AlwaysAllow"}, false, true},
 		{[]string{"--anonymous-auth", "--authorization-mode=AlwaysDeny,AlwaysAllow"}, false, true},
 		{[]string{"--anonymous-auth", "--authorization-mode=AlwaysDeny"}, true, false},
 		{nil, false, false},

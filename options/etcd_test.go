@@ -3,6 +3,7 @@ package options
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,10 +40,23 @@ func TestCommandOnEtcdServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(resp.Kvs) != 1 {
+	// The widget, and the RBAC bootstrap policy (the default mode).
+	var widgets []string
+	rbacKeys := 0
+	for _, kv := range resp.Kvs {
+		switch k := string(kv.Key); {
+		case strings.HasPrefix(k, "/apikit-options-test/test.example.com/widgets/"):
+			widgets = append(widgets, k)
+		case strings.HasPrefix(k, "/apikit-options-test/rbac.authorization.k8s.io/"):
+			rbacKeys++
+		default:
+			t.Errorf("unexpected key %s", k)
+		}
+	}
+	if len(widgets) != 1 || rbacKeys == 0 {
 		t.Fatalf("keys under the prefix: %v", resp.Kvs)
 	}
-	t.Logf("stored as %s", resp.Kvs[0].Key)
+	t.Logf("stored as %s", widgets[0])
 
 	r2 := runCommand(t, args...)
 	if code, body := r2.do("GET", "/apis/test.example.com/v1/widgets/w1", ""); code != http.StatusOK {

@@ -146,6 +146,9 @@ func (o *ServerRunOptions) Complete() (CompletedOptions, error) {
 	if err := o.SecureServing.loadCertificate(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := o.Authorization.loadWebhookConfig(); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return CompletedOptions{}, Errors(errs)
 	}

@@ -76,7 +76,14 @@ func TestCompleteRejects(t *testing.T) {
 
 		// authorization
 		{"no authorization mode", []string{"--authorization-mode="}, []string{"at least one authorization-mode must be passed"}},
-		{"unknown authorization mode", []string{"--authorization-mode=RBAC"}, []string{`authorization-mode "RBAC" is not a valid mode`}},
+		{"unknown authorization mode", []string{"--authorization-mode=ABAC"}, []string{`authorization-mode "ABAC" is not a valid mode`}},
+		{"webhook without config", []string{"--authorization-mode=RBAC,Webhook"}, []string{"authorization-mode Webhook's authorization config file not passed"}},
+		{"webhook config without webhook", []string{"--authorization-webhook-config-file=" + garbage}, []string{"cannot specify --authorization-webhook-config-file without mode Webhook"}},
+		{"unreadable webhook config", []string{"--authorization-mode=Webhook", "--authorization-webhook-config-file=" + missing},
+			[]string{"--authorization-webhook-config-file: reading kubeconfig: open " + missing + ": no such file or directory"}},
+		{"negative webhook TTL", []string{"--authorization-webhook-cache-authorized-ttl=-1s", "--authorization-webhook-cache-unauthorized-ttl=-1s"},
+			[]string{"--authorization-webhook-cache-authorized-ttl can not be negative value", "--authorization-webhook-cache-unauthorized-ttl can not be negative value"}},
+		{"star inside an always-allowed path", []string{"--authorization-always-allow-paths=/a*/b"}, []string{`--authorization-always-allow-paths: only trailing * allowed in "/a*/b"`}},
 		{"repeated authorization mode", []string{"--authorization-mode=AlwaysDeny,AlwaysDeny"}, []string{`authorization-mode ["AlwaysDeny" "AlwaysDeny"] has mode specified more than once`}},
 
 		// API enablement
@@ -149,6 +156,7 @@ func TestCompleteAccepts(t *testing.T) {
 		{"--tls-min-version=VersionTLS13"},
 		{"--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"},
 		{"--authorization-mode=AlwaysDeny,AlwaysAllow"},
+		{"--authorization-mode=Webhook,RBAC", "--authorization-webhook-config-file=" + webhookKubeconfig(t)},
 		{"--watch-cache-sizes=pods#0,flunders.wardle.example.com#1000"},
 		{"--log-level=DEBUG"},
 	} {
