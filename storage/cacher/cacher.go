@@ -52,6 +52,8 @@ type config struct {
 	bookmarkInterval time.Duration
 	maxRevisionWait  time.Duration
 	logger           *slog.Logger
+	// fresh is how long a dynamic window keeps changes; tests shorten it.
+	fresh time.Duration
 }
 
 // WithCapacity sets the window: how many changes the cache keeps for
@@ -184,6 +186,7 @@ func New(backend storage.Interface, prefix string, opts ...Option) *Cacher {
 		bookmarkInterval: DefaultBookmarkInterval,
 		maxRevisionWait:  DefaultMaxRevisionWait,
 		logger:           slog.Default(),
+		fresh:            eventFreshDuration,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -492,7 +495,7 @@ func (c *Cacher) evictLocked(now int64) {
 		case c.cfg.capacity > 0:
 			over = size > c.cfg.capacity
 		default:
-			over = size > maxDynamicCapacity || (size > minDynamicCapacity && now-e.at > int64(eventFreshDuration))
+			over = size > maxDynamicCapacity || (size > minDynamicCapacity && now-e.at > int64(c.cfg.fresh))
 		}
 		if !over {
 			break
