@@ -45,8 +45,8 @@ func val(name string, n int, labels ...string) []byte {
 type eqSelector struct{ key, value string }
 
 func (s eqSelector) Matches(set meta.Set) bool { return set[s.key] == s.value }
-func (s eqSelector) Empty() bool                { return false }
-func (s eqSelector) String() string             { return s.key + "=" + s.value }
+func (s eqSelector) Empty() bool               { return false }
+func (s eqSelector) String() string            { return s.key + "=" + s.value }
 func (s eqSelector) RequiresExactMatch(key string) (string, bool) {
 	return s.value, key == s.key
 }
