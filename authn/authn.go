@@ -3,6 +3,7 @@ package authn
 import (
 	"context"
 	"net/http"
+	"slices"
 )
 
 // Well-known users and groups, as Kubernetes names them.
@@ -14,6 +15,12 @@ const (
 	APIServerUser         = "system:apiserver"
 )
 
+// CredentialIDKey is the user extra under which authenticators record
+// which credential was used (JTI=<token id> for JWTs, X509SHA256=<digest>
+// for certificates), as kube-apiserver does, so that audit logs can tell
+// two tokens of one user apart without holding either.
+const CredentialIDKey = "authentication.kubernetes.io/credential-id"
+
 // User is who a request acts as.
 type User struct {
 	Name   string
@@ -24,12 +31,7 @@ type User struct {
 
 // InGroup reports whether u is a member of group.
 func (u *User) InGroup(group string) bool {
-	for _, g := range u.Groups {
-		if g == group {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(u.Groups, group)
 }
 
 // Response is what an authenticator learned about a request.
@@ -43,6 +45,7 @@ type Response struct {
 // Authenticator authenticates a request. It returns ok=false with a nil
 // error when the request carries no credential it understands (so another
 // authenticator may try), and an error when it carries one that is invalid.
+// Errors never contain the credential.
 type Authenticator interface {
 	AuthenticateRequest(r *http.Request) (resp *Response, ok bool, err error)
 }
@@ -52,6 +55,23 @@ type Func func(r *http.Request) (*Response, bool, error)
 
 // AuthenticateRequest calls f.
 func (f Func) AuthenticateRequest(r *http.Request) (*Response, bool, error) { return f(r) }
+
+// TokenAuthenticator authenticates a bearer token. Like Authenticator it
+// returns ok=false with a nil error for a token it does not recognise (a
+// JWT from another issuer, say) and an error for one it recognises as
+// invalid. ctx may carry the audiences the token must be valid for (see
+// WithAudiences).
+type TokenAuthenticator interface {
+	AuthenticateToken(ctx context.Context, token string) (resp *Response, ok bool, err error)
+}
+
+// TokenFunc adapts a function to TokenAuthenticator.
+type TokenFunc func(ctx context.Context, token string) (*Response, bool, error)
+
+// AuthenticateToken calls f.
+func (f TokenFunc) AuthenticateToken(ctx context.Context, token string) (*Response, bool, error) {
+	return f(ctx, token)
+}
 
 type userKey struct{}
 

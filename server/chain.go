@@ -21,6 +21,10 @@ func DefaultBuildHandlerChain(apiHandler http.Handler, c *CompletedConfig) http.
 		func(h http.Handler) http.Handler {
 			return filters.WithAuthentication(h, c.Authenticator, c.PublicPaths)
 		},
+		// Record who asked what, and the answer (when an audit sink is set).
+		func(h http.Handler) http.Handler { return filters.WithAudit(h, c.Audit, c.LongRunning) },
+		// Act as another user if the authorizer allows it (Impersonate-*).
+		func(h http.Handler) http.Handler { return filters.WithImpersonation(h, c.Authorizer) },
 		// Whether it may run now (429 + Retry-After when overloaded).
 		c.FlowControl,
 		// Whether it may do this at all (403 with the reason).

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apikit-dev/apikit/admission"
+	"github.com/apikit-dev/apikit/audit"
 	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/authz"
 	"github.com/apikit-dev/apikit/certs"
@@ -49,6 +50,9 @@ type Config struct {
 	// Authorizer decides what they may do. The default allows every
 	// authenticated user everything.
 	Authorizer authz.Authorizer
+	// Audit, when set, receives an audit Event for every authenticated
+	// request (--audit-log-path); nil turns auditing off.
+	Audit audit.Sink
 	// PublicPaths may be requested without credentials (as
 	// system:anonymous); the authorizer still decides. The default is the
 	// health endpoints, so that probes work.

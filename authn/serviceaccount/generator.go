@@ -71,6 +71,34 @@ func NewClaims(namespace string, sa Ref, audiences []string, expiration time.Dur
 		}}
 }
 
+// UserClaims are the private claim of a user token: a token that names a
+// user (the subject) and the user's groups rather than a service account.
+// Tokens of `<server> token --user alice --group dev` are such tokens.
+type UserClaims struct {
+	User *UserInfo `json:"apikit.dev/user,omitempty"`
+}
+
+// UserInfo is who a user token authenticates, beyond its subject.
+type UserInfo struct {
+	UID    string   `json:"uid,omitempty"`
+	Groups []string `json:"groups,omitempty"`
+}
+
+// NewUserClaims returns the claims of a token for user name, with uid and
+// groups, for audiences, valid for expiration from now: a unique ID,
+// issued-at and not-before now. Authenticator maps it back to that user;
+// the name may not be a service account's.
+func NewUserClaims(name, uid string, groups, audiences []string, expiration time.Duration, now time.Time) (*jwt.Claims, *UserClaims) {
+	return &jwt.Claims{
+		ID:        uuid.NewString(),
+		Subject:   name,
+		Audience:  jwt.Audience(audiences),
+		IssuedAt:  jwt.NewNumericDate(now),
+		NotBefore: jwt.NewNumericDate(now),
+		Expiry:    jwt.NewNumericDate(now.Add(expiration)),
+	}, &UserClaims{User: &UserInfo{UID: uid, Groups: groups}}
+}
+
 // Generator signs service-account tokens for one issuer with one key.
 type Generator struct {
 	issuer string
@@ -114,6 +142,22 @@ func (g *Generator) KeyID() string { return g.keyID }
 // GenerateToken signs claims (with the Generator's issuer) and private,
 // which may be nil, into a compact JWT.
 func (g *Generator) GenerateToken(claims *jwt.Claims, private *PrivateClaims) (string, error) {
+	if private == nil {
+		return g.sign(claims, nil)
+	}
+	return g.sign(claims, private)
+}
+
+// GenerateUserToken signs the claims of a user token (NewUserClaims) into
+// a compact JWT that Authenticator accepts as that user.
+func (g *Generator) GenerateUserToken(claims *jwt.Claims, user *UserClaims) (string, error) {
+	if user == nil || user.User == nil {
+		return "", errors.New("serviceaccount: a user token needs user claims")
+	}
+	return g.sign(claims, user)
+}
+
+func (g *Generator) sign(claims *jwt.Claims, private any) (string, error) {
 	c := *claims
 	c.Issuer = g.issuer
 	b := jwt.Signed(g.signer).Claims(&c)

@@ -3,12 +3,16 @@ package serviceaccount
 import (
 	"crypto"
 	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/apikit-dev/apikit/certs"
 )
 
 // ParsePrivateKeyPEM returns the first RSA or ECDSA private key in data:
@@ -116,4 +120,31 @@ func parsePublicKey(der []byte) (crypto.PublicKey, bool) {
 		return k, true
 	}
 	return nil, false
+}
+
+// SigningKeyFile is the name of the signing key a development PKI keeps
+// beside its certificates.
+const SigningKeyFile = "sa.key"
+
+// LoadOrCreateSigningKey returns the private key at path, or, when there is
+// no file there, makes an ECDSA P-256 key and writes it (PKCS #8 PEM, mode
+// 0600, atomically) so that the next start, and the token command, find
+// the same key.
+func LoadOrCreateSigningKey(path string) (crypto.Signer, error) {
+	key, err := PrivateKeyFromFile(path)
+	if err == nil || !errors.Is(err, os.ErrNotExist) {
+		return key, err
+	}
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("serviceaccount: generating a signing key: %w", err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		return nil, fmt.Errorf("serviceaccount: encoding the signing key: %w", err)
+	}
+	if err := certs.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		return nil, fmt.Errorf("serviceaccount: writing the signing key: %w", err)
+	}
+	return k, nil
 }
