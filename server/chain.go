@@ -26,7 +26,12 @@ func DefaultBuildHandlerChain(apiHandler http.Handler, c *CompletedConfig) http.
 		// Act as another user if the authorizer allows it (Impersonate-*).
 		func(h http.Handler) http.Handler { return filters.WithImpersonation(h, c.Authorizer) },
 		// Whether it may run now (429 + Retry-After when overloaded).
-		c.FlowControl,
+		func(h http.Handler) http.Handler {
+			if c.FlowControl == nil {
+				return h
+			}
+			return filters.WithFlowControl(h, c.FlowControl, c.LongRunning)
+		},
 		// Whether it may do this at all (403 with the reason).
 		func(h http.Handler) http.Handler { return filters.WithAuthorization(h, c.Authorizer) },
 	}

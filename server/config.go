@@ -14,6 +14,7 @@ import (
 	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/authz"
 	"github.com/apikit-dev/apikit/certs"
+	"github.com/apikit-dev/apikit/flowcontrol"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/request"
 	"github.com/apikit-dev/apikit/server/endpoints"
@@ -57,9 +58,14 @@ type Config struct {
 	// system:anonymous); the authorizer still decides. The default is the
 	// health endpoints, so that probes work.
 	PublicPaths []string
-	// FlowControl, when set, wraps the handler after authentication: it
-	// queues, limits or rejects requests (429) before authorization.
-	FlowControl func(http.Handler) http.Handler
+	// FlowControl is the policy that queues, limits or rejects requests
+	// (429) after authentication and before authorization. When nil,
+	// Complete makes one from the fields below: flowcontrol.APF with
+	// kube-apiserver's default configuration, or flowcontrol.MaxInFlight
+	// without priority and fairness (none when both limits are 0). The
+	// options package sets an APF kept in step with the
+	// flowcontrol.apiserver.k8s.io objects.
+	FlowControl flowcontrol.Interface
 	// MaxRequestsInFlight and MaxMutatingRequestsInFlight bound the
 	// requests served at once (--max-requests-inflight and
 	// --max-mutating-requests-inflight; kube-apiserver's 400 and 200). With
@@ -217,6 +223,13 @@ func (c *Config) Complete() (CompletedConfig, error) {
 	if c.Authorizer == nil {
 		c.Authorizer = authz.AlwaysAllow()
 	}
+	if c.FlowControl == nil {
+		fc, err := DefaultFlowControl(c)
+		if err != nil {
+			return CompletedConfig{}, err
+		}
+		c.FlowControl = fc
+	}
 	if c.SecureServing.Certificate == nil {
 		cert, err := c.selfSignedCertificate()
 		if err != nil {
@@ -266,4 +279,26 @@ func dedupe(in []string) []string {
 		}
 	}
 	return out
+}
+
+// DefaultFlowControl returns the flow-control policy c's fields ask for:
+// API Priority and Fairness with kube-apiserver's default configuration
+// and the sum of both in-flight limits as its concurrency, or, without
+// priority and fairness, the plain max-in-flight limits (nil when both are
+// 0: nothing is limited).
+func DefaultFlowControl(c *Config) (flowcontrol.Interface, error) {
+	if !c.EnablePriorityAndFairness {
+		if c.MaxRequestsInFlight <= 0 && c.MaxMutatingRequestsInFlight <= 0 {
+			return nil, nil
+		}
+		return flowcontrol.NewMaxInFlight(c.MaxRequestsInFlight, c.MaxMutatingRequestsInFlight), nil
+	}
+	apf, err := flowcontrol.NewAPF(flowcontrol.APFConfig{
+		ServerConcurrencyLimit: c.MaxRequestsInFlight + c.MaxMutatingRequestsInFlight,
+		RequestWaitLimit:       c.RequestWaitLimit,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: priority and fairness: %w", err)
+	}
+	return apf, nil
 }

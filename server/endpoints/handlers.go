@@ -19,6 +19,7 @@ import (
 	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
+	"github.com/apikit-dev/apikit/request"
 	"github.com/apikit-dev/apikit/server/respond"
 )
 
@@ -314,7 +315,12 @@ func (s *Scope) decodeBody(w http.ResponseWriter, r *http.Request, validation st
 	if err != nil {
 		return nil, nil, err
 	}
-	data, err := toJSON(r.Header.Get("Content-Type"), body)
+	var data []byte
+	if pd, ok := s.Resource.(registry.ProtobufDecoder); ok && isProtobuf(r.Header.Get("Content-Type")) {
+		data, err = pd.ProtobufToJSON(body)
+	} else {
+		data, err = toJSON(r.Header.Get("Content-Type"), body)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -551,20 +557,42 @@ func (s *Scope) serveWatch(w http.ResponseWriter, r *http.Request, ns string, op
 	if flusher != nil {
 		flusher.Flush()
 	}
+	// Flow control holds the watch's seats until its initial events are
+	// sent: with sendInitialEvents, until the bookmark that ends them;
+	// for the legacy watch from "" or "0", until no event is at hand
+	// (the current state comes at once); from a revision, none.
+	initEnd := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+	legacyInit := !initEnd && (opts.ResourceVersion == "" || opts.ResourceVersion == "0") &&
+		(opts.SendInitialEvents == nil || *opts.SendInitialEvents)
+	if !initEnd && !legacyInit {
+		request.SignalWatchInit(r.Context())
+	}
 	var buf bytes.Buffer
 	for {
 		var ev registry.WatchEvent
 		var ok bool
-		select {
-		case ev, ok = <-events:
-			if !ok {
+		if legacyInit {
+			select {
+			case ev, ok = <-events:
+			default:
+				legacyInit = false
+				request.SignalWatchInit(r.Context())
+			}
+		}
+		if !ok {
+			select {
+			case ev, ok = <-events:
+				if !ok {
+					return
+				}
+			case <-ctx.Done():
+				return
+			case <-s.StopWatches:
 				return
 			}
-		case <-ctx.Done():
-			return
-		case <-s.StopWatches:
-			return
 		}
+		initEnded := initEnd && ev.Type == meta.Bookmark && ev.Item.Object != nil &&
+			ev.Item.Object.GetObjectMeta().Annotations[meta.InitialEventsAnnotation] == "true"
 		buf.Reset()
 		if err := s.encodeEvent(&buf, r, ev, form); err != nil {
 			ev = registry.WatchEvent{Type: meta.Error, Err: err}
@@ -576,6 +604,10 @@ func (s *Scope) serveWatch(w http.ResponseWriter, r *http.Request, ns string, op
 		}
 		if flusher != nil && len(events) == 0 {
 			flusher.Flush()
+		}
+		if initEnded {
+			initEnd = false
+			request.SignalWatchInit(r.Context())
 		}
 		if ev.Type == meta.Error {
 			return
