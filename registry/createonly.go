@@ -20,6 +20,20 @@ type CreateOnlyOptions[T meta.Object] struct {
 	// Create computes the response from the posted object; it may change
 	// and return it. The request's user is in ctx (authn.UserFrom).
 	Create func(ctx context.Context, obj T) (T, error)
+	// ProtobufToJSON, when set, lets clients post the object in
+	// Kubernetes' protobuf encoding, as client-go's typed clients (and so
+	// kubectl) do for built-in kinds: it returns the body's JSON. The
+	// resource then implements ProtobufDecoder.
+	ProtobufToJSON func(body []byte) ([]byte, error)
+}
+
+// ProtobufDecoder is implemented by resources that accept writes in
+// Kubernetes' protobuf encoding (application/vnd.kubernetes.protobuf)
+// besides JSON and YAML.
+type ProtobufDecoder interface {
+	// ProtobufToJSON decodes a protobuf body (with its "k8s\x00" envelope)
+	// and returns the object as JSON.
+	ProtobufToJSON(body []byte) ([]byte, error)
 }
 
 // NewCreateOnly returns a Resource that serves only POST.
@@ -34,7 +48,22 @@ func NewCreateOnly[T meta.Object](o CreateOnlyOptions[T]) (Resource, error) {
 	if o.SingularName == "" {
 		o.SingularName = lower(o.Kind)
 	}
-	return &createOnly[T]{o: o, ti: ti}, nil
+	c := &createOnly[T]{o: o, ti: ti}
+	if o.ProtobufToJSON != nil {
+		return createOnlyProtobuf[T]{c}, nil
+	}
+	return c, nil
+}
+
+// createOnlyProtobuf is a createOnly that also reads protobuf.
+type createOnlyProtobuf[T meta.Object] struct{ *createOnly[T] }
+
+func (c createOnlyProtobuf[T]) ProtobufToJSON(body []byte) ([]byte, error) {
+	b, err := c.o.ProtobufToJSON(body)
+	if err != nil {
+		return nil, meta.NewBadRequest(err.Error())
+	}
+	return b, nil
 }
 
 type createOnly[T meta.Object] struct {

@@ -38,6 +38,16 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 
 var objectContentTypes = []string{"application/json", "application/yaml"}
 
+// protobufType is Kubernetes' protobuf encoding, which only resources
+// implementing registry.ProtobufDecoder read.
+const protobufType = "application/vnd.kubernetes.protobuf"
+
+// isProtobuf reports whether a Content-Type is protobufType.
+func isProtobuf(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == protobufType
+}
+
 // toJSON returns the body as JSON given its content type (JSON or YAML).
 func toJSON(contentType string, body []byte) ([]byte, error) {
 	mt := "application/json"

@@ -2,11 +2,13 @@ package endpoints
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 
 	restful "github.com/emicklei/go-restful/v3"
 
 	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/registry"
 )
 
 // Media types routes declare; the handlers negotiate the exact form.
@@ -85,10 +87,14 @@ func Install(ws *restful.WebService, s *Scope) {
 		Produces(readMediaTypes...).Metadata(MetadataKind, kind).Metadata(MetadataList, true).
 		Returns(http.StatusOK, "OK", nil).Metadata(MetadataTag, tag))))
 
+	createTypes := objectMediaTypes
+	if _, ok := s.Resource.(registry.ProtobufDecoder); ok {
+		createTypes = append(slices.Clone(objectMediaTypes), protobufType)
+	}
 	route("create", addWriteParams(ws, withNS(ws.POST(prefix).To(func(r *restful.Request, w *restful.Response) {
 		s.Create(w, r.Request, ns(r))
 	}).Operation(id("create", "")).Doc("create a "+kind).
-		Consumes(objectMediaTypes...).Produces(objectMediaTypes...).
+		Consumes(createTypes...).Produces(objectMediaTypes...).
 		Reads(sample).Writes(sample).
 		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).
 		Returns(http.StatusAccepted, "Accepted", sample).Metadata(MetadataTag, tag))))
