@@ -20,7 +20,10 @@ import (
 )
 
 func main() {
-	if err := options.NewServerCommand("wardle", options.NewServerRunOptions(), build).Execute(); err != nil {
+	o := options.NewServerRunOptions()
+	// The default roles view, edit and admin cover the wardle API too.
+	o.Authorization.RBACPolicy.ClusterRoles = append(o.Authorization.RBACPolicy.ClusterRoles, wardleapi.ClusterRoles()...)
+	if err := options.NewServerCommand("wardle", o, build).Execute(); err != nil {
 		os.Exit(1)
 	}
 }

@@ -78,7 +78,7 @@ func TestBadFlagsAreAllReportedAndExitOne(t *testing.T) {
 	cmd := exec.Command(wardleBinary(t), "--data-dir="+dir, "--secure-port=70000", "--storage-backend=tape",
 		"--max-requests-inflight=0", "--max-mutating-requests-inflight=0", "--service-cluster-ip-range=10.0.0.0/30",
 		"--watch-cache-sizes=flunders.wardle.example.com#lots", "--runtime-config=api/all=false",
-		"--service-account-max-token-expiration=30m", "--authorization-mode=RBAC", "--client-ca-file="+filepath.Join(dir, "none.crt"))
+		"--service-account-max-token-expiration=30m", "--authorization-mode=ABAC", "--client-ca-file="+filepath.Join(dir, "none.crt"))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()
@@ -92,7 +92,7 @@ func TestBadFlagsAreAllReportedAndExitOne(t *testing.T) {
 		"--storage-backend invalid, allowed values: embedded, etcd3, memory.",
 		"invalid size of watch cache size: flunders.wardle.example.com#lots",
 		"the service-account-max-token-expiration must be between 1 hour and 2^32 seconds",
-		`authorization-mode "RBAC" is not a valid mode`,
+		`authorization-mode "ABAC" is not a valid mode`,
 		"invalid configuration: MaxRequestsInFlight=0 and MaxMutatingRequestsInFlight=0; they must add up to something positive",
 		"invalid key with only api/all=false",
 		"error determining service IP ranges for primary service cidr: the service cluster IP range must be at least 8 IP addresses",

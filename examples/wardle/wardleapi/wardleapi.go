@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/apikit-dev/apikit/admission"
+	"github.com/apikit-dev/apikit/authz/rbac"
 	"github.com/apikit-dev/apikit/examples/wardle/apis/v1alpha1"
 	"github.com/apikit-dev/apikit/examples/wardle/apis/v1beta1"
 	"github.com/apikit-dev/apikit/meta"
@@ -86,6 +87,19 @@ func (a *API) GroupInfo() (*server.APIGroupInfo, error) {
 	return server.NewAPIGroupInfo(GroupName).
 		AddVersion("v1beta1", registry.Serve(a.Flunders)).
 		AddVersion("v1alpha1", flundersV1alpha1, registry.Serve(a.Fischers)), nil
+}
+
+// ClusterRoles extend the default roles view and edit (and so admin, which
+// aggregates edit) to the wardle API, through the aggregation labels:
+// binding view to a user in a namespace lets them read its flunders.
+func ClusterRoles() []rbac.ClusterRole {
+	resources := []string{"flunders", "fischers"}
+	return []rbac.ClusterRole{
+		rbac.BootstrapClusterRole("wardle:aggregate-to-view", map[string]string{rbac.AggregateToView: "true"},
+			rbac.Rule(GroupName, resources, "get", "list", "watch")),
+		rbac.BootstrapClusterRole("wardle:aggregate-to-edit", map[string]string{rbac.AggregateToEdit: "true"},
+			rbac.Rule(GroupName, resources, "create", "delete", "deletecollection", "patch", "update")),
+	}
 }
 
 // flunderStrategy defaults and validates Flunders as the sample does.
