@@ -40,20 +40,23 @@ func TestCommandOnEtcdServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The widget, and the RBAC bootstrap policy (the default mode).
+	// The widget, the RBAC bootstrap policy (the default mode) and the
+	// default flow-control configuration (priority and fairness is on).
 	var widgets []string
-	rbacKeys := 0
+	rbacKeys, apfKeys := 0, 0
 	for _, kv := range resp.Kvs {
 		switch k := string(kv.Key); {
 		case strings.HasPrefix(k, "/apikit-options-test/test.example.com/widgets/"):
 			widgets = append(widgets, k)
 		case strings.HasPrefix(k, "/apikit-options-test/rbac.authorization.k8s.io/"):
 			rbacKeys++
+		case strings.HasPrefix(k, "/apikit-options-test/flowcontrol.apiserver.k8s.io/"):
+			apfKeys++
 		default:
 			t.Errorf("unexpected key %s", k)
 		}
 	}
-	if len(widgets) != 1 || rbacKeys == 0 {
+	if len(widgets) != 1 || rbacKeys == 0 || apfKeys == 0 {
 		t.Fatalf("keys under the prefix: %v", resp.Kvs)
 	}
 	t.Logf("stored as %s", widgets[0])

@@ -1,12 +1,19 @@
 package options
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/apikit-dev/apikit/flowcontrol"
+	"github.com/apikit-dev/apikit/flowcontrol/resources"
+	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/server"
+	"github.com/apikit-dev/apikit/storage"
 )
 
 // FlowControlOptions choose how the server sheds load: API Priority and
@@ -20,6 +27,13 @@ type FlowControlOptions struct {
 	// RequestWaitLimit is how long a request may wait in a queue: a
 	// quarter of --request-timeout, as kube-apiserver has it.
 	RequestWaitLimit time.Duration
+
+	// Set by ApplyTo.
+
+	// APF is the priority-and-fairness policy ApplyTo put in the server's
+	// filter chain; nil without priority and fairness.
+	APF     *flowcontrol.APF
+	storage storage.Factory
 }
 
 // NewFlowControlOptions returns the default: API Priority and Fairness.
@@ -52,9 +66,79 @@ func (o *FlowControlOptions) Complete(g *GenericOptions) {
 	o.RequestWaitLimit = g.RequestTimeout / 4
 }
 
-// ApplyTo sets the flow-control choice and the queue wait limit.
+// ApplyTo sets the flow-control choice and the queue wait limit, and puts
+// the policy they make (server.DefaultFlowControl) in the server's filter
+// chain. It runs after the generic options, which set the limits, and the
+// etcd options, which set the storage the configuration API keeps its
+// objects in.
 func (o *FlowControlOptions) ApplyTo(c *server.Config) error {
 	c.EnablePriorityAndFairness = o.EnablePriorityAndFairness
 	c.RequestWaitLimit = o.RequestWaitLimit
+	fc, err := server.DefaultFlowControl(c)
+	if err != nil {
+		return err
+	}
+	c.FlowControl = fc
+	o.APF, _ = fc.(*flowcontrol.APF)
+	o.storage = c.Storage
 	return nil
+}
+
+// InstallSystemAPIs serves, with priority and fairness,
+// flowcontrol.apiserver.k8s.io/v1 (FlowSchema and
+// PriorityLevelConfiguration) and kube-apiserver's debug dumps under
+// /debug/api_priority_and_fairness/, with two post-start hooks:
+// priority-and-fairness-config-producer, done once the default
+// configuration is stored, and priority-and-fairness-config-consumer,
+// which keeps the policy in step with the stored objects and counts every
+// resource's objects for list estimates until the server stops.
+func (o *FlowControlOptions) InstallSystemAPIs(s *server.GenericServer) error {
+	if o.APF == nil {
+		return nil
+	}
+	if o.storage == nil {
+		return errors.New("priority and fairness: the server has no storage for its configuration")
+	}
+	api, err := resources.New(o.storage)
+	if err != nil {
+		return fmt.Errorf("priority and fairness: %w", err)
+	}
+	if err := s.InstallAPIGroup(server.NewAPIGroupInfo(flowcontrol.GroupName).AddVersion(flowcontrol.Version, api.Resources()...)); err != nil {
+		return err
+	}
+	if err := s.Handle(flowcontrol.DebugPathPrefix, o.APF.DebugHandler()); err != nil {
+		return err
+	}
+	apf := o.APF
+	if err := s.AddPostStartHook("priority-and-fairness-config-producer", func(ctx context.Context) error {
+		log := slog.Default().With("hook", "priority-and-fairness-config-producer")
+		for {
+			err := api.Ensure(ctx)
+			if err == nil {
+				return nil
+			}
+			log.Warn("ensuring the default configuration; retrying", "err", err)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Second):
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	return s.AddPostStartHook("priority-and-fairness-config-consumer", func(ctx context.Context) error {
+		log := slog.Default().With("hook", "priority-and-fairness-config-consumer")
+		go api.Run(ctx, apf, log)
+		go resources.TrackObjectCounts(ctx, apf, func() []registry.Resource {
+			var out []registry.Resource
+			for _, g := range s.APIGroups() {
+				for _, v := range g.Versions {
+					out = append(out, v.Resources...)
+				}
+			}
+			return out
+		}, resources.DefaultCountPeriod, log)
+		return nil
+	})
 }

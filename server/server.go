@@ -297,6 +297,21 @@ func (s *GenericServer) AddPreShutdownHook(name string, hook PreShutdownHookFunc
 	return nil
 }
 
+// Handle serves a non-resource path pattern (http.ServeMux syntax, e.g.
+// a "/debug/..." subtree) with h, behind the server's filters: requests are
+// authenticated, flow-controlled and authorized as get (or post, ...) on
+// the path. It fails when the pattern conflicts with a route already
+// there.
+func (s *GenericServer) Handle(pattern string, h http.Handler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("server: handling %q: %v", pattern, r)
+		}
+	}()
+	s.mux.Handle(pattern, h)
+	return nil
+}
+
 // AddHealthChecks adds checks to all three health endpoints.
 func (s *GenericServer) AddHealthChecks(checks ...HealthCheck) {
 	s.mu.Lock()
