@@ -19,6 +19,19 @@ const DefaultReloadInterval = time.Second
 // reports them coarsely.
 const rereadEvery = time.Minute
 
+// ParseError is a file that was read but whose content is not valid (a CA
+// bundle without certificates, a malformed token file).
+type ParseError struct {
+	Path string
+	Err  error
+}
+
+// Error names the file and the problem.
+func (e *ParseError) Error() string { return e.Path + ": " + e.Err.Error() }
+
+// Unwrap returns the problem.
+func (e *ParseError) Unwrap() error { return e.Err }
+
 // fileSource holds the parsed content of a file and re-reads it when it
 // changes. It is checked lazily, by the requests that use it, at most once
 // per interval and by one of them at a time; the others keep using the
@@ -43,17 +56,17 @@ type fileSource[T any] struct {
 // report (a missing --client-ca-file stops the server).
 func newFileSource[T any](path, what string, parse func([]byte) (T, error)) (*fileSource[T], error) {
 	f := &fileSource[T]{path: path, what: what, parse: parse, interval: DefaultReloadInterval, now: time.Now}
-	info, err := os.Stat(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(path)
+	info, err := os.Stat(path)
 	if err != nil {
 		return nil, err
 	}
 	v, err := parse(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, &ParseError{Path: path, Err: err}
 	}
 	f.cur.Store(&v)
 	f.seen, f.data, f.readAt = info, data, f.now()
@@ -111,7 +124,7 @@ func (f *fileSource[T]) check(now time.Time, force bool) error {
 	}
 	v, err := f.parse(data)
 	if err != nil {
-		return f.keep(func() { f.seen, f.data = info, data }, fmt.Errorf("%s: %w", f.path, err))
+		return f.keep(func() { f.seen, f.data = info, data }, &ParseError{Path: f.path, Err: err})
 	}
 	f.cur.Store(&v)
 	f.seen, f.data = info, data

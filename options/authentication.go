@@ -1,108 +1,497 @@
 package options
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/apikit-dev/apikit/authn"
+	"github.com/apikit-dev/apikit/authn/oidc"
+	"github.com/apikit-dev/apikit/authn/review"
+	"github.com/apikit-dev/apikit/authn/serviceaccount"
+	"github.com/apikit-dev/apikit/authn/webhook"
 	"github.com/apikit-dev/apikit/certs"
 	"github.com/apikit-dev/apikit/server"
 )
 
-// AuthenticationOptions choose how the server identifies callers. For now:
-// client certificates (--client-ca-file, or the development PKI's CA) and
-// anonymous requests; token, request-header and webhook authentication add
-// their flags and authenticators here.
+// AuthenticationOptions choose how the server identifies callers, with
+// kube-apiserver's flags: client certificates, the front proxy's request
+// headers, static tokens, service-account and user tokens (see
+// ServiceAccountOptions), OIDC and other JWT issuers, a TokenReview
+// webhook, and anonymous requests. Complete builds one authenticator from
+// them, in kube-apiserver's order: request headers, client certificates,
+// bearer tokens (token file, service-account keys, JWT issuers, webhook;
+// cached), then anonymous.
 type AuthenticationOptions struct {
-	// ClientCAFile verifies client certificates.
+	// ClientCAFile verifies client certificates (reloaded when it
+	// changes).
 	ClientCAFile string
 	// Anonymous lets requests without credentials in as system:anonymous.
 	Anonymous bool
+	// TokenAuthFile holds static tokens (token,user,uid,"group1,group2"),
+	// reloaded when it changes.
+	TokenAuthFile string
+	// APIAudiences are the audiences tokens for this server must be
+	// meant for; empty means the service-account issuers.
+	APIAudiences []string
+	// OIDC configures one OpenID Connect issuer by flags.
+	OIDC OIDCOptions
+	// ConfigFile is a structured AuthenticationConfiguration (JWT issuers
+	// and anonymous access); it excludes the --oidc-* flags.
+	ConfigFile string
+	// RequestHeader configures the front proxy.
+	RequestHeader RequestHeaderOptions
+	// WebhookConfigFile is the kubeconfig of a TokenReview webhook;
+	// WebhookCacheTTL how long its answers are kept; WebhookVersion the
+	// TokenReview version it speaks.
+	WebhookConfigFile string
+	WebhookCacheTTL   time.Duration
+	WebhookVersion    string
+	// TokenSuccessCacheTTL and TokenFailureCacheTTL are how long the
+	// bearer-token authenticators' answers are kept: kube-apiserver's 10
+	// seconds for successes and none for failures. Not flags.
+	TokenSuccessCacheTTL, TokenFailureCacheTTL time.Duration
 
 	// Set by Complete.
 
-	// ClientCA verifies client certificates: from ClientCAFile, or the
-	// development PKI's CA.
+	// ClientCA verifies client certificates: ClientCAFile (reloaded), or
+	// the development PKI's CA.
 	ClientCA authn.CAProvider
+	// Config is ConfigFile, parsed.
+	Config *oidc.AuthenticationConfiguration
+	// TokenAuthenticator checks bearer tokens (cached): what the bearer
+	// authenticator and TokenReview ask. Nil when no token authentication
+	// is configured.
+	TokenAuthenticator authn.TokenAuthenticator
+	// Authenticator is the whole authenticator ApplyTo gives the server.
+	Authenticator authn.Authenticator
+
+	requestHeaderCA *authn.CAFile
+	tokenFile       *authn.TokenFile
+	jwtIssuers      []*oidc.Authenticator
+	webhook         certs.Kubeconfig
 }
 
-// NewAuthenticationOptions returns the defaults: no client CA, anonymous
-// requests refused.
-func NewAuthenticationOptions() *AuthenticationOptions { return &AuthenticationOptions{} }
+// OIDCOptions are the --oidc-* flags: one issuer.
+type OIDCOptions struct {
+	IssuerURL      string
+	ClientID       string
+	CAFile         string
+	UsernameClaim  string
+	UsernamePrefix string
+	GroupsClaim    string
+	GroupsPrefix   string
+	SigningAlgs    []string
+	RequiredClaims map[string]string
+}
+
+// RequestHeaderOptions are the --requestheader-* flags.
+type RequestHeaderOptions struct {
+	ClientCAFile        string
+	AllowedNames        []string
+	UsernameHeaders     []string
+	UIDHeaders          []string
+	GroupHeaders        []string
+	ExtraHeaderPrefixes []string
+}
+
+// NewAuthenticationOptions returns the defaults: no client CA of its own
+// (the development PKI provides one), anonymous requests refused, the
+// front proxy's usual X-Remote-* headers, a 2-minute webhook cache and
+// kube-apiserver's 10-second token cache.
+func NewAuthenticationOptions() *AuthenticationOptions {
+	return &AuthenticationOptions{
+		OIDC: OIDCOptions{UsernameClaim: "sub", SigningAlgs: []string{"RS256"}},
+		RequestHeader: RequestHeaderOptions{
+			UsernameHeaders:     []string{"X-Remote-User"},
+			GroupHeaders:        []string{"X-Remote-Group"},
+			ExtraHeaderPrefixes: []string{"X-Remote-Extra-"},
+		},
+		WebhookCacheTTL:      2 * time.Minute,
+		WebhookVersion:       webhook.V1,
+		TokenSuccessCacheTTL: 10 * time.Second,
+	}
+}
 
 // AddFlags adds the authentication flags.
 func (o *AuthenticationOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile,
 		"If set, any request presenting a client certificate signed by one of the authorities in the client-ca-file is authenticated "+
-			"with an identity corresponding to the CommonName of the client certificate.")
+			"with an identity corresponding to the CommonName of the client certificate. The file is reloaded when it changes.")
 	fs.BoolVar(&o.Anonymous, "anonymous-auth", o.Anonymous,
 		"Enables anonymous requests to the secure port of the API server. Requests that are not rejected by another authentication method "+
 			"are treated as anonymous requests. Anonymous requests have a username of system:anonymous, and a group name of system:unauthenticated.")
+	fs.StringVar(&o.TokenAuthFile, "token-auth-file", o.TokenAuthFile,
+		"If set, the file that will be used to secure the secure port of the API server via token authentication: "+
+			"lines of token,user,uid,\"group1,group2\". The file is reloaded when it changes; a removed line revokes its token.")
+	fs.StringSliceVar(&o.APIAudiences, "api-audiences", o.APIAudiences,
+		"Identifiers of the API. The service account token authenticator will validate that tokens used against the API are bound to at least one of these audiences. "+
+			"If the --service-account-issuer flag is configured and this flag is not, this field defaults to the issuers.")
+	fs.StringVar(&o.ConfigFile, "authentication-config", o.ConfigFile,
+		"File with Authentication Configuration (apiserver.config.k8s.io AuthenticationConfiguration) to configure the JWT token authenticators "+
+			"or the anonymous authenticator. Mutually exclusive with the --oidc-* flags.")
+
+	fs.StringVar(&o.OIDC.IssuerURL, "oidc-issuer-url", o.OIDC.IssuerURL,
+		"The URL of the OpenID issuer, only HTTPS scheme will be accepted. If set, it will be used to verify the OIDC JSON Web Token (JWT).")
+	fs.StringVar(&o.OIDC.ClientID, "oidc-client-id", o.OIDC.ClientID,
+		"The client ID for the OpenID Connect client, must be set if oidc-issuer-url is set.")
+	fs.StringVar(&o.OIDC.CAFile, "oidc-ca-file", o.OIDC.CAFile,
+		"If set, the OpenID server's certificate will be verified by one of the authorities in the oidc-ca-file, otherwise the host's root CA set will be used.")
+	fs.StringVar(&o.OIDC.UsernameClaim, "oidc-username-claim", o.OIDC.UsernameClaim,
+		"The OpenID claim to use as the user name. Note that claims other than the default ('sub') is not guaranteed to be unique and immutable.")
+	fs.StringVar(&o.OIDC.UsernamePrefix, "oidc-username-prefix", o.OIDC.UsernamePrefix,
+		"If provided, all usernames will be prefixed with this value. If not provided, username claims other than 'email' are prefixed by the issuer URL "+
+			"to avoid clashes. To skip any prefixing, provide the value '-'.")
+	fs.StringVar(&o.OIDC.GroupsClaim, "oidc-groups-claim", o.OIDC.GroupsClaim,
+		"If provided, the name of a custom OpenID Connect claim for specifying user groups. The claim value is expected to be a string or array of strings.")
+	fs.StringVar(&o.OIDC.GroupsPrefix, "oidc-groups-prefix", o.OIDC.GroupsPrefix,
+		"If provided, all groups will be prefixed with this value to prevent conflicts with other authentication strategies.")
+	fs.StringSliceVar(&o.OIDC.SigningAlgs, "oidc-signing-algs", o.OIDC.SigningAlgs,
+		"Comma-separated list of allowed JOSE asymmetric signing algorithms. JWTs with a supported 'alg' header values are: "+
+			"RS256, RS384, RS512, ES256, ES384, ES512, PS256, PS384, PS512, EdDSA. Values are defined by RFC 7518 https://tools.ietf.org/html/rfc7518#section-3.1.")
+	fs.StringToStringVar(&o.OIDC.RequiredClaims, "oidc-required-claim", o.OIDC.RequiredClaims,
+		"A key=value pair that describes a required claim in the ID Token. If set, the claim is verified to be present in the ID Token with a matching value. "+
+			"Repeat this flag to specify multiple claims.")
+
+	fs.StringVar(&o.RequestHeader.ClientCAFile, "requestheader-client-ca-file", o.RequestHeader.ClientCAFile,
+		"Root certificate bundle to use to verify client certificates on incoming requests before trusting usernames in headers specified by "+
+			"--requestheader-username-headers. WARNING: generally do not depend on authorization being already done for incoming requests.")
+	fs.StringSliceVar(&o.RequestHeader.AllowedNames, "requestheader-allowed-names", o.RequestHeader.AllowedNames,
+		"List of client certificate common names to allow to provide usernames in headers specified by --requestheader-username-headers. "+
+			"If empty, any client certificate validated by the authorities in --requestheader-client-ca-file is allowed.")
+	fs.StringSliceVar(&o.RequestHeader.UsernameHeaders, "requestheader-username-headers", o.RequestHeader.UsernameHeaders,
+		"List of request headers to inspect for usernames. X-Remote-User is common.")
+	fs.StringSliceVar(&o.RequestHeader.UIDHeaders, "requestheader-uid-headers", o.RequestHeader.UIDHeaders,
+		"List of request headers to inspect for UIDs. X-Remote-Uid is suggested.")
+	fs.StringSliceVar(&o.RequestHeader.GroupHeaders, "requestheader-group-headers", o.RequestHeader.GroupHeaders,
+		"List of request headers to inspect for groups. X-Remote-Group is suggested.")
+	fs.StringSliceVar(&o.RequestHeader.ExtraHeaderPrefixes, "requestheader-extra-headers-prefix", o.RequestHeader.ExtraHeaderPrefixes,
+		"List of request header prefixes to inspect. X-Remote-Extra- is suggested.")
+
+	fs.StringVar(&o.WebhookConfigFile, "authentication-token-webhook-config-file", o.WebhookConfigFile,
+		"File with webhook configuration for token authentication in kubeconfig format. The API server will query the remote service "+
+			"to determine authentication for bearer tokens.")
+	fs.DurationVar(&o.WebhookCacheTTL, "authentication-token-webhook-cache-ttl", o.WebhookCacheTTL,
+		"The duration to cache responses from the webhook token authenticator.")
+	fs.StringVar(&o.WebhookVersion, "authentication-token-webhook-version", o.WebhookVersion,
+		"The API version of the authentication.k8s.io TokenReview to send to and expect from the webhook: v1 or v1beta1.")
 }
 
-// Validate has nothing to check before the files are read.
-func (o *AuthenticationOptions) Validate() []error { return nil }
+// Validate checks the flags that can be checked without reading files,
+// with kube-apiserver's messages.
+func (o *AuthenticationOptions) Validate() []error {
+	var errs []error
+	oidcFlags := o.OIDC.IssuerURL != "" || o.OIDC.ClientID != ""
+	if (o.OIDC.IssuerURL != "") != (o.OIDC.ClientID != "") {
+		errs = append(errs, errors.New("oidc-issuer-url and oidc-client-id should be specified together"))
+	}
+	if o.ConfigFile != "" && (oidcFlags || o.OIDC.CAFile != "" || o.OIDC.GroupsClaim != "" || o.OIDC.GroupsPrefix != "" ||
+		o.OIDC.UsernamePrefix != "" || len(o.OIDC.RequiredClaims) > 0) {
+		errs = append(errs, errors.New("authentication-config file and oidc-* flags are mutually exclusive"))
+	}
+	if o.OIDC.IssuerURL != "" && o.OIDC.UsernameClaim == "" {
+		errs = append(errs, errors.New("oidc-username-claim must not be empty"))
+	}
+	if rh := o.RequestHeader; rh.ClientCAFile != "" && len(rh.UsernameHeaders) == 0 {
+		errs = append(errs, errors.New("--requestheader-username-headers must be set with --requestheader-client-ca-file"))
+	}
+	if o.WebhookCacheTTL < 0 {
+		errs = append(errs, errors.New("--authentication-token-webhook-cache-ttl can not be negative value"))
+	}
+	if o.WebhookVersion != webhook.V1 && o.WebhookVersion != webhook.V1beta1 {
+		errs = append(errs, fmt.Errorf("--authentication-token-webhook-version %q is not supported: use %s or %s", o.WebhookVersion, webhook.V1, webhook.V1beta1))
+	}
+	return errs
+}
 
-// loadClientCA reads --client-ca-file.
-func (o *AuthenticationOptions) loadClientCA() error {
-	if o.ClientCAFile == "" {
-		return nil
+// load reads the files the flags name and checks what they configure;
+// every problem is returned. Nothing is written.
+func (o *AuthenticationOptions) load() []error {
+	var errs []error
+	o.ClientCA, o.requestHeaderCA, o.tokenFile, o.jwtIssuers, o.Config = nil, nil, nil, nil, nil
+	if o.ClientCAFile != "" {
+		ca, err := authn.NewCAFile(o.ClientCAFile)
+		if err != nil {
+			errs = append(errs, fileFlagError("--client-ca-file", err))
+		} else {
+			o.ClientCA = ca
+		}
 	}
-	data, err := os.ReadFile(o.ClientCAFile)
+	if f := o.RequestHeader.ClientCAFile; f != "" {
+		ca, err := authn.NewCAFile(f)
+		if err != nil {
+			errs = append(errs, fileFlagError("--requestheader-client-ca-file", err))
+		} else {
+			o.requestHeaderCA = ca
+		}
+	}
+	if o.TokenAuthFile != "" {
+		tf, err := authn.NewTokenFile(o.TokenAuthFile)
+		if err != nil {
+			errs = append(errs, fileFlagError("--token-auth-file", err))
+		} else {
+			o.tokenFile = tf
+		}
+	}
+	issuers, err := o.jwtIssuerConfigs()
 	if err != nil {
-		return fmt.Errorf("--client-ca-file: %w", err)
+		errs = append(errs, err)
 	}
-	pool, err := certs.PoolFromPEM(data)
-	if err != nil {
-		return fmt.Errorf("--client-ca-file %s: %w", o.ClientCAFile, err)
+	for _, iss := range issuers {
+		a, err := oidc.New(iss)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		o.jwtIssuers = append(o.jwtIssuers, a)
 	}
-	o.ClientCA = authn.StaticCAs{Pool: pool}
-	return nil
+	if o.Config != nil && o.Config.Anonymous != nil && o.Anonymous {
+		errs = append(errs, errors.New("anonymous is configured in both --authentication-config and --anonymous-auth; use one"))
+	}
+	if o.WebhookConfigFile != "" {
+		k, err := certs.ReadKubeconfig(o.WebhookConfigFile)
+		if err == nil {
+			_, err = k.ClientTLSConfig()
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--authentication-token-webhook-config-file: %w", err))
+		} else {
+			o.webhook = k
+		}
+	}
+	return errs
+}
+
+// fileFlagError words a file flag's error as the other file flags do:
+// "--flag: open ...: no such file" when it could not be read, "--flag
+// path: problem" when its content is wrong.
+func fileFlagError(flag string, err error) error {
+	var perr *authn.ParseError
+	if errors.As(err, &perr) {
+		return fmt.Errorf("%s %s: %w", flag, perr.Path, perr.Err)
+	}
+	return fmt.Errorf("%s: %w", flag, err)
+}
+
+// jwtIssuerConfigs reads the JWT issuers: from --authentication-config,
+// or the one of the --oidc-* flags.
+func (o *AuthenticationOptions) jwtIssuerConfigs() ([]oidc.Issuer, error) {
+	if o.ConfigFile != "" {
+		data, err := os.ReadFile(o.ConfigFile)
+		if err != nil {
+			return nil, fmt.Errorf("--authentication-config: %w", err)
+		}
+		c, err := oidc.ParseConfig(data)
+		if err != nil {
+			return nil, fmt.Errorf("--authentication-config %s: %w", o.ConfigFile, err)
+		}
+		o.Config = c
+		var issuers []oidc.Issuer
+		for _, j := range c.JWT {
+			issuers = append(issuers, j.Config())
+		}
+		return issuers, nil
+	}
+	f := o.OIDC
+	if f.IssuerURL == "" || f.ClientID == "" {
+		return nil, nil
+	}
+	iss := oidc.Issuer{
+		URL: f.IssuerURL, Audiences: []string{f.ClientID},
+		UsernameClaim: f.UsernameClaim, GroupsClaim: f.GroupsClaim, GroupsPrefix: f.GroupsPrefix,
+		SigningAlgorithms: f.SigningAlgs, RequiredClaims: f.RequiredClaims,
+	}
+	// kube-apiserver's legacy rule: without a prefix, names from claims
+	// other than email are prefixed with the issuer, so that they cannot
+	// pass for local users; "-" asks for no prefix.
+	switch {
+	case f.UsernamePrefix == "-":
+	case f.UsernamePrefix != "":
+		iss.UsernamePrefix = f.UsernamePrefix
+	case f.UsernameClaim != "email":
+		iss.UsernamePrefix = f.IssuerURL + "#"
+	}
+	if f.CAFile != "" {
+		ca, err := os.ReadFile(f.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--oidc-ca-file: %w", err)
+		}
+		iss.CAPEM = ca
+	}
+	return []oidc.Issuer{iss}, nil
 }
 
 // ApplyAuthorization turns anonymous requests off under the AlwaysAllow
 // authorizer, which would let anyone do anything, and says so, as
 // kube-apiserver does.
 func (o *AuthenticationOptions) ApplyAuthorization(authz *AuthorizationOptions, log *slog.Logger) {
-	if !o.Anonymous || authz == nil {
+	anonymous := o.Anonymous || (o.Config != nil && o.Config.Anonymous != nil && o.Config.Anonymous.Enabled)
+	if !anonymous || authz == nil || !slices.Contains(authz.Modes, ModeAlwaysAllow) {
 		return
 	}
-	for _, m := range authz.Modes {
-		if m == ModeAlwaysAllow {
-			log.Warn("AnonymousAuth is not allowed with the AlwaysAllow authorizer. Resetting AnonymousAuth to false. You should use a different authorizer")
-			o.Anonymous = false
-			return
-		}
+	log.Warn("AnonymousAuth is not allowed with the AlwaysAllow authorizer. Resetting AnonymousAuth to false. You should use a different authorizer")
+	o.Anonymous = false
+	if o.Config != nil && o.Config.Anonymous != nil {
+		o.Config.Anonymous.Enabled = false
 	}
 }
 
-// ApplyTo sets the server's authenticator: client certificates signed by
-// the client CA, then anonymous when enabled.
-func (o *AuthenticationOptions) ApplyTo(c *server.Config) error {
-	var a authn.Authenticator = authn.Func(func(*http.Request) (*authn.Response, bool, error) { return nil, false, nil })
+// audiences returns the API audiences: the flag's, else the
+// service-account issuers.
+func (o *AuthenticationOptions) audiences(sa *ServiceAccountOptions) authn.Audiences {
+	if len(o.APIAudiences) > 0 || sa == nil {
+		return o.APIAudiences
+	}
+	return sa.Issuers
+}
+
+// complete builds the authenticator (after the development PKI and the
+// service-account keys are settled), in kube-apiserver's order: the front
+// proxy's request headers, client certificates, bearer tokens (the token
+// file, service-account and user JWTs, JWT issuers, the webhook, behind one
+// cache), then anonymous.
+func (o *AuthenticationOptions) complete(sa *ServiceAccountOptions) error {
+	auds := o.audiences(sa)
+	if len(o.APIAudiences) == 0 && len(auds) > 0 {
+		o.APIAudiences = auds
+	}
+	var authenticators []authn.Authenticator
+	if o.requestHeaderCA != nil {
+		rh := o.RequestHeader
+		a, err := authn.NewRequestHeader(authn.RequestHeaderConfig{
+			CAs: o.requestHeaderCA, AllowedNames: rh.AllowedNames,
+			UsernameHeaders: rh.UsernameHeaders, UIDHeaders: rh.UIDHeaders,
+			GroupHeaders: rh.GroupHeaders, ExtraHeaderPrefixes: rh.ExtraHeaderPrefixes,
+		})
+		if err != nil {
+			return fmt.Errorf("--requestheader-client-ca-file: %w", err)
+		}
+		authenticators = append(authenticators, a)
+	}
 	if o.ClientCA != nil {
-		c.SecureServing.ClientCA = o.ClientCA
-		a = authn.NewX509(o.ClientCA)
+		authenticators = append(authenticators, authn.NewX509(o.ClientCA))
 	}
-	if o.Anonymous {
-		a = withAnonymous(a)
+
+	var tokens []authn.TokenAuthenticator
+	if o.tokenFile != nil {
+		tokens = append(tokens, authn.AudienceAgnostic(auds, o.tokenFile))
 	}
-	c.Authenticator = a
+	if sa != nil && len(sa.PublicKeys) > 0 && len(sa.Issuers) > 0 {
+		a, err := serviceaccount.NewAuthenticator(sa.Issuers, sa.PublicKeys, auds)
+		if err != nil {
+			return fmt.Errorf("service account tokens: %w", err)
+		}
+		tokens = append(tokens, a)
+	}
+	for _, a := range o.jwtIssuers {
+		tokens = append(tokens, authn.AudienceAgnostic(auds, a))
+	}
+	if o.WebhookConfigFile != "" {
+		w, err := webhook.New(webhook.Config{Kubeconfig: o.webhook, Version: o.WebhookVersion, ImplicitAudiences: auds})
+		if err != nil {
+			return fmt.Errorf("--authentication-token-webhook-config-file: %w", err)
+		}
+		var t authn.TokenAuthenticator = w
+		if o.WebhookCacheTTL > 0 {
+			t = authn.NewTokenCache(w, authn.TokenCacheOptions{SuccessTTL: o.WebhookCacheTTL, FailureTTL: o.WebhookCacheTTL})
+		}
+		tokens = append(tokens, t)
+	}
+	o.TokenAuthenticator = nil
+	if len(tokens) > 0 {
+		t := authn.UnionToken(tokens...)
+		if o.TokenSuccessCacheTTL > 0 || o.TokenFailureCacheTTL > 0 {
+			t = authn.NewTokenCache(t, authn.TokenCacheOptions{SuccessTTL: o.TokenSuccessCacheTTL, FailureTTL: o.TokenFailureCacheTTL, CacheErrors: true})
+		}
+		o.TokenAuthenticator = t
+		authenticators = append(authenticators, authn.NewBearerToken(t))
+	}
+
+	a := authn.Union(authenticators...)
+	switch anon := o.anonymousConfig(); {
+	case o.Anonymous:
+		a = authn.WithAnonymous(a, nil)
+	case anon != nil && anon.Enabled:
+		a = authn.WithAnonymous(a, anonymousPaths(anon.Conditions))
+	}
+	o.Authenticator = a
 	return nil
 }
 
-// withAnonymous authenticates as system:anonymous the requests that a finds
-// no credentials in; invalid credentials still fail.
-func withAnonymous(a authn.Authenticator) authn.Authenticator {
-	return authn.Func(func(r *http.Request) (*authn.Response, bool, error) {
-		resp, ok, err := a.AuthenticateRequest(r)
-		if ok || err != nil {
-			return resp, ok, err
-		}
-		return &authn.Response{User: authn.User{Name: authn.Anonymous, Groups: []string{authn.AllUnauthenticated}}}, true, nil
-	})
+func (o *AuthenticationOptions) anonymousConfig() *oidc.AnonymousConfig {
+	if o.Config == nil {
+		return nil
+	}
+	return o.Config.Anonymous
+}
+
+// anonymousPaths allows anonymous requests to the paths of the
+// conditions; without conditions, to every path.
+func anonymousPaths(conds []oidc.AnonymousCondition) func(*http.Request) bool {
+	if len(conds) == 0 {
+		return nil
+	}
+	paths := map[string]bool{}
+	for _, c := range conds {
+		paths[c.Path] = true
+	}
+	return func(r *http.Request) bool { return paths[r.URL.Path] }
+}
+
+// ApplyTo sets the server's authenticator (and, for servers built without
+// it, the client CA).
+func (o *AuthenticationOptions) ApplyTo(c *server.Config) error {
+	if o.Authenticator == nil {
+		return errors.New("authentication: ApplyTo before Complete")
+	}
+	if o.ClientCA != nil {
+		c.SecureServing.ClientCA = o.ClientCA
+	}
+	c.Authenticator = o.Authenticator
+	return nil
+}
+
+// InstallSystemAPIs serves authentication.k8s.io/v1: SelfSubjectReview
+// (kubectl auth whoami) and TokenReview (this server as another's token
+// webhook), answered with TokenAuthenticator for the API audiences.
+func (o *AuthenticationOptions) InstallSystemAPIs(s *server.GenericServer) error {
+	resources, err := review.Resources(o.TokenAuthenticator, o.APIAudiences)
+	if err != nil {
+		return fmt.Errorf("authentication.k8s.io: %w", err)
+	}
+	return s.InstallAPIGroup(server.NewAPIGroupInfo(review.GroupName).AddVersion(review.Version, resources...))
+}
+
+// describe lists the authenticators configured, for the log.
+func (o *AuthenticationOptions) describe(sa *ServiceAccountOptions) string {
+	var parts []string
+	if o.requestHeaderCA != nil {
+		parts = append(parts, "request headers")
+	}
+	if o.ClientCA != nil {
+		parts = append(parts, "client certificates")
+	}
+	if o.tokenFile != nil {
+		parts = append(parts, "token file")
+	}
+	if sa != nil && len(sa.PublicKeys) > 0 && len(sa.Issuers) > 0 {
+		parts = append(parts, "service account tokens")
+	}
+	for _, a := range o.jwtIssuers {
+		parts = append(parts, "JWT issuer "+a.IssuerURL())
+	}
+	if o.WebhookConfigFile != "" {
+		parts = append(parts, "token webhook")
+	}
+	if o.Anonymous || (o.anonymousConfig() != nil && o.anonymousConfig().Enabled) {
+		parts = append(parts, "anonymous")
+	}
+	return strings.Join(parts, ", ")
 }

@@ -33,7 +33,8 @@ const helpColumns = 100
 // every invalid flag at once and exiting non-zero before serving), opens
 // the storage, builds the server with build and serves until SIGTERM or
 // SIGINT, then shuts down gracefully; a second signal exits at once. At
-// --log-level=debug it logs every flag's value first.
+// --log-level=debug it logs every flag's value first. Its subcommand
+// token prints a bearer token for a user (MintUserToken).
 //
 // Run it with Execute; a non-nil error (already printed) means exit 1.
 func NewServerCommand(name string, o *ServerRunOptions, build BuildFunc) *cobra.Command {
@@ -78,6 +79,8 @@ func NewServerCommand(name string, o *ServerRunOptions, build BuildFunc) *cobra.
 	for _, n := range fss.Order {
 		cmd.Flags().AddFlagSet(fss.FlagSets[n])
 	}
+	cmd.AddCommand(newTokenCommand(name, o))
+	cmd.CompletionOptions.DisableDefaultCmd = true
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w\nRun '%s --help' for usage.", err, c.CommandPath())
 	})
@@ -87,7 +90,7 @@ func NewServerCommand(name string, o *ServerRunOptions, build BuildFunc) *cobra.
 		return nil
 	})
 	cmd.SetHelpFunc(func(c *cobra.Command, _ []string) {
-		fmt.Fprintf(c.OutOrStdout(), "%s\n\nUsage:\n  %s\n", c.Long, c.UseLine())
+		fmt.Fprintf(c.OutOrStdout(), "%s\n\nUsage:\n  %s\n%s", c.Long, c.UseLine(), subcommandsHelp(c))
 		fss.PrintSections(c.OutOrStdout(), helpColumns)
 	})
 	return cmd

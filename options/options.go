@@ -19,6 +19,7 @@ const (
 	SectionAuthentication = "authentication"
 	SectionServiceAccount = "service account"
 	SectionAuthorization  = "authorization"
+	SectionAudit          = "audit"
 	SectionFlowControl    = "flow control"
 	SectionAPIEnablement  = "API enablement"
 	SectionMisc           = "misc"
@@ -33,6 +34,7 @@ type ServerRunOptions struct {
 	Authentication *AuthenticationOptions
 	ServiceAccount *ServiceAccountOptions
 	Authorization  *AuthorizationOptions
+	Audit          *AuditOptions
 	FlowControl    *FlowControlOptions
 	APIEnablement  *APIEnablementOptions
 	ServiceIPRange *ServiceIPRangeOptions
@@ -54,6 +56,7 @@ func NewServerRunOptions() *ServerRunOptions {
 		Authentication: NewAuthenticationOptions(),
 		ServiceAccount: NewServiceAccountOptions(),
 		Authorization:  NewAuthorizationOptions(),
+		Audit:          NewAuditOptions(),
 		FlowControl:    NewFlowControlOptions(),
 		APIEnablement:  NewAPIEnablementOptions(),
 		ServiceIPRange: NewServiceIPRangeOptions(),
@@ -70,6 +73,7 @@ func (o *ServerRunOptions) Flags() NamedFlagSets {
 	o.Authentication.AddFlags(fss.FlagSet(SectionAuthentication))
 	o.ServiceAccount.AddFlags(fss.FlagSet(SectionServiceAccount))
 	o.Authorization.AddFlags(fss.FlagSet(SectionAuthorization))
+	o.Audit.AddFlags(fss.FlagSet(SectionAudit))
 	o.FlowControl.AddFlags(fss.FlagSet(SectionFlowControl))
 	o.APIEnablement.AddFlags(fss.FlagSet(SectionAPIEnablement))
 	o.ServiceIPRange.AddFlags(fss.FlagSet(SectionMisc))
@@ -94,6 +98,7 @@ func (o *ServerRunOptions) Validate() []error {
 	errs = append(errs, o.Authentication.Validate()...)
 	errs = append(errs, o.ServiceAccount.Validate()...)
 	errs = append(errs, o.Authorization.Validate()...)
+	errs = append(errs, o.Audit.Validate()...)
 	errs = append(errs, o.FlowControl.Validate()...)
 	errs = append(errs, o.FlowControl.ValidateInFlight(o.Generic)...)
 	errs = append(errs, o.APIEnablement.Validate()...)
@@ -129,7 +134,10 @@ type completedOptions struct {
 //     certificate's CA verifies client certificates, and an admin client
 //     certificate and a kubeconfig for it are written to
 //     <data-dir>/kubeconfig;
+//   - the development PKI's service-account signing key
+//     (<cert-dir>/sa.key, made once and reused), when no key is given;
 //   - the service-account token Generator and the expiration warnings;
+//   - the authenticator (see AuthenticationOptions) and the audit log;
 //   - the watch cache sizes, defaults merged with the flag's entries;
 //   - the normalised --runtime-config and the flow-control queue wait
 //     limit;
@@ -139,9 +147,7 @@ type completedOptions struct {
 func (o *ServerRunOptions) Complete() (CompletedOptions, error) {
 	log := o.logger()
 	errs := o.Validate()
-	if err := o.Authentication.loadClientCA(); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, o.Authentication.load()...)
 	errs = append(errs, o.ServiceAccount.loadKeys()...)
 	if err := o.SecureServing.loadCertificate(); err != nil {
 		errs = append(errs, err)
@@ -163,9 +169,6 @@ func (o *ServerRunOptions) Complete() (CompletedOptions, error) {
 		return CompletedOptions{}, err
 	}
 	o.Authentication.ApplyAuthorization(o.Authorization, log)
-	if err := o.ServiceAccount.Complete(log); err != nil {
-		return CompletedOptions{}, err
-	}
 	if err := o.Etcd.CompleteWatchCache(); err != nil {
 		return CompletedOptions{}, err
 	}
@@ -191,7 +194,7 @@ func (o *ServerRunOptions) Complete() (CompletedOptions, error) {
 	if err := ss.listen(); err != nil {
 		return CompletedOptions{}, err
 	}
-	if err := o.completeDevPKI(log); err != nil {
+	if err := o.completeAuthentication(log); err != nil {
 		if ss.Listener != nil {
 			ss.Listener.Close()
 		}
@@ -199,6 +202,23 @@ func (o *ServerRunOptions) Complete() (CompletedOptions, error) {
 	}
 	o.Etcd.Storage = newStorage(o.Etcd, log)
 	return CompletedOptions{&completedOptions{o}}, nil
+}
+
+// completeAuthentication makes the development PKI (and its
+// service-account signing key), the token Generator, the authenticator
+// and the audit log.
+func (o *ServerRunOptions) completeAuthentication(log *slog.Logger) error {
+	if err := o.completeDevPKI(log); err != nil {
+		return err
+	}
+	if err := o.ServiceAccount.Complete(log); err != nil {
+		return err
+	}
+	if err := o.Authentication.complete(o.ServiceAccount); err != nil {
+		return err
+	}
+	log.Debug("authentication", "methods", o.Authentication.describe(o.ServiceAccount))
+	return o.Audit.Complete()
 }
 
 // completeDevPKI makes the development PKI when it is on and no real
@@ -218,6 +238,9 @@ func (o *ServerRunOptions) completeDevPKI(log *slog.Logger) error {
 		return fmt.Errorf("development PKI: %w", err)
 	}
 	auth.ClientCA = authn.StaticCAs{Pool: pool}
+	if err := o.ServiceAccount.defaultDevSigningKey(ss.CertDirectory, log); err != nil {
+		return fmt.Errorf("development PKI: %w", err)
+	}
 	path := devKubeconfigPath(o.Etcd.DataDir, ss.CertDirectory)
 	if path == "" {
 		log.Warn("development PKI without --data-dir or --cert-dir: no admin kubeconfig written")
@@ -243,6 +266,7 @@ func (c CompletedOptions) ApplyTo(cfg *server.Config) error {
 		o.Authentication.ApplyTo, // after SecureServing: sets its client CA
 		o.ServiceAccount.ApplyTo,
 		o.Authorization.ApplyTo,
+		o.Audit.ApplyTo,
 		o.FlowControl.ApplyTo,
 		o.APIEnablement.ApplyTo,
 		o.ServiceIPRange.ApplyTo,
@@ -272,7 +296,7 @@ type systemInstaller interface {
 // servers without the command call it themselves.
 func (c CompletedOptions) InstallSystemAPIs(s *server.GenericServer) error {
 	o := c.o
-	for _, g := range []any{o.Authentication, o.ServiceAccount, o.Authorization, o.FlowControl} {
+	for _, g := range []any{o.Authentication, o.ServiceAccount, o.Authorization, o.Audit, o.FlowControl} {
 		if si, ok := g.(systemInstaller); ok {
 			if err := si.InstallSystemAPIs(s); err != nil {
 				return err

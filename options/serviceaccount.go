@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -140,6 +141,34 @@ func (o *ServiceAccountOptions) loadKeys() []error {
 	return errs
 }
 
+// DevServiceAccountIssuer is the issuer of the development PKI's tokens
+// when --service-account-issuer is not given. The .invalid domain never
+// resolves: the name only tells these tokens apart.
+const DevServiceAccountIssuer = "https://dev-pki.apikit.invalid"
+
+// defaultDevSigningKey gives the development PKI a signing key, so that
+// the token command works out of the box: when no key file is given, the
+// key in certDir/sa.key (made on first start, reused on every later one)
+// signs and verifies tokens, as DevServiceAccountIssuer unless an issuer
+// is given.
+func (o *ServiceAccountOptions) defaultDevSigningKey(certDir string, log *slog.Logger) error {
+	if certDir == "" || o.SigningKeyFile != "" || len(o.KeyFiles) > 0 {
+		return nil
+	}
+	path := filepath.Join(certDir, serviceaccount.SigningKeyFile)
+	key, err := serviceaccount.LoadOrCreateSigningKey(path)
+	if err != nil {
+		return err
+	}
+	o.SigningKeyFile, o.SigningKey = path, key
+	o.PublicKeys = []crypto.PublicKey{key.Public()}
+	if len(o.Issuers) == 0 {
+		o.Issuers = []string{DevServiceAccountIssuer}
+	}
+	log.Debug("development PKI: service account signing key", "path", path, "issuer", o.Issuers[0])
+	return nil
+}
+
 // Complete warns about expirations that defeat the extension, as
 // kube-apiserver does, and builds the Generator for the first issuer.
 // loadKeys must have run.
@@ -165,6 +194,8 @@ func (o *ServiceAccountOptions) Complete(log *slog.Logger) error {
 	return nil
 }
 
-// ApplyTo has nothing to set yet: the TokenRequest endpoint and the token
-// authenticator read Generator, PublicKeys and Issuers when they come.
+// ApplyTo has nothing to set: the token authenticator (built by
+// AuthenticationOptions from PublicKeys and Issuers) is part of the
+// server's authenticator, and Generator is for programs and the token
+// command.
 func (o *ServiceAccountOptions) ApplyTo(*server.Config) error { return nil }
