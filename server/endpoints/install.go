@@ -87,14 +87,15 @@ func Install(ws *restful.WebService, s *Scope) {
 		Produces(readMediaTypes...).Metadata(MetadataKind, kind).Metadata(MetadataList, true).
 		Returns(http.StatusOK, "OK", nil).Metadata(MetadataTag, tag))))
 
-	createTypes := objectMediaTypes
+	// Creates and updates may come in protobuf to resources that read it.
+	writeTypes := objectMediaTypes
 	if _, ok := s.Resource.(registry.ProtobufDecoder); ok {
-		createTypes = append(slices.Clone(objectMediaTypes), protobufType)
+		writeTypes = append(slices.Clone(objectMediaTypes), protobufType)
 	}
 	route("create", addWriteParams(ws, withNS(ws.POST(prefix).To(func(r *restful.Request, w *restful.Response) {
 		s.Create(w, r.Request, ns(r))
 	}).Operation(id("create", "")).Doc("create a "+kind).
-		Consumes(createTypes...).Produces(objectMediaTypes...).
+		Consumes(writeTypes...).Produces(objectMediaTypes...).
 		Reads(sample).Writes(sample).
 		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).
 		Returns(http.StatusAccepted, "Accepted", sample).Metadata(MetadataTag, tag))))
@@ -126,7 +127,7 @@ func Install(ws *restful.WebService, s *Scope) {
 	route("update", addWriteParams(ws, withNS(ws.PUT(objPath).To(func(r *restful.Request, w *restful.Response) {
 		s.Update(w, r.Request, ns(r), r.PathParameter("name"), "")
 	}).Operation(id("replace", "")).Doc("replace the specified "+kind).Param(nameParam).
-		Consumes(objectMediaTypes...).Produces(objectMediaTypes...).Reads(sample).Writes(sample).
+		Consumes(writeTypes...).Produces(objectMediaTypes...).Reads(sample).Writes(sample).
 		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).Metadata(MetadataTag, tag))))
 
 	route("patch", addPatchParams(ws, withNS(ws.PATCH(objPath).To(func(r *restful.Request, w *restful.Response) {

@@ -1,0 +1,218 @@
+// Package k8sproto reads the Kubernetes protobuf encoding of the few
+// built-in kinds apikit serves (RBAC objects, authorization reviews), which
+// client-go's typed clients, and so kubectl, post as protobuf: the
+// "k8s\x00" magic, the runtime.Unknown envelope, and the messages' fields
+// by number, as in k8s.io/api's generated.proto files. Decoders turn them
+// into JSON-ready values, so that the server decodes and validates as it
+// does for JSON.
+package k8sproto
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// magic starts every Kubernetes protobuf body.
+var magic = []byte("k8s\x00")
+
+// Message is one parsed protobuf message: each field's values, in order,
+// as raw bytes (length-delimited fields) or varints.
+type Message struct {
+	bytes   map[protowire.Number][][]byte
+	varints map[protowire.Number][]uint64
+}
+
+// Parse parses a message.
+func Parse(b []byte) (Message, error) {
+	m := Message{bytes: map[protowire.Number][][]byte{}, varints: map[protowire.Number][]uint64{}}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return m, protowire.ParseError(n)
+		}
+		b = b[n:]
+		switch typ {
+		case protowire.BytesType:
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return m, protowire.ParseError(n)
+			}
+			m.bytes[num] = append(m.bytes[num], v)
+			b = b[n:]
+		case protowire.VarintType:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return m, protowire.ParseError(n)
+			}
+			m.varints[num] = append(m.varints[num], v)
+			b = b[n:]
+		default:
+			n := protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return m, protowire.ParseError(n)
+			}
+			b = b[n:]
+		}
+	}
+	return m, nil
+}
+
+// Has reports whether field n is present.
+func (m Message) Has(n protowire.Number) bool { return len(m.bytes[n]) > 0 || len(m.varints[n]) > 0 }
+
+// String returns the last value of string field n.
+func (m Message) String(n protowire.Number) string {
+	if v := m.bytes[n]; len(v) > 0 {
+		return string(v[len(v)-1])
+	}
+	return ""
+}
+
+// Strings returns the values of repeated string field n.
+func (m Message) Strings(n protowire.Number) []string {
+	var out []string
+	for _, v := range m.bytes[n] {
+		out = append(out, string(v))
+	}
+	return out
+}
+
+// Bool returns the last value of bool field n and whether it is set.
+func (m Message) Bool(n protowire.Number) (value, set bool) {
+	if v := m.varints[n]; len(v) > 0 {
+		return v[len(v)-1] != 0, true
+	}
+	return false, false
+}
+
+// Message parses the last value of message field n; ok is false when it is
+// absent.
+func (m Message) Message(n protowire.Number) (sub Message, ok bool, err error) {
+	v := m.bytes[n]
+	if len(v) == 0 {
+		return Message{}, false, nil
+	}
+	sub, err = Parse(v[len(v)-1])
+	return sub, true, err
+}
+
+// Messages parses every value of repeated message field n.
+func (m Message) Messages(n protowire.Number) ([]Message, error) {
+	var out []Message
+	for _, v := range m.bytes[n] {
+		sub, err := Parse(v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sub)
+	}
+	return out, nil
+}
+
+// StringMap reads map<string, string> field n (entries of key 1, value 2).
+func (m Message) StringMap(n protowire.Number) (map[string]string, error) {
+	entries, err := m.Messages(n)
+	if err != nil || len(entries) == 0 {
+		return nil, err
+	}
+	out := make(map[string]string, len(entries))
+	for _, e := range entries {
+		out[e.String(1)] = e.String(2)
+	}
+	return out, nil
+}
+
+// Unwrap checks the magic and reads the runtime.Unknown envelope: the
+// TypeMeta (field 1: apiVersion 1, kind 2) and the object (field 2).
+func Unwrap(body []byte) (apiVersion, kind string, object Message, err error) {
+	rest, ok := bytes.CutPrefix(body, magic)
+	if !ok {
+		return "", "", Message{}, errors.New("not a Kubernetes protobuf message")
+	}
+	env, err := Parse(rest)
+	if err != nil {
+		return "", "", Message{}, err
+	}
+	tm, _, err := env.Message(1)
+	if err != nil {
+		return "", "", Message{}, err
+	}
+	var raw []byte
+	if v := env.bytes[2]; len(v) > 0 {
+		raw = v[len(v)-1]
+	}
+	object, err = Parse(raw)
+	return tm.String(1), tm.String(2), object, err
+}
+
+// ObjectMeta reads an ObjectMeta message into its JSON form: what a client
+// may set on a create or an update (name, generateName, namespace, uid,
+// resourceVersion, labels, annotations, ownerReferences, finalizers).
+func ObjectMeta(m Message) (map[string]any, error) {
+	out := map[string]any{}
+	for n, key := range map[protowire.Number]string{1: "name", 2: "generateName", 3: "namespace", 5: "uid", 6: "resourceVersion"} {
+		if v := m.String(n); v != "" {
+			out[key] = v
+		}
+	}
+	for n, key := range map[protowire.Number]string{11: "labels", 12: "annotations"} {
+		v, err := m.StringMap(n)
+		if err != nil {
+			return nil, fmt.Errorf("metadata.%s: %w", key, err)
+		}
+		if v != nil {
+			out[key] = v
+		}
+	}
+	if f := m.Strings(14); len(f) > 0 {
+		out["finalizers"] = f
+	}
+	refs, err := m.Messages(13)
+	if err != nil {
+		return nil, fmt.Errorf("metadata.ownerReferences: %w", err)
+	}
+	for _, r := range refs {
+		ref := map[string]any{"kind": r.String(1), "name": r.String(3), "uid": r.String(4), "apiVersion": r.String(5)}
+		if v, ok := r.Bool(6); ok {
+			ref["controller"] = v
+		}
+		if v, ok := r.Bool(7); ok {
+			ref["blockOwnerDeletion"] = v
+		}
+		list, _ := out["ownerReferences"].([]any)
+		out["ownerReferences"] = append(list, ref)
+	}
+	return out, nil
+}
+
+// LabelSelector reads a LabelSelector message (matchLabels 1,
+// matchExpressions 2: key 1, operator 2, values 3) into its JSON form.
+func LabelSelector(m Message) (map[string]any, error) {
+	out := map[string]any{}
+	labels, err := m.StringMap(1)
+	if err != nil {
+		return nil, err
+	}
+	if labels != nil {
+		out["matchLabels"] = labels
+	}
+	exprs, err := m.Messages(2)
+	if err != nil {
+		return nil, err
+	}
+	var list []any
+	for _, e := range exprs {
+		expr := map[string]any{"key": e.String(1), "operator": e.String(2)}
+		if v := e.Strings(3); len(v) > 0 {
+			expr["values"] = v
+		}
+		list = append(list, expr)
+	}
+	if list != nil {
+		out["matchExpressions"] = list
+	}
+	return out, nil
+}
