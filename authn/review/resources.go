@@ -40,9 +40,10 @@ var groupVersion = meta.GroupVersion{Group: GroupName, Version: Version}
 
 func selfSubjectReviews() (registry.Resource, error) {
 	return registry.NewCreateOnly(registry.CreateOnlyOptions[*SelfSubjectReview]{
-		GroupVersion: groupVersion,
-		Resource:     "selfsubjectreviews",
-		Kind:         "SelfSubjectReview",
+		GroupVersion:   groupVersion,
+		Resource:       "selfsubjectreviews",
+		Kind:           "SelfSubjectReview",
+		ProtobufToJSON: protobufToJSON("SelfSubjectReview"),
 		Create: func(ctx context.Context, r *SelfSubjectReview) (*SelfSubjectReview, error) {
 			u, ok := authn.UserFrom(ctx)
 			if !ok {
@@ -64,9 +65,10 @@ func tokenReviews(tokens authn.TokenAuthenticator, apiAudiences []string) (regis
 		tokens = authn.TokenFunc(func(context.Context, string) (*authn.Response, bool, error) { return nil, false, nil })
 	}
 	return registry.NewCreateOnly(registry.CreateOnlyOptions[*TokenReview]{
-		GroupVersion: groupVersion,
-		Resource:     "tokenreviews",
-		Kind:         "TokenReview",
+		GroupVersion:   groupVersion,
+		Resource:       "tokenreviews",
+		Kind:           "TokenReview",
+		ProtobufToJSON: protobufToJSON("TokenReview"),
 		Create: func(ctx context.Context, r *TokenReview) (*TokenReview, error) {
 			token := r.Spec.Token
 			if token == "" {
