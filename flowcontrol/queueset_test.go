@@ -40,7 +40,9 @@ func mustQueueSet(t *testing.T, cfg queueSetConfig, clock func() time.Time) *que
 func seats(n int) WorkEstimate { return WorkEstimate{InitialSeats: n} }
 
 // flowOn returns a flow that a hand of one card deals to queue q.
-func flowOn(q int, name string) flowID { return flowID{hash: uint64(q), schema: "s", distinguisher: name} }
+func flowOn(q int, name string) flowID {
+	return flowID{hash: uint64(q), schema: "s", distinguisher: name}
+}
 
 // startAsync starts a request in a goroutine and reports its outcome.
 type outcome struct {
