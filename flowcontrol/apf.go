@@ -336,6 +336,14 @@ func (a *APF) SetObjectCount(gr meta.GroupResource, n int64) {
 	a.countsMu.Unlock()
 }
 
+// ObjectCount returns the count SetObjectCount last recorded for gr.
+func (a *APF) ObjectCount(gr meta.GroupResource) (int64, bool) {
+	a.countsMu.RLock()
+	n, ok := a.counts[gr]
+	a.countsMu.RUnlock()
+	return n, ok
+}
+
 func (a *APF) objectCount(info *request.Info) (int64, bool) {
 	a.countsMu.RLock()
 	n, ok := a.counts[meta.GroupResource{Group: info.APIGroup, Resource: info.Resource}]
