@@ -2,6 +2,7 @@ package rbac
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -156,15 +157,36 @@ func (g *guarded) Create(ctx context.Context, ns string, obj meta.Object, opts r
 
 func (g *guarded) Update(ctx context.Context, ns, name string, fn registry.ObjectUpdate, opts registry.UpdateOptions) (registry.Item, bool, error) {
 	return g.Resource.Update(ctx, ns, name, func(ctx context.Context, cur meta.Object) (meta.Object, error) {
+		// fn may change cur in place: compare with a copy taken first.
+		var old meta.Object
+		if cur != nil && !isNilObject(cur) {
+			var err error
+			if old, err = g.copyOf(cur); err != nil {
+				return nil, err
+			}
+		}
 		next, err := fn(ctx, cur)
 		if err != nil {
 			return nil, err
 		}
-		if err := g.check(ctx, ns, name, next, cur); err != nil {
+		if err := g.check(ctx, ns, name, next, old); err != nil {
 			return nil, err
 		}
 		return next, nil
 	}, opts)
+}
+
+// copyOf returns a deep copy of obj.
+func (g *guarded) copyOf(obj meta.Object) (meta.Object, error) {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return nil, meta.NewInternalError(fmt.Errorf("copying %T: %w", obj, err))
+	}
+	c := g.New()
+	if err := json.Unmarshal(b, c); err != nil {
+		return nil, meta.NewInternalError(fmt.Errorf("copying %T: %w", obj, err))
+	}
+	return c, nil
 }
 
 // guard holds what the escalation checks ask.

@@ -1,0 +1,361 @@
+package rbac
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/apikit-dev/apikit/authn"
+	"github.com/apikit-dev/apikit/authz"
+	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/registry"
+	"github.com/apikit-dev/apikit/storage"
+	"github.com/apikit-dev/apikit/storage/memory"
+)
+
+// policyServer is the RBAC part of a server on memory storage: stores,
+// an index synced from them, and the served resources with the server's
+// authorizer (system:masters, then RBAC).
+type policyServer struct {
+	stores     *Stores
+	index      *Index
+	authorizer authz.Authorizer
+	resources  map[string]registry.Resource
+}
+
+func newPolicyServer(t *testing.T) *policyServer {
+	t.Helper()
+	mem := memory.New()
+	t.Cleanup(func() { mem.Close() })
+	stores, err := NewStores(storage.Shared(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := NewIndex()
+	rbac := NewAuthorizer(index)
+	a := authz.Union(authz.PrivilegedGroups(authn.SystemPrivilegedGroup), rbac)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 2)
+	t.Cleanup(func() { cancel(); <-done; <-done })
+	if err := Reconcile(ctx, stores, DefaultPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	go func() { Sync(ctx, stores, index, nil); done <- struct{}{} }()
+	go func() { Aggregate(ctx, stores.ClusterRoles, index, nil); done <- struct{}{} }()
+	select {
+	case <-index.Synced():
+	case <-time.After(10 * time.Second):
+		t.Fatal("not synced")
+	}
+	p := &policyServer{stores: stores, index: index, authorizer: a, resources: map[string]registry.Resource{}}
+	for _, r := range stores.Resources(a, rbac) {
+		p.resources[r.Info().Resource] = r
+	}
+	return p
+}
+
+var admin = &authn.User{Name: "admin", Groups: []string{authn.SystemPrivilegedGroup, authn.AllAuthenticated}}
+
+func as(u *authn.User) context.Context { return authn.WithUser(context.Background(), u) }
+
+func (p *policyServer) create(t *testing.T, u *authn.User, resource, ns string, obj meta.Object) error {
+	t.Helper()
+	_, err := p.resources[resource].Create(as(u), ns, obj, registry.WriteOptions{})
+	return err
+}
+
+// can waits (up to a second) until u may, or may not, do attrs.
+func (p *policyServer) waitCan(t *testing.T, u *authn.User, attrs authz.Attributes, want bool) {
+	t.Helper()
+	attrs.User = u
+	deadline := time.Now().Add(time.Second)
+	for {
+		d, _, _ := p.authorizer.Authorize(context.Background(), attrs)
+		if (d == authz.DecisionAllow) == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s %s/%s in %q: allowed %v after a second, want %v", u.Name, attrs.Verb, attrs.Resource, attrs.Namespace, !want, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestEscalationPrevented(t *testing.T) {
+	p := newPolicyServer(t)
+	alice := &authn.User{Name: "alice", Groups: []string{authn.AllAuthenticated}}
+	// alice may manage roles and bindings in team-a and read flunders there.
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(p.create(t, admin, "roles", "team-a", role("team-a", "manager",
+		Rule(GroupName, []string{"roles", "rolebindings"}, "create", "update", "get"),
+		Rule("wardle.example.com", []string{"flunders"}, "get", "list"))))
+	must(p.create(t, admin, "rolebindings", "team-a", binding("team-a", "alice-manages", KindRole, "manager", user("alice"))))
+	p.waitCan(t, alice, res("create", GroupName, "roles", "", "team-a", ""), true)
+
+	forbidden := func(err error, want string) {
+		t.Helper()
+		if !meta.IsForbidden(err) || !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want Forbidden with %q", err, want)
+		}
+	}
+	// A role with rules she holds: fine. One with more: refused.
+	must(p.create(t, alice, "roles", "team-a", role("", "reader", Rule("wardle.example.com", []string{"flunders"}, "get"))))
+	err := p.create(t, alice, "roles", "team-a", role("", "deleter", Rule("wardle.example.com", []string{"flunders"}, "get", "delete")))
+	forbidden(err, `roles.rbac.authorization.k8s.io "deleter" is forbidden: user "alice" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:`+
+		"\n"+`{APIGroups:["wardle.example.com"], Resources:["flunders"], Verbs:["delete"]}`)
+	// Rules she holds in team-a, not in team-b.
+	err = p.create(t, alice, "roles", "team-b", role("", "reader", Rule("wardle.example.com", []string{"flunders"}, "get")))
+	if !meta.IsForbidden(err) {
+		t.Errorf("role in team-b: %v", err)
+	}
+	// An update that widens a role is an escalation too.
+	_, _, err = p.resources["roles"].Update(as(alice), "team-a", "reader", func(_ context.Context, cur meta.Object) (meta.Object, error) {
+		r := cur.(*Role)
+		r.Rules = append(r.Rules, Rule("wardle.example.com", []string{"flunders"}, "delete"))
+		return r, nil
+	}, registry.UpdateOptions{})
+	forbidden(err, "is attempting to grant RBAC permissions not currently held")
+	// ...but changing a label is not.
+	_, _, err = p.resources["roles"].Update(as(alice), "team-a", "reader", func(_ context.Context, cur meta.Object) (meta.Object, error) {
+		r := cur.(*Role)
+		r.Labels = map[string]string{"team": "a"}
+		return r, nil
+	}, registry.UpdateOptions{})
+	must(err)
+
+	// Bindings: a role whose rules she holds, yes; admin, no.
+	must(p.create(t, alice, "rolebindings", "team-a", binding("", "bob-reads", KindRole, "reader", user("bob"))))
+	err = p.create(t, alice, "rolebindings", "team-a", binding("", "bob-admin", KindClusterRole, "cluster-admin", user("bob")))
+	forbidden(err, `rolebindings.rbac.authorization.k8s.io "bob-admin" is forbidden: user "alice"`)
+	err = p.create(t, alice, "rolebindings", "team-a", binding("", "ghost", KindRole, "no-such-role", user("bob")))
+	if !meta.IsNotFound(err) {
+		t.Errorf("binding a missing role: %v", err)
+	}
+
+	// "bind" on cluster-admin lets her bind it without holding it;
+	// "escalate" on roles lets her write any role.
+	must(p.create(t, admin, "roles", "team-a", role("team-a", "delegate",
+		PolicyRule{Verbs: []string{"bind"}, APIGroups: []string{GroupName}, Resources: []string{"clusterroles"}, ResourceNames: []string{"cluster-admin"}},
+		Rule(GroupName, []string{"roles"}, "escalate"))))
+	must(p.create(t, admin, "rolebindings", "team-a", binding("team-a", "alice-delegates", KindRole, "delegate", user("alice"))))
+	p.waitCan(t, alice, res("escalate", GroupName, "roles", "", "team-a", ""), true)
+	must(p.create(t, alice, "rolebindings", "team-a", binding("", "bob-admin", KindClusterRole, "cluster-admin", user("bob"))))
+	must(p.create(t, alice, "roles", "team-a", role("", "deleter", Rule("wardle.example.com", []string{"flunders"}, "get", "delete"))))
+
+	// Cluster roles: only with rules held cluster-wide; aggregation needs
+	// everything.
+	err = p.create(t, alice, "clusterroles", "", clusterRole("reader", Rule("wardle.example.com", []string{"flunders"}, "get")))
+	forbidden(err, `clusterroles.rbac.authorization.k8s.io "reader" is forbidden`)
+	must(p.create(t, admin, "clusterroles", "", clusterRole("cr-writer", Rule(GroupName, []string{"clusterroles"}, "create"),
+		Rule("wardle.example.com", []string{"flunders"}, "get"))))
+	must(p.create(t, admin, "clusterrolebindings", "", clusterBinding("alice-cr", "cr-writer", user("alice"))))
+	p.waitCan(t, alice, res("create", GroupName, "clusterroles", "", "", ""), true)
+	must(p.create(t, alice, "clusterroles", "", clusterRole("reader", Rule("wardle.example.com", []string{"flunders"}, "get"))))
+	aggregating := clusterRole("gatherer")
+	aggregating.AggregationRule = &AggregationRule{ClusterRoleSelectors: []meta.LabelSelector{{MatchLabels: map[string]string{"a": "b"}}}}
+	forbidden(p.create(t, alice, "clusterroles", "", aggregating), "must have cluster-admin privileges to use the aggregationRule")
+	must(p.create(t, admin, "clusterroles", "", aggregating))
+
+	// No user, no write.
+	if _, err := p.resources["roles"].Create(context.Background(), "team-a", role("", "x"), registry.WriteOptions{}); !meta.IsForbidden(err) {
+		t.Errorf("no user: %v", err)
+	}
+}
+
+func TestSyncAndAggregation(t *testing.T) {
+	p := newPolicyServer(t)
+	bob := &authn.User{Name: "bob", Groups: []string{authn.AllAuthenticated}}
+	list := res("list", "wardle.example.com", "flunders", "", "ns", "")
+	// view aggregates ClusterRoles labelled aggregate-to-view.
+	labelled := clusterRole("flunder-view", Rule("wardle.example.com", []string{"flunders"}, "get", "list"))
+	labelled.Labels = map[string]string{AggregateToView: "true"}
+	if err := p.create(t, admin, "clusterroles", "", labelled); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.create(t, admin, "rolebindings", "ns", binding("", "bob-views", KindClusterRole, "view", user("bob"))); err != nil {
+		t.Fatal(err)
+	}
+	p.waitCan(t, bob, list, true)
+	// admin aggregates edit, which aggregates view.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		admin, _ := p.index.ClusterRole("admin")
+		if ok, _ := Covers(admin.Rules, labelled.Rules); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("admin did not aggregate view's rules: %v", admin.Rules)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Removing the label takes the rules out of view.
+	if _, _, err := p.resources["clusterroles"].Update(as(admin), "", "flunder-view", func(_ context.Context, cur meta.Object) (meta.Object, error) {
+		r := cur.(*ClusterRole)
+		r.Labels = nil
+		return r, nil
+	}, registry.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p.waitCan(t, bob, list, false)
+	// Deleting the binding revokes.
+	if _, _, err := p.resources["clusterroles"].Update(as(admin), "", "flunder-view", func(_ context.Context, cur meta.Object) (meta.Object, error) {
+		r := cur.(*ClusterRole)
+		r.Labels = map[string]string{AggregateToView: "true"}
+		return r, nil
+	}, registry.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p.waitCan(t, bob, list, true)
+	if _, _, err := p.resources["rolebindings"].Delete(as(admin), "ns", "bob-views", registry.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p.waitCan(t, bob, list, false)
+}
+
+func TestReconcileKeepsUserChanges(t *testing.T) {
+	p := newPolicyServer(t)
+	ctx := context.Background()
+	crs := p.stores.ClusterRoles
+	update := func(name string, fn func(*ClusterRole)) {
+		t.Helper()
+		if _, _, err := crs.Update(ctx, "", name, func(_ context.Context, cur *ClusterRole) (*ClusterRole, error) {
+			fn(cur)
+			return cur, nil
+		}, registry.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	extra := Rule("wardle.example.com", []string{"flunders"}, "get")
+	// A user adds a rule to system:discovery, removes system:basic-user's
+	// rules, and opts system:public-info-viewer out of updates.
+	update("system:discovery", func(r *ClusterRole) { r.Rules = append(r.Rules, extra) })
+	update("system:basic-user", func(r *ClusterRole) { r.Rules = nil; r.Labels["mine"] = "yes" })
+	update("system:public-info-viewer", func(r *ClusterRole) { r.Rules = nil; r.Annotations[AutoUpdateAnnotation] = "false" })
+	if _, _, err := p.stores.ClusterRoleBindings.Update(ctx, "", "cluster-admin", func(_ context.Context, cur *ClusterRoleBinding) (*ClusterRoleBinding, error) {
+		cur.Subjects = append(cur.Subjects, user("root"))
+		return cur, nil
+	}, registry.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := p.stores.ClusterRoleBindings.Delete(ctx, "", "system:discovery", registry.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before, _, _ := crs.Get(ctx, "", "cluster-admin", meta.GetOptions{})
+
+	if err := Reconcile(ctx, p.stores, DefaultPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	get := func(name string) *ClusterRole {
+		r, _, err := crs.Get(ctx, "", name, meta.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	if r := get("system:discovery"); !slices.ContainsFunc(r.Rules, func(x PolicyRule) bool { return ruleEqual(x, extra) }) {
+		t.Errorf("the added rule is gone: %v", r.Rules)
+	}
+	if r := get("system:basic-user"); len(r.Rules) != 2 || r.Labels["mine"] != "yes" {
+		t.Errorf("basic-user not restored, or its label lost: %v %v", r.Rules, r.Labels)
+	}
+	if r := get("system:public-info-viewer"); len(r.Rules) != 0 {
+		t.Errorf("autoupdate=false was overridden: %v", r.Rules)
+	}
+	if after := get("cluster-admin"); after.ResourceVersion != before.ResourceVersion {
+		t.Error("an unchanged role was written")
+	}
+	b, _, err := p.stores.ClusterRoleBindings.Get(ctx, "", "cluster-admin", meta.GetOptions{})
+	if err != nil || !slices.Contains(b.Subjects, user("root")) || !slices.Contains(b.Subjects, group(authn.SystemPrivilegedGroup)) {
+		t.Errorf("cluster-admin binding: %v %v", b, err)
+	}
+	if _, _, err := p.stores.ClusterRoleBindings.Get(ctx, "", "system:discovery", meta.GetOptions{}); err != nil {
+		t.Errorf("deleted binding not recreated: %v", err)
+	}
+
+	// A binding whose roleRef changed is recreated.
+	if _, _, err := p.stores.ClusterRoleBindings.Delete(ctx, "", "system:basic-user", registry.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wrong := clusterBinding("system:basic-user", "view", group(authn.AllAuthenticated))
+	if _, err := p.stores.ClusterRoleBindings.Create(ctx, "", wrong, registry.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Reconcile(ctx, p.stores, DefaultPolicy()); err != nil {
+		t.Fatal(err)
+	}
+	if b, _, err := p.stores.ClusterRoleBindings.Get(ctx, "", "system:basic-user", meta.GetOptions{}); err != nil || b.RoleRef.Name != "system:basic-user" {
+		t.Errorf("roleRef not restored: %v %v", b, err)
+	}
+}
+
+// pb builds protobuf messages for the tests.
+type pb []byte
+
+func (b pb) str(n protowire.Number, v string) pb {
+	b = protowire.AppendTag(b, n, protowire.BytesType)
+	return protowire.AppendString(b, v)
+}
+
+func (b pb) msg(n protowire.Number, m pb) pb {
+	b = protowire.AppendTag(b, n, protowire.BytesType)
+	return protowire.AppendBytes(b, m)
+}
+
+// envelope wraps an object as Kubernetes does: magic, runtime.Unknown.
+func envelope(apiVersion, kind string, obj pb) []byte {
+	unknown := pb(nil).msg(1, pb(nil).str(1, apiVersion).str(2, kind)).msg(2, obj)
+	return append([]byte("k8s\x00"), unknown...)
+}
+
+func TestProtobufToJSON(t *testing.T) {
+	// What kubectl create rolebinding rb --clusterrole=view --user=alice
+	// -n ns posts.
+	objectMeta := pb(nil).str(1, "rb").str(3, "ns").msg(11, pb(nil).str(1, "team").str(2, "a"))
+	rb := pb(nil).msg(1, objectMeta).
+		msg(2, pb(nil).str(1, "User").str(2, GroupName).str(3, "alice")).
+		msg(3, pb(nil).str(1, GroupName).str(2, "ClusterRole").str(3, "view"))
+	body := envelope("rbac.authorization.k8s.io/v1", "RoleBinding", rb)
+	got, err := ProtobufToJSON(body, KindRoleBinding)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"kind":"RoleBinding"`, `"name":"rb"`, `"namespace":"ns"`, `"labels":{"team":"a"}`,
+		`"subjects":[{"kind":"User","apiGroup":"rbac.authorization.k8s.io","name":"alice"}]`,
+		`"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"view"}`} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("%s lacks %s", got, want)
+		}
+	}
+	// A ClusterRole with a rule and an aggregation rule.
+	cr := pb(nil).msg(1, pb(nil).str(1, "cr")).
+		msg(2, pb(nil).str(1, "get").str(1, "list").str(2, "wardle.example.com").str(3, "flunders").str(4, "f1")).
+		msg(3, pb(nil).msg(1, pb(nil).msg(1, pb(nil).str(1, "x").str(2, "true"))))
+	got, err = ProtobufToJSON(envelope("rbac.authorization.k8s.io/v1", "ClusterRole", cr), KindClusterRole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"rules":[{"verbs":["get","list"],"apiGroups":["wardle.example.com"],"resources":["flunders"],"resourceNames":["f1"]}]`,
+		`"aggregationRule":{"clusterRoleSelectors":[{"matchLabels":{"x":"true"}}]}`} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("%s lacks %s", got, want)
+		}
+	}
+	if _, err := ProtobufToJSON(body, KindRole); err == nil {
+		t.Error("a RoleBinding decoded as a Role")
+	}
+	if _, err := ProtobufToJSON([]byte(`{"kind":"Role"}`), KindRole); err == nil {
+		t.Error("JSON decoded as protobuf")
+	}
+	if _, err := ProtobufToJSON(append([]byte("k8s\x00"), 0x0a, 0x7f), KindRole); err == nil {
+		t.Error("a truncated message decoded")
+	}
+}
