@@ -132,7 +132,7 @@ func NewStores(f storage.Factory) (*Stores, error) {
 // chain) lets them "escalate" on roles, or "bind" that role. Members of
 // system:masters may do anything.
 func (s *Stores) Resources(authorizer authz.Authorizer, rbac *Authorizer) []registry.Resource {
-	g := &guard{authorizer: authorizer, rbac: rbac}
+	g := &guard{authorizer: authorizer, rbac: rbac, stores: s}
 	return []registry.Resource{
 		&guarded{Resource: registry.Serve(s.Roles), check: g.checkRole},
 		&guarded{Resource: registry.Serve(s.ClusterRoles), check: g.checkClusterRole},
@@ -193,6 +193,7 @@ func (g *guarded) copyOf(obj meta.Object) (meta.Object, error) {
 type guard struct {
 	authorizer authz.Authorizer
 	rbac       *Authorizer
+	stores     *Stores
 }
 
 // fullAuthority is cluster-admin's rules: what setting an aggregation rule
@@ -332,14 +333,35 @@ func (g *guard) checkBinding(ctx context.Context, gr meta.GroupResource, ns, nam
 	if ref.APIGroup == GroupName && g.allowed(ctx, u, "bind", resource, ns, ref.Name) {
 		return nil
 	}
-	rules, err := g.rbac.RoleRefRules(ref, ns)
+	rules, err := g.roleRefRules(ctx, ref, ns)
 	if err != nil {
-		return meta.NewNotFound(meta.GroupResource{Group: GroupName, Resource: resource}, ref.Name)
+		return err
 	}
 	if err := g.confirmNoEscalation(u, ns, rules); err != nil {
 		return meta.NewForbidden(gr, name, err)
 	}
 	return nil
+}
+
+// roleRefRules returns the rules of a binding's role: from the index, or
+// from storage when the index has not seen the role yet (a role created
+// and bound in quick succession).
+func (g *guard) roleRefRules(ctx context.Context, ref RoleRef, ns string) ([]PolicyRule, error) {
+	if rules, err := g.rbac.RoleRefRules(ref, ns); err == nil {
+		return rules, nil
+	}
+	if ref.Kind == KindRole {
+		r, _, err := g.stores.Roles.Get(ctx, ns, ref.Name, meta.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return r.Rules, nil
+	}
+	r, _, err := g.stores.ClusterRoles.Get(ctx, "", ref.Name, meta.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return r.Rules, nil
 }
 
 // requestName is the name the request addressed: none on create, as in

@@ -1,0 +1,135 @@
+package review_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/apikit-dev/apikit/authn"
+	"github.com/apikit-dev/apikit/authz"
+	"github.com/apikit-dev/apikit/authz/review"
+	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/registry"
+)
+
+// fake allows alice to get flunders, denies mallory, and lists one rule.
+type fake struct{}
+
+func (fake) Authorize(_ context.Context, a authz.Attributes) (authz.Decision, string, error) {
+	switch {
+	case a.User.Name == "mallory":
+		return authz.DecisionDeny, "banned", nil
+	case a.User.Name == "alice" && a.Verb == "get" && a.Resource == "flunders" && a.Namespace == "ns":
+		return authz.DecisionAllow, "alice may", nil
+	}
+	return authz.DecisionNoOpinion, "", nil
+}
+
+func (fake) RulesFor(_ context.Context, u *authn.User, ns string) ([]authz.ResourceRuleInfo, []authz.NonResourceRuleInfo, bool, error) {
+	return []authz.ResourceRuleInfo{{Verbs: []string{"get"}, APIGroups: []string{"g"}, Resources: []string{u.Name + "-" + ns}}}, nil, true, nil
+}
+
+func resources(t *testing.T) map[string]registry.Resource {
+	t.Helper()
+	rs, err := review.Resources(fake{}, fake{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]registry.Resource{}
+	for _, r := range rs {
+		m[r.Info().Resource] = r
+		if !r.Info().Serves("create") || r.Info().Serves("get") {
+			t.Errorf("%s verbs %v", r.Info().Resource, r.Info().Verbs)
+		}
+	}
+	return m
+}
+
+func TestReviews(t *testing.T) {
+	rs := resources(t)
+	alice := authn.WithUser(context.Background(), &authn.User{Name: "alice"})
+	flunders := &review.ResourceAttributes{Namespace: "ns", Verb: "get", Group: "wardle.example.com", Resource: "flunders"}
+
+	it, err := rs["selfsubjectaccessreviews"].Create(alice, "", &review.SelfSubjectAccessReview{Spec: review.SelfSubjectAccessReviewSpec{ResourceAttributes: flunders}}, registry.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := it.Object.(*review.SelfSubjectAccessReview).Status; !st.Allowed || st.Reason != "alice may" {
+		t.Errorf("self review: %+v", st)
+	}
+	it, err = rs["subjectaccessreviews"].Create(alice, "", &review.SubjectAccessReview{Spec: review.SubjectAccessReviewSpec{User: "mallory", ResourceAttributes: flunders}}, registry.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := it.Object.(*review.SubjectAccessReview).Status; st.Allowed || !st.Denied || st.Reason != "banned" {
+		t.Errorf("mallory: %+v", st)
+	}
+	it, err = rs["localsubjectaccessreviews"].Create(alice, "ns", &review.LocalSubjectAccessReview{Spec: review.SubjectAccessReviewSpec{User: "alice", ResourceAttributes: flunders}}, registry.WriteOptions{})
+	if err != nil || !it.Object.(*review.LocalSubjectAccessReview).Status.Allowed {
+		t.Errorf("local review: %v %+v", err, it.Object)
+	}
+	if _, err := rs["localsubjectaccessreviews"].Create(alice, "other", &review.LocalSubjectAccessReview{Spec: review.SubjectAccessReviewSpec{User: "alice", ResourceAttributes: flunders}}, registry.WriteOptions{}); !meta.IsBadRequest(err) ||
+		err.Error() != "spec.resourceAttributes.namespace must match namespace: other" {
+		t.Errorf("local review in another namespace: %v", err)
+	}
+	it, err = rs["selfsubjectrulesreviews"].Create(alice, "", &review.SelfSubjectRulesReview{Spec: review.SelfSubjectRulesReviewSpec{Namespace: "ns"}}, registry.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := it.Object.(*review.SelfSubjectRulesReview).Status; len(st.ResourceRules) != 1 || st.ResourceRules[0].Resources[0] != "alice-ns" || !st.Incomplete || st.NonResourceRules == nil {
+		t.Errorf("rules review: %+v", st)
+	}
+	for name, tc := range map[string]struct {
+		resource string
+		obj      meta.Object
+		want     string
+	}{
+		"no attributes":   {"subjectaccessreviews", &review.SubjectAccessReview{Spec: review.SubjectAccessReviewSpec{User: "a"}}, "exactly one of nonResourceAttributes or resourceAttributes must be specified"},
+		"both attributes": {"selfsubjectaccessreviews", &review.SelfSubjectAccessReview{Spec: review.SelfSubjectAccessReviewSpec{ResourceAttributes: flunders, NonResourceAttributes: &review.NonResourceAttributes{Path: "/"}}}, "cannot be specified in combination with resourceAttributes"},
+		"no subject":      {"subjectaccessreviews", &review.SubjectAccessReview{Spec: review.SubjectAccessReviewSpec{ResourceAttributes: flunders}}, "at least one of user or group must be specified"},
+		"no namespace":    {"selfsubjectrulesreviews", &review.SelfSubjectRulesReview{}, "no namespace on request"},
+	} {
+		if _, err := rs[tc.resource].Create(alice, "", tc.obj, registry.WriteOptions{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestProtobuf(t *testing.T) {
+	str := func(b []byte, n protowire.Number, v string) []byte {
+		return protowire.AppendString(protowire.AppendTag(b, n, protowire.BytesType), v)
+	}
+	msg := func(b []byte, n protowire.Number, m []byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(b, n, protowire.BytesType), m)
+	}
+	// kubectl auth can-i list flunders.wardle.example.com -n ns
+	attrs := str(str(str(str(nil, 1, "ns"), 2, "list"), 3, "wardle.example.com"), 5, "flunders")
+	ssar := msg(msg(nil, 1, nil), 2, msg(nil, 1, attrs))
+	body := append([]byte("k8s\x00"), msg(msg(nil, 1, str(str(nil, 1, "authorization.k8s.io/v1"), 2, "SelfSubjectAccessReview")), 2, ssar)...)
+	got, err := review.ProtobufToJSON(body, "SelfSubjectAccessReview")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"resourceAttributes":{"namespace":"ns","verb":"list","group":"wardle.example.com","resource":"flunders"}}}`
+	if string(got) != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	// A SubjectAccessReview with user, groups and extra.
+	extra := msg(str(nil, 1, "scopes"), 2, str(str(nil, 1, "a"), 1, "b"))
+	spec := msg(str(str(str(str(nil, 3, "bob"), 4, "g1"), 4, "g2"), 6, "uid-1"), 5, extra)
+	spec = msg(spec, 2, str(str(nil, 1, "/healthz"), 2, "get"))
+	sar := append([]byte("k8s\x00"), msg(msg(nil, 1, str(str(nil, 1, "authorization.k8s.io/v1"), 2, "SubjectAccessReview")), 2, msg(nil, 2, spec))...)
+	got, err = review.ProtobufToJSON(sar, "SubjectAccessReview")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"nonResourceAttributes":{"path":"/healthz","verb":"get"},"user":"bob","groups":["g1","g2"],"extra":{"scopes":["a","b"]},"uid":"uid-1"}}`
+	if string(got) != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if _, err := review.ProtobufToJSON(body, "SubjectAccessReview"); err == nil {
+		t.Error("a SelfSubjectAccessReview read as a SubjectAccessReview")
+	}
+}
