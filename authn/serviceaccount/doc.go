@@ -8,9 +8,17 @@
 // kube-apiserver signs them with --service-account-signing-key-file and
 // verifies them with the public keys of --service-account-key-file; this
 // package reads both kinds of file (RSA and ECDSA keys, in PEM) and makes
-// tokens kube-apiserver and client-go accept. Verifying tokens, the
-// authenticator side, lives here too once it is written.
+// tokens kube-apiserver and client-go accept. Authenticator verifies them
+// (signature, issuer, audiences, expiry with ClockSkew) for the server's
+// bearer-token authentication.
 //
-// The options package loads the keys from flags and builds the Generator
-// for the first issuer; a TokenRequest endpoint uses it.
+// Besides service accounts, the same key signs user tokens
+// (NewUserClaims, Generator.GenerateUserToken): a subject that is a user
+// name and the private claim "apikit.dev/user" with the user's UID and
+// groups. `<server> token --user alice --group dev` mints them, so that a
+// server's operator can hand out credentials without a CA.
+//
+// The options package loads the keys from flags (or makes the development
+// PKI's key, <cert-dir>/sa.key), builds the Generator for the first issuer
+// and puts an Authenticator in the server's authenticator.
 package serviceaccount
