@@ -202,7 +202,9 @@ func TestAuthenticator(t *testing.T) {
 	})
 
 	for _, bad := range []func() (*Authenticator, error){
-		func() (*Authenticator, error) { return NewAuthenticator(nil, []crypto.PublicKey{keys.ec.Public()}, nil) },
+		func() (*Authenticator, error) {
+			return NewAuthenticator(nil, []crypto.PublicKey{keys.ec.Public()}, nil)
+		},
 		func() (*Authenticator, error) { return NewAuthenticator([]string{issuer}, nil, nil) },
 	} {
 		if _, err := bad(); err == nil {
