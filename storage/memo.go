@@ -1,6 +1,9 @@
 package storage
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // Memo is scratch space attached by a caching layer to one value of one key.
 // The registry keeps derived forms of the value there (the decoded object,
@@ -10,7 +13,22 @@ import "sync"
 // Everything stored in a Memo must be immutable once stored: readers share it
 // without copying. A nil *Memo is valid and stores nothing.
 type Memo struct {
-	m sync.Map
+	// A value has a handful of derived forms: they live in slots, filled
+	// in order and never emptied, which a lookup scans without a lock. A
+	// list of 5,000 cached objects makes two lookups per object, so this
+	// is on the hot path: a sync.Map lookup costs several times as much.
+	slots [memoSlots]atomic.Pointer[memoEntry]
+	// more holds what does not fit in the slots.
+	more sync.Map
+}
+
+// memoSlots is how many entries a Memo keeps in slots: the registry's
+// decoded object, attributes and the JSON and converted object of two
+// served versions.
+const memoSlots = 6
+
+type memoEntry struct {
+	key, value any
 }
 
 // NewMemo returns an empty Memo.
@@ -21,7 +39,16 @@ func (m *Memo) Load(key any) (any, bool) {
 	if m == nil {
 		return nil, false
 	}
-	return m.m.Load(key)
+	for i := range m.slots {
+		e := m.slots[i].Load()
+		if e == nil {
+			return nil, false // slots fill in order: key is in none
+		}
+		if e.key == key {
+			return e.value, true
+		}
+	}
+	return m.more.Load(key)
 }
 
 // LoadOrStore returns the existing value for key if present; otherwise it
@@ -30,6 +57,22 @@ func (m *Memo) LoadOrStore(key, v any) any {
 	if m == nil {
 		return v
 	}
-	actual, _ := m.m.LoadOrStore(key, v)
+	var mine *memoEntry
+	for i := range m.slots {
+		e := m.slots[i].Load()
+		if e == nil {
+			if mine == nil {
+				mine = &memoEntry{key: key, value: v}
+			}
+			if m.slots[i].CompareAndSwap(nil, mine) {
+				return v
+			}
+			e = m.slots[i].Load() // another writer took the slot
+		}
+		if e.key == key {
+			return e.value
+		}
+	}
+	actual, _ := m.more.LoadOrStore(key, v)
 	return actual
 }

@@ -1,0 +1,91 @@
+package storage
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+)
+
+type memoKey struct{ version string }
+
+func TestMemo(t *testing.T) {
+	var nilMemo *Memo
+	if _, ok := nilMemo.Load("a"); ok {
+		t.Fatal("a nil Memo loads something")
+	}
+	if v := nilMemo.LoadOrStore("a", 1); v != 1 {
+		t.Fatalf("LoadOrStore on a nil Memo = %v", v)
+	}
+	m := NewMemo()
+	// More keys than slots, of several types, some equal in value but not
+	// in type.
+	const n = 3 * memoSlots
+	for i := range n {
+		for _, k := range []any{memoKey{fmt.Sprint(i)}, fmt.Sprint(i)} {
+			if _, ok := m.Load(k); ok {
+				t.Fatalf("Load(%v) before any store", k)
+			}
+			if got := m.LoadOrStore(k, i); got != i {
+				t.Fatalf("first LoadOrStore(%v) = %v, want %d", k, got, i)
+			}
+			if got := m.LoadOrStore(k, -1); got != i {
+				t.Fatalf("second LoadOrStore(%v) = %v, want the first value %d", k, got, i)
+			}
+		}
+	}
+	for i := range n {
+		for _, k := range []any{memoKey{fmt.Sprint(i)}, fmt.Sprint(i)} {
+			if got, ok := m.Load(k); !ok || got != i {
+				t.Fatalf("Load(%v) = %v, %v; want %d", k, got, ok, i)
+			}
+		}
+	}
+}
+
+// TestMemoConcurrent races writers for the same keys: each key keeps one
+// value, the one every writer gets back.
+func TestMemoConcurrent(t *testing.T) {
+	for range 200 {
+		m := NewMemo()
+		const writers, keys = 8, 2 * memoSlots
+		got := make([][keys]any, writers)
+		var wg sync.WaitGroup
+		for w := range writers {
+			wg.Go(func() {
+				for k := range keys {
+					got[w][(k+w)%keys] = m.LoadOrStore((k+w)%keys, w)
+				}
+			})
+		}
+		wg.Wait()
+		for k := range keys {
+			v, ok := m.Load(k)
+			if !ok {
+				t.Fatalf("key %d lost", k)
+			}
+			for w := range writers {
+				if got[w][k] != v {
+					t.Fatalf("key %d: writer %d got %v, the memo holds %v", k, w, got[w][k], v)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkMemoLoad looks up the entries the registry keeps for a value
+// read through a cache: its decoded object and its JSON.
+func BenchmarkMemoLoad(b *testing.B) {
+	type decodedKey struct{}
+	m := NewMemo()
+	m.LoadOrStore(decodedKey{}, 1)
+	m.LoadOrStore(memoKey{"v1beta1"}, 2)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := m.Load(decodedKey{}); !ok {
+			b.Fatal("lost")
+		}
+		if _, ok := m.Load(memoKey{"v1beta1"}); !ok {
+			b.Fatal("lost")
+		}
+	}
+}
