@@ -313,8 +313,22 @@ func (c *Cacher) list(prefix, start string, rev, limit int64) (res storage.ListR
 	switch {
 	case limit > 0:
 		res.Items = make([]storage.KeyValue, 0, min(limit, int64(c.live)))
-	case prefix == c.root:
+	case prefix == c.root && rev == c.seen:
 		res.Items = make([]storage.KeyValue, 0, c.live)
+	default:
+		// Counting first costs a walk of the index; growing the slice
+		// would cost twice its size in allocations, and the collector's
+		// time with them.
+		n := 0
+		for rec := range c.index.From(start) {
+			if !strings.HasPrefix(rec.key, prefix) {
+				break
+			}
+			if rec.at(rev) != nil {
+				n++
+			}
+		}
+		res.Items = make([]storage.KeyValue, 0, n)
 	}
 	more := false
 	var remaining int64
