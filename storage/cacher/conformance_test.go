@@ -21,14 +21,15 @@ const (
 	testMaxRevisionWait  = time.Second
 )
 
-// testCacher puts a cache of every key in front of backend, which the test
-// closes after the cache, and waits until it serves reads.
+// testCacher puts a cache of every key in front of backend, and waits until
+// it serves reads. The test closes both, the cache first.
 func testCacher(t testing.TB, backend storage.Interface, opts ...Option) *Cacher {
 	t.Helper()
 	t.Cleanup(func() { backend.Close() })
 	opts = append([]Option{WithBookmarkInterval(testBookmarkInterval), WithMaxRevisionWait(testMaxRevisionWait)}, opts...)
 	c := New(backend, "/", opts...)
 	t.Cleanup(func() {
+		c.Close()
 		if n := c.delegated.Load(); n > 0 {
 			t.Logf("%d reads went to the backend", n)
 		}

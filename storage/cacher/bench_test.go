@@ -1,0 +1,180 @@
+package cacher
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/apikit-dev/apikit/internal/etcdtest"
+	"github.com/apikit-dev/apikit/storage"
+	"github.com/apikit-dev/apikit/storage/etcd3"
+)
+
+// benchValue is about the size of a stored Flunder.
+func benchValue(i int) []byte {
+	return fmt.Appendf(nil, `{"kind":"Flunder","apiVersion":"wardle.example.com/v1beta1","metadata":{"name":"flunder-%05d",`+
+		`"namespace":"bench","uid":"0b7e6c0e-8d7e-4a4b-9c55-6f7f1c1d%04d","generation":1,"creationTimestamp":"2026-01-01T00:00:00Z",`+
+		`"labels":{"app":"bench","index":"%d"}},"spec":{"flunderReference":"flunder-ref-%05d","referenceType":"Flunder"},"status":{}}`,
+		i, i%10000, i, i)
+}
+
+// benchBackends are the stores the storage benchmarks compare: a backend
+// alone and with a cache in front. etcd runs only when a binary can be had.
+func benchBackends(b *testing.B) []struct {
+	name string
+	new  func(b *testing.B) storage.Interface
+} {
+	var (
+		once   sync.Once
+		client *clientv3.Client
+		n      int
+	)
+	top := b // etcd lives as long as the whole benchmark
+	etcdClient := func(*testing.B) *clientv3.Client {
+		once.Do(func() {
+			c, err := clientv3.New(clientv3.Config{Endpoints: etcdtest.Start(top), DialTimeout: 10 * time.Second, Logger: etcd3.ZapLogger(nil, nil)})
+			if err != nil {
+				top.Fatal(err)
+			}
+			client = c
+		})
+		n++
+		return client
+	}
+	b.Cleanup(func() {
+		if client != nil {
+			client.Close()
+		}
+	})
+	return []struct {
+		name string
+		new  func(b *testing.B) storage.Interface
+	}{
+		{"memory", func(b *testing.B) storage.Interface {
+			m := newMemory()
+			b.Cleanup(func() { m.Close() })
+			return m
+		}},
+		{"cache/memory", func(b *testing.B) storage.Interface { return testCacher(b, newMemory()) }},
+		{"etcd", func(b *testing.B) storage.Interface {
+			s := etcd3.New(etcdClient(b), etcd3.WithPrefix(fmt.Sprintf("/bench-%d", n)))
+			b.Cleanup(func() { s.Close() })
+			return s
+		}},
+		{"cache/etcd", func(b *testing.B) storage.Interface {
+			return testCacher(b, etcd3.New(etcdClient(b), etcd3.WithPrefix(fmt.Sprintf("/bench-%d", n))))
+		}},
+	}
+}
+
+// fill creates n objects under /b/ with 16 writers.
+func fill(b *testing.B, s storage.Interface, n int) {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for w := range 16 {
+		wg.Go(func() {
+			for i := w; i < n; i += 16 {
+				if _, err := s.Create(ctx, fmt.Sprintf("/b/flunder-%05d", i), benchValue(i)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkList5000 lists 5,000 objects consistently (resourceVersion "").
+func BenchmarkList5000(b *testing.B) {
+	for _, bk := range benchBackends(b) {
+		b.Run(bk.name, func(b *testing.B) {
+			s := bk.new(b)
+			fill(b, s, 5000)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				l, err := s.List(ctx, "/b/", storage.ListOptions{})
+				if err != nil || len(l.Items) != 5000 {
+					b.Fatalf("List: %d items, %v", len(l.Items), err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkGet reads one object consistently.
+func BenchmarkGet(b *testing.B) {
+	for _, bk := range benchBackends(b) {
+		b.Run(bk.name, func(b *testing.B) {
+			s := bk.new(b)
+			fill(b, s, 1000)
+			ctx := context.Background()
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := s.Get(ctx, fmt.Sprintf("/b/flunder-%05d", i%1000), storage.GetOptions{}); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
+
+// BenchmarkWatchFanOut measures one change delivered to 1,000 watchers:
+// the time from the write until every watcher has it.
+func BenchmarkWatchFanOut(b *testing.B) {
+	const watchers = 1000
+	for _, bk := range benchBackends(b) {
+		b.Run(bk.name, func(b *testing.B) {
+			s := bk.new(b)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			rev, err := s.Create(ctx, "/b/x", benchValue(0))
+			if err != nil {
+				b.Fatal(err)
+			}
+			got := make(chan struct{}, watchers)
+			var wg sync.WaitGroup
+			for range watchers {
+				w, err := s.Watch(ctx, "/b/", storage.WatchOptions{Revision: rev})
+				if err != nil {
+					b.Fatal(err)
+				}
+				wg.Go(func() {
+					defer w.Stop()
+					for ev := range w.ResultChan() {
+						if ev.Type == storage.Modified {
+							got <- struct{}{}
+						}
+					}
+				})
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				if _, err := s.GuaranteedUpdate(ctx, "/b/x", storage.UpdateOptions{}, func(storage.KeyValue) ([]byte, error) {
+					return benchValue(i), nil
+				}); err != nil {
+					b.Fatal(err)
+				}
+				for range watchers {
+					<-got
+				}
+			}
+			b.StopTimer()
+			cancel()
+			wg.Wait()
+		})
+	}
+}
