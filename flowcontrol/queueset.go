@@ -229,11 +229,6 @@ func (qs *queueSet) start(ctx context.Context, f flowID, work WorkEstimate, wait
 		return r, ""
 	}
 	q := qs.shuffleShardLocked(f.hash)
-	if qs.seatsInUse >= qs.cfg.concurrencyLimit && q.length >= qs.cfg.queueLengthLimit {
-		qs.rejected++
-		qs.mu.Unlock()
-		return nil, rejectQueueFull
-	}
 	if q.length == 0 && q.requestsExecuting == 0 {
 		// An idle queue starts now in virtual time: no credit for the past.
 		q.nextDispatchR = qs.currentR
@@ -246,6 +241,14 @@ func (qs *queueSet) start(ctx context.Context, f flowID, work WorkEstimate, wait
 		q.nextDispatchR += r.totalWork()
 		qs.mu.Unlock()
 		return r, ""
+	}
+	if q.length >= qs.cfg.queueLengthLimit {
+		// Kubernetes refuses only when every seat is taken too; with
+		// requests several seats wide the seats left may never fit the
+		// next one, and the queue would grow without bound.
+		qs.rejected++
+		qs.mu.Unlock()
+		return nil, rejectQueueFull
 	}
 	r.decided = make(chan struct{})
 	q.push(r)

@@ -281,6 +281,28 @@ func TestQueueLimits(t *testing.T) {
 	}
 	o.req.finish()
 
+	// Wide requests: seats are left (40 of 46 in use) but the next one
+	// does not fit; a full queue still refuses, it does not grow.
+	wide := mustQueueSet(t, queueSetConfig{queues: 1, handSize: 1, queueLengthLimit: 2, concurrencyLimit: 46}, clock.Now)
+	var held []*qsRequest
+	for range 4 {
+		w, _ := wide.start(context.Background(), flowOn(0, "w"), seats(10), time.Minute)
+		held = append(held, w)
+	}
+	wout := make(chan outcome, 2)
+	for i := range 2 {
+		startAsync(wide, flowOn(0, "w"), seats(10), time.Minute, wout)
+		waitFor(t, wide, i+1)
+	}
+	if w, reason := wide.start(context.Background(), flowOn(0, "w"), seats(10), time.Minute); w != nil || reason != rejectQueueFull {
+		t.Fatalf("full queue of wide requests: %v %q", w, reason)
+	}
+	for _, w := range held {
+		w.finish()
+	}
+	(<-wout).req.finish()
+	(<-wout).req.finish()
+
 	// Without queues (Reject): run now or be refused.
 	rej := mustQueueSet(t, queueSetConfig{concurrencyLimit: 1}, clock.Now)
 	x, _ := rej.start(context.Background(), flowOn(0, "x"), seats(1), time.Minute)
