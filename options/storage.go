@@ -11,6 +11,7 @@ import (
 
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/storage"
+	"github.com/apikit-dev/apikit/storage/cacher"
 	"github.com/apikit-dev/apikit/storage/embedded"
 	"github.com/apikit-dev/apikit/storage/etcd3"
 	"github.com/apikit-dev/apikit/storage/memory"
@@ -18,18 +19,26 @@ import (
 
 // Storage is the storage.Factory the etcd options give a server: the one
 // backend --storage-backend names, shared by every resource (their keys
-// keep them apart). It is opened by Open, or on first use; Close releases
-// it, after the server has stopped.
+// keep them apart), with a watch cache in front of each resource that
+// --watch-cache and --watch-cache-sizes cache. It is opened by Open, or on
+// first use; Close releases it, after the server has stopped.
+//
+// The memory backend gets no cache: it already serves every read from
+// memory, consistently and with a memo per value, and a cache would add a
+// copy of its index and a wait for its own watch to every consistent read
+// (see docs/benchmarks.md).
 type Storage struct {
 	backend            string
 	dataDir            string
 	prefix             string
 	etcd               etcd3.Config
 	compactionInterval time.Duration
+	watchCache         storage.WatchCacheConfig
 	logger             *slog.Logger
 
 	mu      sync.Mutex
 	store   storage.Interface
+	caches  *cacher.Factory // nil without watch caches
 	closers []func() error
 	closed  bool
 }
@@ -45,6 +54,7 @@ func newStorage(o *EtcdOptions, logger *slog.Logger) *Storage {
 			Logger: logger,
 		},
 		compactionInterval: o.CompactionInterval,
+		watchCache:         o.WatchCache,
 		logger:             logger,
 	}
 }
@@ -103,14 +113,26 @@ func (s *Storage) open(ctx context.Context) (storage.Interface, error) {
 	default:
 		return nil, fmt.Errorf("unknown storage backend %q", s.backend)
 	}
+	if s.watchCache.Enabled && s.backend != BackendMemory {
+		// The caches close before the backend they watch.
+		s.caches = cacher.NewFactory(storage.Shared(s.store), s.watchCache, cacher.WithLogger(s.logger))
+		s.closers = append([]func() error{s.caches.Close}, s.closers...)
+	}
 	return s.store, nil
 }
 
-// For returns the backend, opening it if needed.
-func (s *Storage) For(meta.GroupResource) (storage.Interface, error) {
+// For returns the resource's storage, opening the backend if needed: the
+// backend behind the resource's watch cache when it has one.
+func (s *Storage) For(resource meta.GroupResource) (storage.Interface, error) {
 	st, err := s.open(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("opening %s storage: %w", s.backend, err)
+	}
+	s.mu.Lock()
+	caches := s.caches
+	s.mu.Unlock()
+	if caches != nil {
+		return caches.For(resource)
 	}
 	return st, nil
 }
@@ -140,6 +162,6 @@ func (s *Storage) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	s.closers, s.store = nil, nil
+	s.closers, s.store, s.caches = nil, nil, nil
 	return errors.Join(errs...)
 }

@@ -1,0 +1,71 @@
+package options
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/apikit-dev/apikit/internal/etcdtest"
+	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/storage"
+	"github.com/apikit-dev/apikit/storage/cacher"
+)
+
+// TestStorageWatchCache checks which resources the storage puts a watch
+// cache in front of, as --watch-cache and --watch-cache-sizes say, and
+// that Close stops the caches.
+func TestStorageWatchCache(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an etcd process")
+	}
+	endpoints := etcdtest.Start(t)
+	widgets := meta.GroupResource{Group: "test.example.com", Resource: "widgets"}
+	gadgets := meta.GroupResource{Group: "test.example.com", Resource: "gadgets"}
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		cached map[meta.GroupResource]bool
+	}{
+		{"default: every resource", []string{"--etcd-servers=" + endpoints[0]},
+			map[meta.GroupResource]bool{widgets: true, gadgets: true, {Group: "test.example.com"}: false}},
+		{"a size of 0 turns one off", []string{"--etcd-servers=" + endpoints[0], "--watch-cache-sizes=gadgets.test.example.com#0"},
+			map[meta.GroupResource]bool{widgets: true, gadgets: false}},
+		{"--watch-cache=false", []string{"--etcd-servers=" + endpoints[0], "--watch-cache=false"},
+			map[meta.GroupResource]bool{widgets: false, gadgets: false}},
+		{"the memory backend has none", []string{"--storage-backend=memory"},
+			map[meta.GroupResource]bool{widgets: false, gadgets: false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, _ := newTestOptions(t, tc.args...)
+			if err := o.Etcd.CompleteWatchCache(); err != nil {
+				t.Fatal(err)
+			}
+			st := newStorage(o.Etcd, o.Logger)
+			var caches []*cacher.Cacher
+			for r, want := range tc.cached {
+				s, err := st.For(r)
+				if err != nil {
+					t.Fatalf("For(%v): %v", r, err)
+				}
+				c, ok := s.(*cacher.Cacher)
+				if ok != want {
+					t.Fatalf("For(%v) = %T; want a cache: %v", r, s, want)
+				}
+				if ok {
+					if c.Prefix() != cacher.KeyRoot(r) {
+						t.Fatalf("the cache of %v holds %q", r, c.Prefix())
+					}
+					caches = append(caches, c)
+				}
+			}
+			if err := st.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+			for _, c := range caches {
+				if _, err := c.Get(context.Background(), c.Prefix()+"x", storage.GetOptions{}); !errors.Is(err, storage.ErrUnavailable) {
+					t.Fatalf("a cache still serves after Close: %v", err)
+				}
+			}
+		})
+	}
+}
