@@ -119,7 +119,8 @@ type completedOptions struct {
 
 // Complete checks the options and fills in what they imply, as
 // kube-apiserver's Complete does. It runs Validate and reads the files the
-// flags name (certificates, CA bundles, keys) and returns every problem at
+// flags name (certificates, CA bundles, keys, the authorization webhook's
+// kubeconfig) and returns every problem at
 // once, as Errors; only when there is none does it write anything:
 //
 //   - the advertise address, from the bind address (see
