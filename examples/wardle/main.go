@@ -14,7 +14,6 @@ import (
 	"os"
 
 	"github.com/apikit-dev/apikit/examples/wardle/wardleapi"
-	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/options"
 	"github.com/apikit-dev/apikit/server"
 )
@@ -30,12 +29,7 @@ func main() {
 
 // build installs the wardle API on the server the flags configured.
 func build(c *server.Config) (*server.GenericServer, error) {
-	// Flunders and Fischers share the group's storage; their keys differ.
-	store, err := c.Storage.For(meta.GroupResource{Group: wardleapi.GroupName})
-	if err != nil {
-		return nil, err
-	}
-	api, err := wardleapi.New(store)
+	api, err := wardleapi.New(c.Storage)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/server"
 	"github.com/apikit-dev/apikit/server/openapi"
+	"github.com/apikit-dev/apikit/storage"
 	"github.com/apikit-dev/apikit/storage/memory"
 )
 
@@ -36,7 +37,7 @@ func wardleGroup(t testing.TB) *server.APIGroupInfo {
 	t.Helper()
 	store := memory.New()
 	t.Cleanup(func() { _ = store.Close() })
-	api, err := wardleapi.New(store)
+	api, err := wardleapi.New(storage.Shared(store))
 	if err != nil {
 		t.Fatal(err)
 	}

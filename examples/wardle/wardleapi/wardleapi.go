@@ -27,15 +27,26 @@ type API struct {
 	Fischers *registry.Store[*v1alpha1.Fischer]
 }
 
-// New builds the stores on s.
-func New(s storage.Interface) (*API, error) {
+// New builds the stores on the storage f gives each resource (with a watch
+// cache in front when the server's options say so).
+func New(f storage.Factory) (*API, error) {
+	flunderResource := meta.GroupResource{Group: GroupName, Resource: "flunders"}
+	fischerResource := meta.GroupResource{Group: GroupName, Resource: "fischers"}
+	flunderStorage, err := f.For(flunderResource)
+	if err != nil {
+		return nil, fmt.Errorf("flunders: %w", err)
+	}
+	fischerStorage, err := f.For(fischerResource)
+	if err != nil {
+		return nil, fmt.Errorf("fischers: %w", err)
+	}
 	flunders, err := registry.NewStore(registry.Options[*v1beta1.Flunder]{
-		Resource:        meta.GroupResource{Group: GroupName, Resource: "flunders"},
+		Resource:        flunderResource,
 		Kind:            "Flunder",
 		NamespaceScoped: true,
 		StorageVersion:  "v1beta1",
 		Strategy:        flunderStrategy{},
-		Storage:         s,
+		Storage:         flunderStorage,
 		Columns: []registry.Column[*v1beta1.Flunder]{
 			{Name: "Reference Type", Type: "string", Description: "The reference type.", Value: func(f *v1beta1.Flunder) any {
 				if f.Spec.ReferenceType == nil {
@@ -58,11 +69,11 @@ func New(s storage.Interface) (*API, error) {
 		return nil, fmt.Errorf("flunders: %w", err)
 	}
 	fischers, err := registry.NewStore(registry.Options[*v1alpha1.Fischer]{
-		Resource:       meta.GroupResource{Group: GroupName, Resource: "fischers"},
+		Resource:       fischerResource,
 		Kind:           "Fischer",
 		StorageVersion: "v1alpha1",
 		Strategy:       registry.DefaultStrategy[*v1alpha1.Fischer]{},
-		Storage:        s,
+		Storage:        fischerStorage,
 		Columns: []registry.Column[*v1alpha1.Fischer]{
 			{Name: "Disallowed", Type: "integer", Description: "How many flunder names this fischer disallows.", Value: func(f *v1alpha1.Fischer) any {
 				return int64(len(f.DisallowedFlunders))

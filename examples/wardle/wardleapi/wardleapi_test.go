@@ -12,6 +12,7 @@ import (
 	"github.com/apikit-dev/apikit/examples/wardle/wardleapi"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
+	"github.com/apikit-dev/apikit/storage"
 	"github.com/apikit-dev/apikit/storage/memory"
 )
 
@@ -19,7 +20,7 @@ func newAPI(t *testing.T) (*wardleapi.API, map[string]registry.Resource) {
 	t.Helper()
 	mem := memory.New()
 	t.Cleanup(func() { _ = mem.Close() })
-	api, err := wardleapi.New(mem)
+	api, err := wardleapi.New(storage.Shared(mem))
 	if err != nil {
 		t.Fatal(err)
 	}
