@@ -12,6 +12,7 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"sync"
 	"time"
@@ -82,6 +83,20 @@ type MicroTime time.Time
 // MarshalJSON writes RFC 3339 with six fractional digits, in UTC.
 func (t MicroTime) MarshalJSON() ([]byte, error) {
 	return []byte(`"` + time.Time(t).UTC().Format("2006-01-02T15:04:05.000000Z07:00") + `"`), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes (any RFC 3339 time).
+func (t *MicroTime) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return err
+	}
+	*t = MicroTime(v)
+	return nil
 }
 
 // Sink receives finished events. Log must be safe for concurrent use and

@@ -48,6 +48,7 @@ type RequestHeaderConfig struct {
 type RequestHeader struct {
 	c            RequestHeaderConfig
 	extraPrefixL []string // lower-cased ExtraHeaderPrefixes
+	verified     verifyCache
 }
 
 // NewRequestHeader checks c and returns the authenticator.
@@ -99,14 +100,11 @@ func (a *RequestHeader) verifyProxy(r *http.Request) (bool, error) {
 		return false, nil
 	}
 	certs := r.TLS.PeerCertificates
-	opts := x509.VerifyOptions{Roots: pool, Intermediates: x509.NewCertPool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	opts := x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 	if a.c.Now != nil {
 		opts.CurrentTime = a.c.Now()
 	}
-	for _, c := range certs[1:] {
-		opts.Intermediates.AddCert(c)
-	}
-	if _, err := certs[0].Verify(opts); err != nil {
+	if err := a.verified.verify(certs, opts); err != nil {
 		var unknown x509.UnknownAuthorityError
 		if errors.As(err, &unknown) {
 			return false, nil

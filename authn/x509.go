@@ -24,11 +24,15 @@ func (s StaticCAs) ClientCAs() *x509.CertPool { return s.Pool }
 // X509 authenticates requests that present a client certificate signed by
 // one of the provider's CAs for client authentication: the certificate's
 // common name is the user name and its organizations are the groups, as in
-// Kubernetes.
+// Kubernetes. A chain that verified is remembered (until the CA pool
+// changes or a certificate's validity ends), so that the many requests of
+// one client cost one verification.
 type X509 struct {
 	CAs CAProvider
 	// Now is the clock used for validity checks; nil means time.Now.
 	Now func() time.Time
+
+	verified verifyCache
 }
 
 // NewX509 returns an X509 authenticator over cas.
@@ -44,18 +48,11 @@ func (a *X509) AuthenticateRequest(r *http.Request) (*Response, bool, error) {
 		return nil, false, nil
 	}
 	certs := r.TLS.PeerCertificates
-	opts := x509.VerifyOptions{
-		Roots:         pool,
-		Intermediates: x509.NewCertPool(),
-		KeyUsages:     []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
+	opts := x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 	if a.Now != nil {
 		opts.CurrentTime = a.Now()
 	}
-	for _, c := range certs[1:] {
-		opts.Intermediates.AddCert(c)
-	}
-	if _, err := certs[0].Verify(opts); err != nil {
+	if err := a.verified.verify(certs, opts); err != nil {
 		var unknown x509.UnknownAuthorityError
 		if errors.As(err, &unknown) {
 			// A certificate from another CA may be meant for another

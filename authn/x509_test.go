@@ -170,3 +170,28 @@ func TestCAFileReload(t *testing.T) {
 		t.Error("NewCAFile of a missing file")
 	}
 }
+
+// TestX509VerificationCache shows that remembering verified chains changes
+// no answer: a chain that expires, or whose CA is replaced, is refused.
+func TestX509VerificationCache(t *testing.T) {
+	ca := newCA(t, "client-ca")
+	now := time.Now()
+	cert := leaf(t, ca, &x509.Certificate{Subject: pkix.Name{CommonName: "alice"}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	a := authn.NewX509(authn.StaticCAs{Pool: mustPool(t, ca.CertPEM)})
+	a.Now = func() time.Time { return now }
+	for range 3 {
+		if _, ok, err := a.AuthenticateRequest(tlsRequest(cert)); !ok || err != nil {
+			t.Fatalf("valid: %v %v", ok, err)
+		}
+	}
+	a.Now = func() time.Time { return now.Add(2 * time.Hour) }
+	if _, ok, err := a.AuthenticateRequest(tlsRequest(cert)); ok || err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Errorf("after expiry: %v %v", ok, err)
+	}
+	a.Now = func() time.Time { return now }
+	a.CAs = authn.StaticCAs{Pool: mustPool(t, newCA(t, "replacement").CertPEM)}
+	if _, ok, _ := a.AuthenticateRequest(tlsRequest(cert)); ok {
+		t.Error("a chain verified against the old CA passed the new one")
+	}
+}

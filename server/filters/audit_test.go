@@ -1,0 +1,227 @@
+package filters_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apikit-dev/apikit/audit"
+	"github.com/apikit-dev/apikit/authn"
+	"github.com/apikit-dev/apikit/request"
+	"github.com/apikit-dev/apikit/server/filters"
+)
+
+type memorySink struct {
+	mu     sync.Mutex
+	events []audit.Event
+}
+
+func (m *memorySink) Log(ev *audit.Event) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.events = append(m.events, *ev)
+}
+
+func (m *memorySink) all() []audit.Event {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.events)
+}
+
+func longRunning(i *request.Info) bool { return i.IsLongRunning() }
+
+func auditedRequest(method, target string, u *authn.User) *http.Request {
+	r := withInfo(httptest.NewRequest(method, target, nil))
+	r.RemoteAddr = "192.0.2.7:51234"
+	r.Header.Set("User-Agent", "kubectl/v1.32")
+	return r.WithContext(authn.WithUser(r.Context(), u))
+}
+
+func TestAudit(t *testing.T) {
+	alice := &authn.User{Name: "alice", UID: "u-1", Groups: []string{"dev", "system:authenticated"}}
+
+	t.Run("a request", func(t *testing.T) {
+		sink := &memorySink{}
+		h := filters.WithAudit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusCreated)
+		}), sink, longRunning)
+		r := auditedRequest("POST", "/apis/wardle.example.com/v1beta1/namespaces/ns/flunders?fieldManager=kubectl", alice)
+		r.Header.Set("X-Forwarded-For", "203.0.113.9, 198.51.100.2")
+		r.Header.Set("Authorization", "Bearer secret-token")
+		rec := httptest.NewRecorder()
+		start := time.Now()
+		h.ServeHTTP(rec, r)
+		evs := sink.all()
+		if len(evs) != 1 {
+			t.Fatalf("%d events", len(evs))
+		}
+		ev := evs[0]
+		if ev.Kind != "Event" || ev.APIVersion != "audit.k8s.io/v1" || ev.Level != "Metadata" || ev.Stage != "ResponseComplete" ||
+			ev.Verb != "create" || ev.RequestURI != "/apis/wardle.example.com/v1beta1/namespaces/ns/flunders?fieldManager=kubectl" ||
+			ev.User.Username != "alice" || ev.User.UID != "u-1" || !slices.Equal(ev.User.Groups, alice.Groups) || ev.ImpersonatedUser != nil ||
+			ev.UserAgent != "kubectl/v1.32" || ev.ResponseStatus == nil || ev.ResponseStatus.Code != 201 {
+			t.Errorf("event %+v", ev)
+		}
+		if want := []string{"203.0.113.9", "198.51.100.2", "192.0.2.7"}; !slices.Equal(ev.SourceIPs, want) {
+			t.Errorf("source IPs %v, want %v", ev.SourceIPs, want)
+		}
+		if ref := ev.ObjectRef; ref == nil || *ref != (audit.ObjectReference{Resource: "flunders", Namespace: "ns", APIGroup: "wardle.example.com", APIVersion: "v1beta1"}) {
+			t.Errorf("objectRef %+v", ev.ObjectRef)
+		}
+		if id := rec.Header().Get("Audit-Id"); id == "" || id != ev.AuditID {
+			t.Errorf("Audit-Id %q, event %q", id, ev.AuditID)
+		}
+		received, stage := time.Time(ev.RequestReceivedTimestamp), time.Time(ev.StageTimestamp)
+		if received.Before(start.Add(-time.Second)) || stage.Before(received) {
+			t.Errorf("timestamps %v %v", received, stage)
+		}
+		line, _ := json.Marshal(&ev)
+		if strings.Contains(string(line), "secret-token") {
+			t.Error("the credential reached the audit event")
+		}
+		if !strings.Contains(string(line), `"responseStatus":{"metadata":{},"code":201}`) ||
+			!regexpMatch(`"stageTimestamp":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z"`, string(line)) {
+			t.Errorf("JSON %s", line)
+		}
+	})
+
+	t.Run("the client's audit ID", func(t *testing.T) {
+		sink := &memorySink{}
+		h := filters.WithAudit(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), sink, longRunning)
+		r := auditedRequest("GET", "/version", alice)
+		r.Header.Set("Audit-ID", "my-trace-1")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		if ev := sink.all()[0]; ev.AuditID != "my-trace-1" || rec.Header().Get("Audit-Id") != "my-trace-1" || ev.Verb != "get" || ev.ObjectRef != nil ||
+			ev.ResponseStatus.Code != 200 {
+			t.Errorf("event %+v", ev)
+		}
+	})
+
+	t.Run("impersonation is recorded", func(t *testing.T) {
+		sink := &memorySink{}
+		h := filters.WithAudit(filters.WithImpersonation(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(204)
+		}), &impersonationPolicy{}), sink, longRunning)
+		r := auditedRequest("GET", "/apis/g/v/things", alice)
+		r.Header.Set("Impersonate-User", "bob")
+		r.Header.Set("Impersonate-Group", "dev")
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		ev := sink.all()[0]
+		if ev.User.Username != "alice" || ev.ImpersonatedUser == nil || ev.ImpersonatedUser.Username != "bob" ||
+			!slices.Equal(ev.ImpersonatedUser.Groups, []string{"dev", "system:authenticated"}) || ev.ResponseStatus.Code != 204 {
+			t.Errorf("event %+v impersonated %+v", ev, ev.ImpersonatedUser)
+		}
+		// A refused impersonation is audited too, as the real user's 403.
+		r = auditedRequest("GET", "/apis/g/v/things", alice)
+		r.Header.Set("Impersonate-User", "root")
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		if ev := sink.all()[1]; ev.ImpersonatedUser != nil || ev.ResponseStatus.Code != 403 {
+			t.Errorf("refused: %+v", ev)
+		}
+	})
+
+	t.Run("a watch is recorded when it starts and when it ends", func(t *testing.T) {
+		sink := &memorySink{}
+		h := filters.WithAudit(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.WriteHeader(200)
+			w.(http.Flusher).Flush()
+			if len(sink.all()) != 1 {
+				t.Error("no ResponseStarted event while the watch runs")
+			}
+		}), sink, longRunning)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, auditedRequest("GET", "/apis/g/v/things?watch=true", alice))
+		evs := sink.all()
+		if len(evs) != 2 || evs[0].Stage != "ResponseStarted" || evs[1].Stage != "ResponseComplete" || evs[0].Verb != "watch" || evs[0].AuditID != evs[1].AuditID {
+			t.Errorf("events %+v", evs)
+		}
+		if !rec.Flushed {
+			t.Error("the flush did not reach the connection")
+		}
+	})
+
+	t.Run("a panic", func(t *testing.T) {
+		sink := &memorySink{}
+		h := filters.WithPanicRecovery(filters.WithAudit(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+			panic("boom")
+		}), sink, longRunning))
+		restore := slog.Default()
+		slog.SetDefault(slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
+		defer slog.SetDefault(restore)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, auditedRequest("DELETE", "/apis/g/v/things/x", alice))
+		if evs := sink.all(); len(evs) != 1 || evs[0].Stage != "Panic" || evs[0].ResponseStatus.Code != 500 || rec.Code != 500 {
+			t.Errorf("events %+v, code %d", evs, rec.Code)
+		}
+	})
+
+	t.Run("off", func(t *testing.T) {
+		inner := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+		h := filters.WithAudit(inner, nil, longRunning)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, auditedRequest("GET", "/", alice))
+		if rec.Header().Get("Audit-Id") != "" {
+			t.Error("an audit ID without auditing")
+		}
+	})
+}
+
+func TestAuditLogFile(t *testing.T) {
+	path := t.TempDir() + "/audit/audit.log"
+	sink, err := audit.OpenLogFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := filters.WithAudit(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), sink, longRunning)
+	for range 3 {
+		h.ServeHTTP(httptest.NewRecorder(), auditedRequest("GET", "/apis", &authn.User{Name: "alice"}))
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data := mustReadFile(t, path)
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines:\n%s", len(lines), data)
+	}
+	for _, l := range lines {
+		var ev audit.Event
+		if err := json.Unmarshal([]byte(l), &ev); err != nil || ev.User.Username != "alice" {
+			t.Errorf("line %s: %v", l, err)
+		}
+	}
+	if mode := fileMode(t, path); mode != 0o600 {
+		t.Errorf("mode %o, want 600", mode)
+	}
+	sink.Log(&audit.Event{}) // after Close: dropped, no panic
+}
+
+func mustReadFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func fileMode(t *testing.T, path string) os.FileMode {
+	t.Helper()
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Mode().Perm()
+}
+
+func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }
