@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"unicode"
 )
 
 // errInvalidBearer is what a bearer token that no token authenticator
@@ -14,7 +15,10 @@ var errInvalidBearer = errors.New("invalid bearer token")
 // header value, as kube-apiserver reads it: the scheme is case-insensitive,
 // surrounding space is ignored, and anything after the token (a second
 // space-separated word) is ignored too. ok is false when the value is not a
-// bearer credential or the token is empty.
+// bearer credential or the token is empty. A token holding white space or
+// control characters (a tab after "Bearer ", say) is refused: no token
+// contains them, and kube-apiserver would pass them on to the
+// authenticators as part of the token.
 func ParseBearer(header string) (token string, ok bool) {
 	header = strings.TrimSpace(header)
 	if header == "" {
@@ -25,7 +29,7 @@ func ParseBearer(header string) (token string, ok bool) {
 		return "", false
 	}
 	token, _, _ = strings.Cut(rest, " ")
-	if token == "" {
+	if token == "" || strings.ContainsFunc(token, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
 		return "", false
 	}
 	return token, true

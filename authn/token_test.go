@@ -27,6 +27,8 @@ func TestParseBearer(t *testing.T) {
 		{"Bearer", "", false},
 		{"Bearer ", "", false},
 		{"Bearer  abc", "", false}, // the token is the second word, and it is empty
+		{"Bearer \tabc", "", false},
+		{"Bearer a\x00b", "", false},
 		{"Basic YWxpY2U6cGFzcw==", "", false},
 		{"Bearerabc", "", false},
 		{"", "", false},
