@@ -178,3 +178,66 @@ func BenchmarkWatchFanOut(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkApply measures what one change costs the cache: recording the
+// new version, appending it to a window of 1,000 changes and dropping the
+// oldest, in a cache of 5,000 objects. Its B/op is what a change costs in
+// memory while the window holds it (the value itself aside).
+func BenchmarkApply(b *testing.B) {
+	c := testCacher(b, newMemory(), WithCapacity(1000))
+	fill(b, c, 5000)
+	ctx := context.Background()
+	if _, err := c.Get(ctx, "/b/flunder-00000", storage.GetOptions{}); err != nil { // caught up
+		b.Fatal(err)
+	}
+	// Stop the backend watch's feed: the benchmark applies changes itself.
+	c.cancel()
+	c.wg.Wait()
+	value := benchValue(0)
+	rev := c.rev.Load()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		rev++
+		c.apply(storage.Event{Type: storage.Modified, Key: fmt.Sprintf("/b/flunder-%05d", i%5000), Value: value, Revision: rev})
+		i++
+	}
+}
+
+// BenchmarkPagedListUnderWrites pages through 5,000 objects, 500 at a
+// time, each page at the first page's revision, while a writer changes
+// them as fast as it can.
+func BenchmarkPagedListUnderWrites(b *testing.B) {
+	c := testCacher(b, newMemory(), WithCapacity(100000))
+	fill(b, c, 5000)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ctx.Err() == nil; i++ {
+			_, _ = c.GuaranteedUpdate(ctx, fmt.Sprintf("/b/flunder-%05d", i%5000), storage.UpdateOptions{},
+				func(storage.KeyValue) ([]byte, error) { return benchValue(i), nil })
+		}
+	})
+	b.ReportAllocs()
+	for b.Loop() {
+		opts := storage.ListOptions{Limit: 500}
+		n := 0
+		for {
+			l, err := c.List(ctx, "/b/", opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += len(l.Items)
+			if l.Continue == "" {
+				break
+			}
+			opts.Continue = l.Continue
+		}
+		if n != 5000 {
+			b.Fatalf("%d objects in the pages", n)
+		}
+	}
+	b.StopTimer()
+	cancel()
+	wg.Wait()
+}

@@ -170,6 +170,11 @@ type Cacher struct {
 	revNext *revCall
 	revReq  chan struct{}
 
+	// written is the newest revision a write of a cached key through the
+	// cache returned: reads not older than a revision wait for it too, so
+	// that a client reads its own writes.
+	written atomic.Int64
+
 	// delegated counts the reads the backend served.
 	delegated atomic.Int64
 }
@@ -422,11 +427,18 @@ func (c *Cacher) advanceLocked(rev int64) {
 	}
 	c.seen = rev
 	c.rev.Store(rev)
-	close(c.revWake)
-	c.revWake = make(chan struct{})
+	// A reader registers in revWaiters before it reads seen under the
+	// lock: one that registered too late to be woken sees the new seen.
+	if c.revWaiters.Load() > 0 {
+		close(c.revWake)
+		c.revWake = make(chan struct{})
+	}
 }
 
 func (c *Cacher) wakeWatchersLocked() {
+	if len(c.watchers) == 0 {
+		return // a watcher reads eventWake under the lock when it registers
+	}
 	close(c.eventWake)
 	c.eventWake = make(chan struct{})
 }
@@ -534,7 +546,7 @@ func (c *Cacher) Compact(ctx context.Context, rev int64) error {
 	if !c.ready.Load() {
 		return nil // nothing cached
 	}
-	if delegate, err := c.sync(ctx, rev); err != nil {
+	if delegate, err := c.sync(ctx, rev, false); err != nil {
 		return err
 	} else if delegate {
 		return storage.NewUnavailable(fmt.Errorf("watch cache of %q did not reach revision %d to compact", c.root, rev))

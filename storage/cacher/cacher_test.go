@@ -682,7 +682,7 @@ func (s etcdLike) Watch(ctx context.Context, prefix string, opts storage.WatchOp
 	if err != nil {
 		return nil, err
 	}
-	return &memoless{Watcher: w, out: stripMemos(w.ResultChan())}, nil
+	return &memoless{Watcher: w, out: stripMemos(ctx, w.ResultChan())}, nil
 }
 
 type memoless struct {
@@ -696,13 +696,17 @@ func (w *memoless) RequestProgress(ctx context.Context) error {
 	return w.Watcher.(storage.ProgressRequester).RequestProgress(ctx)
 }
 
-func stripMemos(in <-chan storage.Event) <-chan storage.Event {
+func stripMemos(ctx context.Context, in <-chan storage.Event) <-chan storage.Event {
 	out := make(chan storage.Event)
 	go func() {
 		defer close(out)
 		for ev := range in {
 			ev.Memo = nil
-			out <- ev
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return
+			}
 		}
 	}()
 	return out
@@ -790,5 +794,59 @@ func TestBackendWatchLoss(t *testing.T) {
 	l, err := c.List(ctx, "/r/", storage.ListOptions{})
 	if err != nil || len(l.Items) != 4 {
 		t.Fatalf("List after listing again: %d items, %v; want 4", len(l.Items), err)
+	}
+}
+
+// slowWatch delays every event of the backend's watches, as a busy etcd
+// or network would.
+type slowWatch struct {
+	*memory.Store
+	delay time.Duration
+}
+
+func (s slowWatch) Watch(ctx context.Context, prefix string, opts storage.WatchOptions) (storage.Watcher, error) {
+	w, err := s.Store.Watch(ctx, prefix, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan storage.Event)
+	go func() {
+		defer close(out)
+		for ev := range w.ResultChan() {
+			if ev.Type != storage.Bookmark {
+				time.Sleep(s.delay)
+			}
+			select {
+			case out <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return &memoless{Watcher: w, out: out}, nil
+}
+
+// TestReadsOwnWrites checks that a read not older than some revision sees
+// the writes made through the cache before it, even when the cache's watch
+// delivers them late: as the backends, and a client's reasonable
+// expectation of one server.
+func TestReadsOwnWrites(t *testing.T) {
+	ctx := testContext(t)
+	c := testCacher(t, slowWatch{newMemory(), 50 * time.Millisecond})
+	first := mustCreate(t, ctx, c, "/o/a", val("a", 1))
+	for i := range 5 {
+		key := fmt.Sprintf("/o/k%d", i)
+		rev := mustCreate(t, ctx, c, key, val("k", i))
+		kv, err := c.Get(ctx, key, storage.GetOptions{MinRevision: first})
+		if err != nil || kv.Revision != rev {
+			t.Fatalf("Get(%q) not older than %d after writing it at %d: %+v, %v", key, first, rev, kv, err)
+		}
+		l, err := c.List(ctx, "/o/", storage.ListOptions{Revision: first, Match: storage.MatchNotOlderThan})
+		if err != nil || l.Revision < rev || len(l.Items) != i+2 {
+			t.Fatalf("List not older than %d after a write at %d: revision %d, %d items, %v", first, rev, l.Revision, len(l.Items), err)
+		}
+	}
+	if n := c.delegated.Load(); n != 0 {
+		t.Fatalf("%d reads went to the backend", n)
 	}
 }

@@ -36,19 +36,26 @@
 // cache learns that the backend's revision moved by asking its backend
 // watch for progress (storage.ProgressRequester: an etcd progress
 // notification). A cache that has not caught up within the maximum
-// revision wait (3 s) hands the read to the backend.
+// revision wait (3 s) hands the read to the backend; so does, after that
+// wait, a cache whose backend watches cannot report progress.
+//
+// A client reads its own writes: a read not older than a revision (a Get
+// with MinRevision, a NotOlderThan list) also waits until the cache has
+// seen the writes made through it, which costs the delay of the watch, not
+// a request to the backend. Kubernetes allows such reads to miss them.
 //
 // # What is served from where
 //
 // R is a revision, F the cache's floor (the oldest revision whose state it
 // holds: the revision of its last list, or of the oldest change it has
-// dropped from its window), C its current revision.
+// dropped from its window), C its current revision, W the newest revision
+// a write through the cache returned.
 //
 //	request                          served by                                   at revision
 //	Get, no MinRevision              cache, once it has seen the backend's       latest
 //	                                 current revision; backend after 3 s
-//	Get, MinRevision R               cache once C >= R (waits up to 3 s);        latest
-//	                                 backend when the backend has R,
+//	Get, MinRevision R               cache once C >= max(R, W) (waits up to      latest
+//	                                 3 s); then the backend when it has R,
 //	                                 else ErrTooLargeResourceVersion
 //	List, resourceVersion ""         as Get without MinRevision                  latest
 //	List, "0" (AnyRevision)          cache at once                               C

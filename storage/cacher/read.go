@@ -23,21 +23,27 @@ func invalid(format string, args ...any) error {
 
 // sync waits until the cache has seen rev or, when rev is 0, everything
 // the backend had when sync was called (a consistent read: one quorum read
-// of the backend's revision, shared with concurrent callers). delegate is
+// of the backend's revision, shared with concurrent callers). With
+// ownWrites, a read not older than rev also waits for the writes made
+// through the cache, so that a client reads its own writes. delegate is
 // true when the cache did not get there in time but the backend has the
 // revision: the caller then reads from the backend. A revision the backend
 // has not reached either fails with ErrTooLargeResourceVersion.
-func (c *Cacher) sync(ctx context.Context, rev int64) (delegate bool, err error) {
+func (c *Cacher) sync(ctx context.Context, rev int64, ownWrites bool) (delegate bool, err error) {
 	consistent := rev == 0
-	if consistent {
-		if rev, err = c.currentRevision(ctx); err != nil {
+	target := rev
+	switch {
+	case consistent:
+		if target, err = c.currentRevision(ctx); err != nil {
 			return false, err
 		}
+	case ownWrites:
+		target = max(rev, c.written.Load())
 	}
-	if c.rev.Load() >= rev {
+	if c.rev.Load() >= target {
 		return false, nil
 	}
-	reached, err := c.waitRev(ctx, rev)
+	reached, err := c.waitRev(ctx, target)
 	switch {
 	case err != nil:
 		return false, err
@@ -205,7 +211,7 @@ func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions) (
 	if !c.ready.Load() || !c.covers(key) {
 		return c.delegateGet(ctx, key, opts)
 	}
-	delegate, err := c.sync(ctx, opts.MinRevision)
+	delegate, err := c.sync(ctx, opts.MinRevision, true)
 	if err != nil {
 		return storage.KeyValue{}, err
 	}
@@ -255,15 +261,15 @@ func (c *Cacher) List(ctx context.Context, prefix string, opts storage.ListOptio
 		if start, rev, err = storage.DecodeContinue(opts.Continue, prefix); err != nil {
 			return storage.ListResult{}, err
 		}
-		delegate, err = c.sync(ctx, rev)
+		delegate, err = c.sync(ctx, rev, false)
 	case opts.AnyRevision:
 	case opts.Revision == 0:
-		delegate, err = c.sync(ctx, 0)
+		delegate, err = c.sync(ctx, 0, false)
 	case opts.Match == storage.MatchExact || (opts.Match == storage.MatchDefault && opts.Limit > 0):
 		rev = opts.Revision
-		delegate, err = c.sync(ctx, rev)
+		delegate, err = c.sync(ctx, rev, false)
 	case opts.Match == storage.MatchNotOlderThan || opts.Match == storage.MatchDefault:
-		delegate, err = c.sync(ctx, opts.Revision)
+		delegate, err = c.sync(ctx, opts.Revision, true)
 	default:
 		return storage.ListResult{}, invalid("unknown resourceVersionMatch %q", opts.Match)
 	}

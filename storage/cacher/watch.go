@@ -86,7 +86,7 @@ func (c *Cacher) Watch(ctx context.Context, prefix string, opts storage.WatchOpt
 	if initial {
 		// The state sent first must be the latest (a consistent read), or
 		// the one at a revision the cache may not have reached yet.
-		delegate, err := c.sync(ctx, rev)
+		delegate, err := c.sync(ctx, rev, false)
 		if err != nil {
 			return nil, err
 		}

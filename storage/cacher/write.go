@@ -12,7 +12,24 @@ func (c *Cacher) Create(ctx context.Context, key string, value []byte) (int64, e
 	if c.isClosed() {
 		return 0, errClosed()
 	}
-	return c.backend.Create(ctx, key, value)
+	rev, err := c.backend.Create(ctx, key, value)
+	if err == nil {
+		c.wrote(key, rev)
+	}
+	return rev, err
+}
+
+// wrote records the revision of a write through the cache.
+func (c *Cacher) wrote(key string, rev int64) {
+	if !c.covers(key) {
+		return
+	}
+	for {
+		cur := c.written.Load()
+		if rev <= cur || c.written.CompareAndSwap(cur, rev) {
+			return
+		}
+	}
 }
 
 // GuaranteedUpdate implements storage.Interface: the backend writes, and
@@ -34,7 +51,11 @@ func (c *Cacher) GuaranteedUpdate(ctx context.Context, key string, opts storage.
 			opts.Suggestion = storage.KeyValue{Key: key, Value: v.value, Revision: v.rev, Memo: v.memo}
 		}
 	}
-	return c.backend.GuaranteedUpdate(ctx, key, opts, tryUpdate)
+	kv, err := c.backend.GuaranteedUpdate(ctx, key, opts, tryUpdate)
+	if err == nil {
+		c.wrote(key, kv.Revision)
+	}
+	return kv, err
 }
 
 // Delete implements storage.Interface: the backend deletes.
@@ -42,7 +63,11 @@ func (c *Cacher) Delete(ctx context.Context, key string, opts storage.DeleteOpti
 	if c.isClosed() {
 		return storage.KeyValue{}, errClosed()
 	}
-	return c.backend.Delete(ctx, key, opts)
+	kv, err := c.backend.Delete(ctx, key, opts)
+	if err == nil {
+		c.wrote(key, kv.Revision)
+	}
+	return kv, err
 }
 
 // CurrentRevision implements storage.Interface: a quorum read of the
