@@ -4,8 +4,8 @@
 // server.
 //
 // ServerRunOptions groups the flags by concern (secure serving, generic,
-// etcd, authentication, service accounts, authorization, flow control, API
-// enablement, misc, logs). Each group has AddFlags, Validate and ApplyTo.
+// etcd, authentication, service accounts, authorization, audit, flow
+// control, API enablement, misc, logs). Each group has AddFlags, Validate and ApplyTo.
 // The flow is
 //
 //	o := options.NewServerRunOptions()   // defaults
@@ -15,6 +15,8 @@
 //
 // Complete reports every invalid flag at once; only what it returns can be
 // applied. NewServerCommand wraps the whole flow, with storage, signal
-// handling and --help sections, in a cobra command: an example server's
-// main is a few lines. docs/options.md describes every flag.
+// handling and --help sections, in a cobra command (with a token
+// subcommand that mints bearer tokens): an example server's main is a few
+// lines. docs/options.md describes every flag, docs/authentication.md the
+// authentication ones.
 package options
