@@ -270,6 +270,17 @@ func TestAuthentication(t *testing.T) {
 	if _, s := run(none, "/healthz/ping"); s != nil {
 		t.Error("a path under a public one is public too")
 	}
+	// Invalid credentials are refused even where none are needed, as
+	// kube-apiserver does: a broken token must not pass silently.
+	if rec, s := run(failing, "/healthz"); s != nil || rec.Code != 401 {
+		t.Errorf("invalid credentials on a public path: code %d, handler ran: %v", rec.Code, s != nil)
+	}
+	prefixed := filters.WithAuthentication(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}), none, []string{"/debug/public/*"})
+	rec := httptest.NewRecorder()
+	prefixed.ServeHTTP(rec, httptest.NewRequest("GET", "/debug/public/x", nil))
+	if rec.Code != 200 {
+		t.Errorf("a path under a public prefix: %d", rec.Code)
+	}
 
 	groups := []string{"devs"}
 	_, s = run(staticUser(authn.User{Name: "bob", Groups: groups[:1:1]}), "/apis/g/v/things")
