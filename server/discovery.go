@@ -67,8 +67,41 @@ func (s *GenericServer) serveLegacyAPI(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// serveAPIs answers /apis with every group of the chain.
+// DiscoveryGroups lists the API groups /apis serves, in the order clients
+// are to prefer them, in either form: the legacy APIGroupList's entries or
+// aggregated discovery's (apidiscovery.k8s.io). Both may change while the
+// server runs.
+type DiscoveryGroups interface {
+	APIGroups() []meta.APIGroup
+	AggregatedGroups() []meta.APIGroupDiscovery
+}
+
+// SetDiscoveryGroups makes d the source of /apis in place of the groups
+// installed in the chain; the server still negotiates the form and writes
+// it. An aggregator does: its /apis lists the groups of its APIServices,
+// those of remote servers too, ordered by their priorities. Every other
+// discovery path (/api, /apis/<group>, /apis/<group>/<version>) stays with
+// the server that serves the group.
+func (s *GenericServer) SetDiscoveryGroups(d DiscoveryGroups) {
+	s.discoveryGroups.Store(&d)
+}
+
+// serveAPIs answers /apis with every group of the chain, or those of the
+// DiscoveryGroups set.
 func (s *GenericServer) serveAPIs(w http.ResponseWriter, r *http.Request) {
+	if d := s.discoveryGroups.Load(); d != nil {
+		if v, ok := wantsAggregated(r.Header.Get("Accept")); ok {
+			writeAggregated(w, v, &meta.APIGroupDiscoveryList{Items: (*d).AggregatedGroups()})
+			return
+		}
+		out := meta.APIGroupList{TypeMeta: meta.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: (*d).APIGroups()}
+		if out.Groups == nil {
+			out.Groups = []meta.APIGroup{}
+		}
+		w.Header().Set("Vary", "Accept")
+		respond.JSON(w, http.StatusOK, out)
+		return
+	}
 	groups := s.APIGroups()
 	if v, ok := wantsAggregated(r.Header.Get("Accept")); ok {
 		list := &meta.APIGroupDiscoveryList{}

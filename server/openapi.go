@@ -11,14 +11,10 @@ import (
 	"github.com/apikit-dev/apikit/server/respond"
 )
 
-// installOpenAPI serves /openapi/v2 and /openapi/v3 for the whole chain. The
-// documents are built here, once: every group is installed by now, and none
-// changes while the server runs. A second call keeps the first documents.
-func (s *GenericServer) installOpenAPI() {
-	probe := &http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/openapi/v2"}}
-	if _, pattern := s.mux.Handler(probe); pattern == "/openapi/v2" {
-		return
-	}
+// OpenAPIDocuments builds the OpenAPI documents of the routes and resources
+// of the whole chain, as PrepareRun serves them. Every call builds them
+// anew: call it once every group is installed.
+func (s *GenericServer) OpenAPIDocuments() (*openapi.Documents, error) {
 	var resources []registry.Resource
 	for _, g := range s.APIGroups() {
 		for _, v := range g.Versions {
@@ -31,11 +27,27 @@ func (s *GenericServer) installOpenAPI() {
 		WebServices: s.WebServices(),
 		Resources:   resources,
 	})
+	if err != nil {
+		return nil, fmt.Errorf("building the OpenAPI documents: %w", err)
+	}
+	return docs, nil
+}
+
+// installOpenAPI serves /openapi/v2 and /openapi/v3 for the whole chain. The
+// documents are built here, once: every group is installed by now, and none
+// changes while the server runs. When /openapi/v2 is already handled (a
+// second call, or an aggregator that serves documents merged with its
+// backends' through Handle), the handlers in place are kept.
+func (s *GenericServer) installOpenAPI() {
+	probe := &http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/openapi/v2"}}
+	if _, pattern := s.mux.Handler(probe); pattern == "/openapi/v2" {
+		return
+	}
+	docs, err := s.OpenAPIDocuments()
 	var v2, v3 http.Handler
 	if err != nil {
 		// The route table cannot be documented: a programming error, but
 		// not one to take the API down for. Say so where clients look.
-		err = fmt.Errorf("building the OpenAPI documents: %w", err)
 		s.config.Logger.Error("OpenAPI unavailable", "server", s.name, "err", err)
 		fail := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			respond.Error(w, r, meta.NewInternalError(err))

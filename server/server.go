@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	restful "github.com/emicklei/go-restful/v3"
 
@@ -90,6 +91,8 @@ type GenericServer struct {
 	stopWatches      chan struct{}
 	stopOnce         sync.Once
 	runtime          *runtimeState
+	// discoveryGroups, when set (SetDiscoveryGroups), is what /apis lists.
+	discoveryGroups atomic.Pointer[DiscoveryGroups]
 }
 
 // emptyDelegate ends a chain: it serves nothing but 404s.
