@@ -16,6 +16,11 @@ type Remote struct {
 	Name string
 	// V2 is the backend's /openapi/v2 (JSON); nil when it has none.
 	V2 []byte
+	// V2Prefixes, when set, limit the paths taken from V2 to those equal
+	// to one of them or under it ("/apis/<group>/<version>"): a backend
+	// documents its own copies of the system groups too, which are not
+	// what the aggregator sends it.
+	V2Prefixes []string
 	// V3 holds the backend's OpenAPI 3.0 documents (JSON) by path, as its
 	// /openapi/v3 index lists them: "apis/<group>/<version>".
 	V3 map[string][]byte
@@ -54,6 +59,9 @@ func Merge(local *Documents, remotes []Remote) (*Documents, error) {
 			}
 			if rs.Paths != nil {
 				for p, item := range rs.Paths.Paths {
+					if !underAny(p, r.V2Prefixes) {
+						continue
+					}
 					if _, dup := sw.Paths.Paths[p]; !dup {
 						sw.Paths.Paths[p] = item
 					}
@@ -95,4 +103,19 @@ func Merge(local *Documents, remotes []Remote) (*Documents, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// underAny reports whether path is one of prefixes or under one; no
+// prefixes match everything.
+func underAny(path string, prefixes []string) bool {
+	if len(prefixes) == 0 {
+		return true
+	}
+	for _, p := range prefixes {
+		p = strings.TrimSuffix(p, "/")
+		if path == p || strings.HasPrefix(path, p+"/") {
+			return true
+		}
+	}
+	return false
 }
