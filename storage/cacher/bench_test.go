@@ -241,3 +241,43 @@ func BenchmarkPagedListUnderWrites(b *testing.B) {
 	cancel()
 	wg.Wait()
 }
+
+// BenchmarkWatchNamespaces measures one change among 1,000 watchers of
+// 1,000 namespaces: the time until the one watcher it concerns has it,
+// and what waking the others would cost.
+func BenchmarkWatchNamespaces(b *testing.B) {
+	const watchers = 1000
+	c := testCacher(b, newMemory())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	from := c.rev.Load()
+	got := make([]chan struct{}, watchers)
+	var wg sync.WaitGroup
+	for i := range watchers {
+		w, err := c.Watch(ctx, fmt.Sprintf("/b/ns%04d/", i), storage.WatchOptions{Revision: from})
+		if err != nil {
+			b.Fatal(err)
+		}
+		got[i] = make(chan struct{}, 1)
+		wg.Go(func() {
+			defer w.Stop()
+			for range w.ResultChan() {
+				got[i] <- struct{}{}
+			}
+		})
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		ns := i % watchers
+		if _, err := c.GuaranteedUpdate(ctx, fmt.Sprintf("/b/ns%04d/x", ns), storage.UpdateOptions{IgnoreNotFound: true},
+			func(storage.KeyValue) ([]byte, error) { return benchValue(i), nil }); err != nil {
+			b.Fatal(err)
+		}
+		<-got[ns]
+		i++
+	}
+	b.StopTimer()
+	cancel()
+	wg.Wait()
+}

@@ -144,9 +144,10 @@ type Cacher struct {
 	// epoch counts the times the state was replaced by a new list:
 	// watchers of an older epoch are ended.
 	epoch uint64
-	// revWake is closed (and replaced) when seen moves; eventWake when
-	// changes are appended or a bookmark is due.
-	revWake, eventWake chan struct{}
+	// revWake is closed (and replaced) when seen moves.
+	revWake chan struct{}
+	// wakes are what the watchers of each prefix wait on.
+	wakes map[string]*wakeGroup
 	// bookmarkGen counts bookmark ticks; a watcher that asked for
 	// bookmarks sends one per tick.
 	bookmarkGen uint64
@@ -211,7 +212,7 @@ func New(backend storage.Interface, prefix string, opts ...Option) *Cacher {
 		records:     map[string]*record{},
 		index:       keyindex.New(recordKey),
 		revWake:     make(chan struct{}),
-		eventWake:   make(chan struct{}),
+		wakes:       map[string]*wakeGroup{},
 		watchers:    map[*watcher]struct{}{},
 		progressReq: make(chan struct{}, 1),
 		revReq:      make(chan struct{}, 1),
@@ -417,7 +418,7 @@ func (c *Cacher) reset(err error) {
 	clear(c.events)
 	c.firstSeq += uint64(len(c.events))
 	c.events = nil
-	c.wakeWatchersLocked()
+	c.wakeAllLocked()
 }
 
 // advanceLocked records that the cache has seen everything up to rev.
@@ -435,12 +436,45 @@ func (c *Cacher) advanceLocked(rev int64) {
 	}
 }
 
-func (c *Cacher) wakeWatchersLocked() {
-	if len(c.watchers) == 0 {
-		return // a watcher reads eventWake under the lock when it registers
+// wakeGroup is what the watchers of one prefix wait on: a change under
+// the prefix wakes them, one under another namespace does not, so that a
+// change costs wake-ups of the watchers it concerns, not of all.
+type wakeGroup struct {
+	// ch is closed (and replaced) when a change under the prefix is
+	// appended, or a bookmark is due.
+	ch chan struct{}
+	n  int // watchers
+	// evicted is one past the sequence number of the newest change under
+	// the prefix that left the window: a watcher whose position is below
+	// it missed a change. Below it, a watcher only skipped others'.
+	evicted uint64
+}
+
+// groupsOf calls f with the wake group of each prefix of key that has
+// watchers. The caller holds c.mu.
+func (c *Cacher) groupsOf(key string, f func(*wakeGroup)) {
+	if len(c.wakes) == 0 {
+		return
 	}
-	close(c.eventWake)
-	c.eventWake = make(chan struct{})
+	for i := len(c.root) - 1; i < len(key); i++ {
+		if key[i] == '/' {
+			if g := c.wakes[key[:i+1]]; g != nil {
+				f(g)
+			}
+		}
+	}
+}
+
+func (g *wakeGroup) wake() {
+	close(g.ch)
+	g.ch = make(chan struct{})
+}
+
+// wakeAllLocked wakes every watcher.
+func (c *Cacher) wakeAllLocked() {
+	for _, g := range c.wakes {
+		g.wake()
+	}
 }
 
 // apply adds one change from the backend watch.
@@ -490,7 +524,7 @@ func (c *Cacher) apply(ev storage.Event) {
 	c.events = append(c.events, e)
 	c.advanceLocked(ev.Revision)
 	c.evictLocked(e.at)
-	c.wakeWatchersLocked()
+	c.groupsOf(e.key, (*wakeGroup).wake)
 }
 
 // evictLocked drops the oldest changes the window no longer keeps, at time
@@ -520,10 +554,13 @@ func (c *Cacher) evictLocked(now int64) {
 		return
 	}
 	for i := range c.events[:n] {
-		if rec := c.records[c.events[i].key]; rec != nil && rec.compact(c.floor) {
+		key := c.events[i].key
+		if rec := c.records[key]; rec != nil && rec.compact(c.floor) {
 			delete(c.records, rec.key)
 			c.index.Delete(rec.key)
 		}
+		evicted := c.firstSeq + uint64(i) + 1
+		c.groupsOf(key, func(g *wakeGroup) { g.evicted = evicted })
 	}
 	clear(c.events[:n])
 	c.events = c.events[n:]
@@ -594,7 +631,7 @@ func (c *Cacher) tickLoop() {
 			lastBookmark = now
 			if c.bookmarkers > 0 {
 				c.bookmarkGen++
-				c.wakeWatchersLocked()
+				c.wakeAllLocked()
 			}
 		}
 		c.mu.Unlock()

@@ -850,3 +850,58 @@ func TestReadsOwnWrites(t *testing.T) {
 		t.Fatalf("%d reads went to the backend", n)
 	}
 }
+
+// TestNamespaceWatchers checks watchers of one namespace among many:
+// changes elsewhere neither wake nor end them, however many leave the
+// window, while one that misses changes of its own does end.
+func TestNamespaceWatchers(t *testing.T) {
+	ctx := testContext(t)
+	const window = 20
+	c := testCacher(t, newMemory(), WithCapacity(window))
+	from := c.rev.Load()
+	watch := func(prefix string) storage.Watcher {
+		w, err := c.Watch(ctx, prefix, storage.WatchOptions{Revision: from})
+		if err != nil {
+			t.Fatalf("Watch(%q): %v", prefix, err)
+		}
+		t.Cleanup(w.Stop)
+		return w
+	}
+	idle, slow := watch("/n/a/"), watch("/n/b/")
+	c.mu.RLock()
+	groups := len(c.wakes)
+	c.mu.RUnlock()
+	if groups != 2 {
+		t.Fatalf("%d wake groups for watchers of two prefixes", groups)
+	}
+	for i := range 10 * window {
+		mustCreate(t, ctx, c, fmt.Sprintf("/n/c/k%03d", i), val("c", i))
+	}
+	ra := mustCreate(t, ctx, c, "/n/a/x", val("x", 1))
+	if ev := drain(t, idle, 1)[0]; ev.Key != "/n/a/x" || ev.Revision != ra {
+		t.Fatalf("the idle watcher got %s %s@%d", ev.Type, ev.Key, ev.Revision)
+	}
+	// The slow watcher reads nothing while its own changes pass through
+	// the window.
+	for i := range 3 * window {
+		mustCreate(t, ctx, c, fmt.Sprintf("/n/b/k%03d", i), val("b", i))
+	}
+	ry := mustCreate(t, ctx, c, "/n/a/y", val("y", 1))
+	if ev := drain(t, idle, 1)[0]; ev.Key != "/n/a/y" || ev.Revision != ry {
+		t.Fatalf("the idle watcher got %s %s@%d", ev.Type, ev.Key, ev.Revision)
+	}
+	n := 0
+	for ev := range slow.ResultChan() {
+		if ev.Type == storage.ErrorEvent {
+			if !errors.Is(ev.Err, storage.ErrUnavailable) || n >= 3*window {
+				t.Fatalf("the slow watcher ended after %d events with %v", n, ev.Err)
+			}
+			return
+		}
+		if ev.Key != fmt.Sprintf("/n/b/k%03d", n) {
+			t.Fatalf("the slow watcher's event %d is %s", n, ev.Key)
+		}
+		n++
+	}
+	t.Fatal("the slow watcher ended without an error")
+}

@@ -40,9 +40,10 @@ type watcher struct {
 	// after: changes at or before it are not sent.
 	after int64
 	// epoch is the cache state the watch reads; cursor the sequence number
-	// of the next change to read.
+	// of the next change to read; group what it waits on.
 	epoch  uint64
 	cursor uint64
+	group  *wakeGroup
 	// gen is the last bookmark tick handled; lastBookmark the revision of
 	// the last Bookmark sent.
 	gen          uint64
@@ -127,6 +128,12 @@ func (c *Cacher) Watch(ctx context.Context, prefix string, opts storage.WatchOpt
 		w.epoch = c.epoch
 		w.cursor = c.firstSeq + uint64(sort.Search(len(c.events), func(i int) bool { return c.events[i].cur.rev > rev }))
 		w.gen = c.bookmarkGen
+		w.group = c.wakes[prefix]
+		if w.group == nil {
+			w.group = &wakeGroup{ch: make(chan struct{})}
+			c.wakes[prefix] = w.group
+		}
+		w.group.n++
 		c.watchers[w] = struct{}{}
 		if w.bookmarks {
 			c.bookmarkers++
@@ -146,6 +153,9 @@ func (c *Cacher) removeWatcher(w *watcher) {
 	delete(c.watchers, w)
 	if w.bookmarks {
 		c.bookmarkers--
+	}
+	if w.group.n--; w.group.n == 0 {
+		delete(c.wakes, w.prefix)
 	}
 }
 
@@ -175,6 +185,10 @@ func (w *watcher) run() {
 		var err error
 		c.mu.RLock()
 		next := c.firstSeq + uint64(len(c.events))
+		if w.cursor < c.firstSeq && w.group.evicted <= w.cursor {
+			// Only changes under other prefixes left the window.
+			w.cursor = c.firstSeq
+		}
 		switch {
 		case c.epoch != w.epoch:
 			err = errReinitialized()
@@ -187,7 +201,7 @@ func (w *watcher) run() {
 			w.cursor += n
 		}
 		caughtUp := w.cursor == next
-		seen, gen, wake := c.seen, c.bookmarkGen, c.eventWake
+		seen, gen, wake := c.seen, c.bookmarkGen, w.group.ch
 		c.mu.RUnlock()
 		if err != nil {
 			w.send(storage.Event{Type: storage.ErrorEvent, Err: err})
