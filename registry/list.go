@@ -250,14 +250,11 @@ func (s *Store[T]) convertEvent(ev storage.Event) (Event[T], bool) {
 		}
 		return Event[T]{Type: meta.Bookmark, Object: obj}, true
 	}
+	// A Deleted event's value is the last one before the delete, but the
+	// object must carry the delete's revision (so a watch resumed from it
+	// does not see the delete again): its memo is the event's own, not
+	// the value's (see storage.Event.Memo).
 	kv := storage.KeyValue{Key: ev.Key, Value: ev.Value, Revision: ev.Revision, Memo: ev.Memo}
-	if ev.Type == storage.Deleted {
-		// The value is the last one before the delete, but the object
-		// must carry the delete's revision (so a watch resumed from it
-		// does not see the delete again): the memo, which caches forms
-		// stamped with the value's own revision, does not apply.
-		kv.Memo = nil
-	}
 	obj, err := s.decodeStored(kv)
 	if err != nil {
 		return Event[T]{Type: meta.Error, Err: err}, false

@@ -177,7 +177,11 @@ type Event struct {
 	// Revision is the revision of the change (for Bookmark: the revision
 	// the watch has seen everything up to).
 	Revision int64
-	// Memo is the caching layer's scratch space for Value, when it has one.
+	// Memo is the caching layer's scratch space for Value as the event
+	// reports it, when it has one. A Deleted event's memo is its own: its
+	// Value is the last one but its Revision the delete's, so forms derived
+	// from it (stamped with a resourceVersion) differ from those of the
+	// value while it lived.
 	Memo *Memo
 	// Err is set on ErrorEvent events, the last event of a watch.
 	Err error

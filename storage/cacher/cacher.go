@@ -500,7 +500,13 @@ func (c *Cacher) apply(ev storage.Event) {
 		c.advanceLocked(ev.Revision) // nothing the cache holds
 		return
 	case ev.Type == storage.Deleted:
-		e.typ, e.cur = deleted, &version{rev: ev.Revision, deleted: true}
+		// The tombstone's memo is the Deleted event's (see
+		// storage.Event.Memo).
+		memo := ev.Memo
+		if memo == nil {
+			memo = storage.NewMemo()
+		}
+		e.typ, e.cur = deleted, &version{rev: ev.Revision, deleted: true, memo: memo}
 		c.live--
 	default:
 		memo := ev.Memo

@@ -905,3 +905,48 @@ func TestNamespaceWatchers(t *testing.T) {
 	}
 	t.Fatal("the slow watcher ended without an error")
 }
+
+// TestDeletedEventMemo checks that a delete reaches every watcher with one
+// memo of its own: not the value's, whose derived forms carry the value's
+// revision rather than the delete's.
+func TestDeletedEventMemo(t *testing.T) {
+	ctx := testContext(t)
+	for _, tc := range []struct {
+		name    string
+		backend storage.Interface
+	}{{"memory", newMemory()}, {"without memos", etcdLike{newMemory()}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := testCacher(t, tc.backend)
+			from := c.rev.Load()
+			var ws []storage.Watcher
+			for range 3 {
+				w, err := c.Watch(ctx, "/d/", storage.WatchOptions{Revision: from})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer w.Stop()
+				ws = append(ws, w)
+			}
+			mustCreate(t, ctx, c, "/d/a", val("a", 1))
+			del, err := c.Delete(ctx, "/d/a", storage.DeleteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var memo *storage.Memo
+			for i, w := range ws {
+				evs := drain(t, w, 2)
+				added, deleted := evs[0], evs[1]
+				if deleted.Type != storage.Deleted || deleted.Revision != del.Revision || !bytes.Equal(deleted.Value, val("a", 1)) {
+					t.Fatalf("watcher %d: %s %s@%d", i, deleted.Type, deleted.Value, deleted.Revision)
+				}
+				if deleted.Memo == nil || deleted.Memo == added.Memo {
+					t.Fatalf("watcher %d: the Deleted event's memo is %p, the value's %p", i, deleted.Memo, added.Memo)
+				}
+				if memo != nil && deleted.Memo != memo {
+					t.Fatalf("watcher %d got another memo for the same delete", i)
+				}
+				memo = deleted.Memo
+			}
+		})
+	}
+}

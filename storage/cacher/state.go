@@ -15,7 +15,8 @@ type version struct {
 	value []byte
 	// memo is this value's scratch space, where the registry keeps its
 	// decoded form, its JSON per served version and its selectable
-	// attributes. A new value gets a new memo.
+	// attributes. A new value gets a new memo; a tombstone's is for the
+	// last value as of the delete, what its Deleted event reports.
 	memo    *storage.Memo
 	deleted bool
 }
@@ -106,6 +107,6 @@ func (e *event) toStorage() storage.Event {
 		return storage.Event{Type: storage.Modified, Key: e.key, Value: e.cur.value, PrevValue: e.prev.value,
 			Revision: e.cur.rev, Memo: e.cur.memo}
 	default:
-		return storage.Event{Type: storage.Deleted, Key: e.key, Value: e.prev.value, Revision: e.cur.rev, Memo: e.prev.memo}
+		return storage.Event{Type: storage.Deleted, Key: e.key, Value: e.prev.value, Revision: e.cur.rev, Memo: e.cur.memo}
 	}
 }

@@ -344,7 +344,9 @@ func (w *watcher) filter(e *event, ev storage.Event) (storage.Event, bool, error
 		ev.Type, ev.PrevValue = storage.Added, nil
 		return ev, true, nil
 	case prev:
-		return storage.Event{Type: storage.Deleted, Key: e.key, Value: e.prev.value, Revision: e.cur.rev, Memo: e.prev.memo}, true, nil
+		// No memo: the previous value at this revision has none of its
+		// own, and a change out of a selector is rare.
+		return storage.Event{Type: storage.Deleted, Key: e.key, Value: e.prev.value, Revision: e.cur.rev}, true, nil
 	}
 	return ev, false, nil
 }

@@ -195,6 +195,19 @@ func TestMemoIsPerValue(t *testing.T) {
 	if upd.Memo == nil || upd.Memo == a1.Memo {
 		t.Fatal("a new value kept the old value's Memo")
 	}
+	// A delete reports the last value at its own revision: its event has
+	// a memo of its own, shared by every watcher.
+	w1, _ := s.Watch(ctx, "/", storage.WatchOptions{Revision: upd.Revision})
+	defer w1.Stop()
+	w2, _ := s.Watch(ctx, "/", storage.WatchOptions{Revision: upd.Revision})
+	defer w2.Stop()
+	if _, err := s.Delete(ctx, "/a", storage.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e1, e2 := <-w1.ResultChan(), <-w2.ResultChan()
+	if e1.Type != storage.Deleted || e1.Memo == nil || e1.Memo == upd.Memo || e2.Memo != e1.Memo {
+		t.Fatalf("Deleted events %s with memos %p and %p; the value's is %p", e1.Type, e1.Memo, e2.Memo, upd.Memo)
+	}
 }
 
 func TestWatchPredicateErrorEndsTheWatch(t *testing.T) {

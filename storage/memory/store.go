@@ -138,7 +138,7 @@ type change struct {
 func (c *change) event() storage.Event {
 	switch {
 	case c.cur.deleted:
-		return storage.Event{Type: storage.Deleted, Key: c.key, Value: c.prev.value, Memo: c.prev.memo, Revision: c.cur.rev}
+		return storage.Event{Type: storage.Deleted, Key: c.key, Value: c.prev.value, Memo: c.cur.memo, Revision: c.cur.rev}
 	case c.prevOK:
 		return storage.Event{Type: storage.Modified, Key: c.key, Value: c.cur.value, PrevValue: c.prev.value, Memo: c.cur.memo, Revision: c.cur.rev}
 	default:
@@ -239,10 +239,9 @@ func (s *Store) write(key string, value []byte, deleted bool) version {
 		s.keys.insert(rec)
 	}
 	s.rev++
-	v := version{rev: s.rev, value: value, deleted: deleted}
-	if !deleted {
-		v.memo = storage.NewMemo()
-	}
+	// A tombstone has a memo too: for the last value as its Deleted
+	// event reports it, at the delete's revision.
+	v := version{rev: s.rev, value: value, deleted: deleted, memo: storage.NewMemo()}
 	c := change{key: key, cur: v}
 	c.prev, c.prevOK = rec.latest()
 	rec.versions = append(rec.versions, v)
@@ -451,7 +450,7 @@ func (s *Store) Delete(ctx context.Context, key string, opts storage.DeleteOptio
 		}
 		v := s.write(key, nil, true)
 		s.mu.Unlock()
-		return storage.KeyValue{Key: key, Value: cur.value, Revision: v.rev, Memo: cur.memo}, nil
+		return storage.KeyValue{Key: key, Value: cur.value, Revision: v.rev, Memo: v.memo}, nil
 	}
 }
 
