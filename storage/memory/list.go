@@ -64,8 +64,22 @@ func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOption
 
 	res := storage.ListResult{Revision: rev}
 	filtered := !opts.Predicate.Empty()
-	if opts.Limit > 0 {
+	switch {
+	case opts.Limit > 0:
 		res.Items = make([]storage.KeyValue, 0, min(opts.Limit, 1024))
+	case !filtered:
+		// Counting first costs a walk of the index; growing the slice
+		// would cost twice its size in garbage.
+		n := 0
+		for rec := range s.keys.from(start) {
+			if !strings.HasPrefix(rec.key, prefix) {
+				break
+			}
+			if _, ok := rec.at(rev); ok {
+				n++
+			}
+		}
+		res.Items = make([]storage.KeyValue, 0, n)
 	}
 	more := false
 	var remaining int64
