@@ -71,7 +71,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOption
 		// Counting first costs a walk of the index; growing the slice
 		// would cost twice its size in garbage.
 		n := 0
-		for rec := range s.keys.from(start) {
+		for rec := range s.keys.From(start) {
 			if !strings.HasPrefix(rec.key, prefix) {
 				break
 			}
@@ -83,7 +83,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOption
 	}
 	more := false
 	var remaining int64
-	for rec := range s.keys.from(start) {
+	for rec := range s.keys.From(start) {
 		if !strings.HasPrefix(rec.key, prefix) {
 			break
 		}

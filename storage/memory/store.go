@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/apikit-dev/apikit/storage"
+	"github.com/apikit-dev/apikit/storage/internal/keyindex"
 )
 
 // Defaults of the options.
@@ -160,7 +161,7 @@ type Store struct {
 	records   map[string]*record
 	// keys holds the same records sorted by key, for lists. Only the first
 	// write of a key inserts into it, and only compaction removes.
-	keys keyIndex
+	keys *keyindex.Index[*record]
 	// log is every write since the compacted revision; log[i] is at
 	// revision logStart+i, because every write takes the next revision.
 	log      []change
@@ -202,6 +203,7 @@ func New(opts ...Option) *Store {
 		rev:      1,
 		logStart: 2,
 		records:  map[string]*record{},
+		keys:     keyindex.New(func(r *record) string { return r.key }),
 		watchers: map[string]map[*watcher]struct{}{},
 		lastTick: cfg.now(),
 	}
@@ -236,7 +238,7 @@ func (s *Store) write(key string, value []byte, deleted bool) version {
 	if rec == nil {
 		rec = &record{key: key}
 		s.records[key] = rec
-		s.keys.insert(rec)
+		s.keys.Insert(rec)
 	}
 	s.rev++
 	// A tombstone has a memo too: for the last value as its Deleted
@@ -518,7 +520,7 @@ func (s *Store) compact(rev int64) {
 		s.log = s.log[n:]
 		s.logStart += int64(n)
 		if removed {
-			s.keys.deleteFunc(func(r *record) bool { return len(r.versions) == 0 })
+			s.keys.DeleteFunc(func(r *record) bool { return len(r.versions) == 0 })
 		}
 	}
 	s.compacted = rev

@@ -141,7 +141,7 @@ func (s *Store) Watch(ctx context.Context, prefix string, opts storage.WatchOpti
 // caller holds s.mu.
 func (s *Store) snapshot(prefix string, rev int64) []storage.Event {
 	var evs []storage.Event
-	for rec := range s.keys.from(prefix) {
+	for rec := range s.keys.From(prefix) {
 		if !strings.HasPrefix(rec.key, prefix) {
 			break
 		}
