@@ -1,6 +1,7 @@
 package options
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/apikit-dev/apikit/authn"
+	"github.com/apikit-dev/apikit/authn/delegation"
 	"github.com/apikit-dev/apikit/authn/oidc"
 	"github.com/apikit-dev/apikit/authn/review"
 	"github.com/apikit-dev/apikit/authn/serviceaccount"
@@ -29,6 +31,13 @@ import (
 // them, in kube-apiserver's order: request headers, client certificates,
 // bearer tokens (token file, service-account keys, JWT issuers, webhook;
 // cached), then anonymous.
+//
+// With --authentication-kubeconfig the server is a delegated API server,
+// as sample-apiserver is behind kube-apiserver: bearer tokens go to the
+// front server as TokenReviews, and, unless --authentication-skip-lookup,
+// the front server's kube-system/extension-apiserver-authentication
+// ConfigMap supplies the client CA and the front proxy's CA, names and
+// headers that the flags do not, and is watched for changes.
 type AuthenticationOptions struct {
 	// ClientCAFile verifies client certificates (reloaded when it
 	// changes).
@@ -54,6 +63,22 @@ type AuthenticationOptions struct {
 	WebhookConfigFile string
 	WebhookCacheTTL   time.Duration
 	WebhookVersion    string
+	// RemoteKubeconfigFile is the kubeconfig of the front server this one
+	// is delegated from (--authentication-kubeconfig): its URL, CA and the
+	// credentials of this server, which must be allowed to create
+	// TokenReviews (system:auth-delegator) and read the
+	// extension-apiserver-authentication ConfigMap in kube-system
+	// (extension-apiserver-authentication-reader).
+	RemoteKubeconfigFile string
+	// SkipInClusterLookup does not read the ConfigMap
+	// (--authentication-skip-lookup).
+	SkipInClusterLookup bool
+	// TolerateInClusterLookupFailure starts the server even when the
+	// ConfigMap cannot be read (the front server is down, or refuses):
+	// it is then read again in the background
+	// (--authentication-tolerate-lookup-failure). A ConfigMap that does
+	// not exist, or lacks keys, never stops the server.
+	TolerateInClusterLookupFailure bool
 	// TokenSuccessCacheTTL and TokenFailureCacheTTL are how long the
 	// bearer-token authenticators' answers are kept: kube-apiserver's 10
 	// seconds for successes and none for failures. Not flags.
@@ -73,10 +98,18 @@ type AuthenticationOptions struct {
 	// Authenticator is the whole authenticator ApplyTo gives the server.
 	Authenticator authn.Authenticator
 
+	// Delegation reads the front server's ConfigMap; nil without
+	// --authentication-kubeconfig or with --authentication-skip-lookup.
+	Delegation *delegation.Source
+
 	requestHeaderCA *authn.CAFile
 	tokenFile       *authn.TokenFile
 	jwtIssuers      []*oidc.Authenticator
 	webhook         certs.Kubeconfig
+	remote          certs.Kubeconfig
+	// delegationRV is the ConfigMap's resourceVersion when Complete read
+	// it; the watch goes on from there.
+	delegationRV string
 }
 
 // OIDCOptions are the --oidc-* flags: one issuer.
@@ -182,6 +215,17 @@ func (o *AuthenticationOptions) AddFlags(fs *pflag.FlagSet) {
 		"The duration to cache responses from the webhook token authenticator.")
 	fs.StringVar(&o.WebhookVersion, "authentication-token-webhook-version", o.WebhookVersion,
 		"The API version of the authentication.k8s.io TokenReview to send to and expect from the webhook: v1 or v1beta1.")
+
+	fs.StringVar(&o.RemoteKubeconfigFile, "authentication-kubeconfig", o.RemoteKubeconfigFile,
+		"kubeconfig file pointing at the 'core' kubernetes server with enough rights to create tokenreviews.authentication.k8s.io "+
+			"(and to read the extension-apiserver-authentication ConfigMap in kube-system). Makes this server a delegated API server: "+
+			"bearer tokens it does not know are reviewed by that server. If empty, the server runs standalone.")
+	fs.BoolVar(&o.SkipInClusterLookup, "authentication-skip-lookup", o.SkipInClusterLookup,
+		"If false, the authentication-kubeconfig will be used to lookup missing authentication configuration from the cluster "+
+			"(configmap/extension-apiserver-authentication in kube-system), which is then watched for changes.")
+	fs.BoolVar(&o.TolerateInClusterLookupFailure, "authentication-tolerate-lookup-failure", o.TolerateInClusterLookupFailure,
+		"If true, failures to look up missing authentication configuration from the cluster are not considered fatal. "+
+			"Note that this can result in authentication that treats all requests as anonymous.")
 }
 
 // Validate checks the flags that can be checked without reading files,
@@ -204,6 +248,9 @@ func (o *AuthenticationOptions) Validate() []error {
 	}
 	if o.WebhookCacheTTL < 0 {
 		errs = append(errs, errors.New("--authentication-token-webhook-cache-ttl can not be negative value"))
+	}
+	if o.RemoteKubeconfigFile == "" && (o.SkipInClusterLookup || o.TolerateInClusterLookupFailure) {
+		errs = append(errs, errors.New("--authentication-skip-lookup and --authentication-tolerate-lookup-failure need --authentication-kubeconfig"))
 	}
 	if o.WebhookVersion != webhook.V1 && o.WebhookVersion != webhook.V1beta1 {
 		errs = append(errs, fmt.Errorf("--authentication-token-webhook-version %q is not supported: use %s or %s", o.WebhookVersion, webhook.V1, webhook.V1beta1))
@@ -264,6 +311,17 @@ func (o *AuthenticationOptions) load() []error {
 			errs = append(errs, fmt.Errorf("--authentication-token-webhook-config-file: %w", err))
 		} else {
 			o.webhook = k
+		}
+	}
+	if o.RemoteKubeconfigFile != "" {
+		k, err := certs.ReadKubeconfig(o.RemoteKubeconfigFile)
+		if err == nil {
+			_, err = k.ClientTLSConfig()
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--authentication-kubeconfig: %w", err))
+		} else {
+			o.remote = k
 		}
 	}
 	return errs
@@ -355,15 +413,21 @@ func (o *AuthenticationOptions) audiences(sa *ServiceAccountOptions) authn.Audie
 // complete builds the authenticator (after the development PKI and the
 // service-account keys are settled), in kube-apiserver's order: the front
 // proxy's request headers, client certificates, bearer tokens (the token
-// file, service-account and user JWTs, JWT issuers, the webhook, behind one
-// cache), then anonymous.
-func (o *AuthenticationOptions) complete(sa *ServiceAccountOptions) error {
+// file, service-account and user JWTs, JWT issuers, the webhooks, behind
+// one cache), then anonymous. A delegated server reads the front server's
+// ConfigMap first (see lookup).
+func (o *AuthenticationOptions) complete(sa *ServiceAccountOptions, log *slog.Logger) error {
+	explicitAudiences := slices.Clone(o.APIAudiences)
 	auds := o.audiences(sa)
 	if len(o.APIAudiences) == 0 && len(auds) > 0 {
 		o.APIAudiences = auds
 	}
+	if err := o.lookup(log); err != nil {
+		return err
+	}
 	var authenticators []authn.Authenticator
-	if o.requestHeaderCA != nil {
+	switch {
+	case o.requestHeaderCA != nil:
 		rh := o.RequestHeader
 		a, err := authn.NewRequestHeader(authn.RequestHeaderConfig{
 			CAs: o.requestHeaderCA, AllowedNames: rh.AllowedNames,
@@ -374,6 +438,12 @@ func (o *AuthenticationOptions) complete(sa *ServiceAccountOptions) error {
 			return fmt.Errorf("--requestheader-client-ca-file: %w", err)
 		}
 		authenticators = append(authenticators, a)
+	case o.Delegation != nil:
+		authenticators = append(authenticators, o.Delegation.RequestHeader())
+	}
+	if o.Delegation != nil && o.ClientCAFile == "" {
+		// The development PKI's CA (if any) and the front server's.
+		o.ClientCA = o.Delegation.ClientCA(o.ClientCA)
 	}
 	if o.ClientCA != nil {
 		authenticators = append(authenticators, authn.NewX509(o.ClientCA))
@@ -394,13 +464,19 @@ func (o *AuthenticationOptions) complete(sa *ServiceAccountOptions) error {
 		tokens = append(tokens, authn.AudienceAgnostic(auds, a))
 	}
 	if o.WebhookConfigFile != "" {
-		w, err := webhook.New(webhook.Config{Kubeconfig: o.webhook, Version: o.WebhookVersion, ImplicitAudiences: auds})
+		t, err := o.newWebhook(o.webhook, auds, "--authentication-token-webhook-config-file")
 		if err != nil {
-			return fmt.Errorf("--authentication-token-webhook-config-file: %w", err)
+			return err
 		}
-		var t authn.TokenAuthenticator = w
-		if o.WebhookCacheTTL > 0 {
-			t = authn.NewTokenCache(w, authn.TokenCacheOptions{SuccessTTL: o.WebhookCacheTTL, FailureTTL: o.WebhookCacheTTL})
+		tokens = append(tokens, t)
+	}
+	if o.RemoteKubeconfigFile != "" {
+		// As k8s.io/apiserver's delegated authentication: the review names
+		// only audiences given by --api-audiences, so that the front
+		// server checks its own tokens against its own audiences.
+		t, err := o.newWebhook(withPath(o.remote, "/apis/authentication.k8s.io/v1/tokenreviews"), explicitAudiences, "--authentication-kubeconfig")
+		if err != nil {
+			return err
 		}
 		tokens = append(tokens, t)
 	}
@@ -422,6 +498,72 @@ func (o *AuthenticationOptions) complete(sa *ServiceAccountOptions) error {
 		a = authn.WithAnonymous(a, anonymousPaths(anon.Conditions))
 	}
 	o.Authenticator = a
+	return nil
+}
+
+// newWebhook is a TokenReview webhook behind its cache.
+func (o *AuthenticationOptions) newWebhook(k certs.Kubeconfig, audiences []string, flag string) (authn.TokenAuthenticator, error) {
+	w, err := webhook.New(webhook.Config{Kubeconfig: k, Version: o.WebhookVersion, ImplicitAudiences: audiences})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flag, err)
+	}
+	if o.WebhookCacheTTL <= 0 {
+		return w, nil
+	}
+	return authn.NewTokenCache(w, authn.TokenCacheOptions{SuccessTTL: o.WebhookCacheTTL, FailureTTL: o.WebhookCacheTTL}), nil
+}
+
+// withPath is k with path appended to its server's URL: the kubeconfig of
+// a front server, turned into that of one of its APIs.
+func withPath(k certs.Kubeconfig, path string) certs.Kubeconfig {
+	k.Server = strings.TrimSuffix(k.Server, "/") + path
+	return k
+}
+
+// lookupTimeout bounds the read of the front server's ConfigMap at start.
+const lookupTimeout = 10 * time.Second
+
+// lookup reads the front server's extension-apiserver-authentication
+// ConfigMap, as k8s.io/apiserver's delegated authentication does, unless
+// --authentication-skip-lookup or both CAs are given by flags. A missing
+// ConfigMap, or missing keys, are logged: the server starts without them
+// (the ConfigMap is watched, and what appears later is used). A front
+// server that cannot be asked, or refuses, stops the start unless
+// --authentication-tolerate-lookup-failure.
+func (o *AuthenticationOptions) lookup(log *slog.Logger) error {
+	o.Delegation, o.delegationRV = nil, ""
+	if o.RemoteKubeconfigFile == "" || o.SkipInClusterLookup || (o.ClientCAFile != "" && o.RequestHeader.ClientCAFile != "") {
+		return nil
+	}
+	src, err := delegation.New(o.remote, log)
+	if err != nil {
+		return fmt.Errorf("--authentication-kubeconfig: %w", err)
+	}
+	o.Delegation = src
+	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
+	defer cancel()
+	rv, err := src.Fetch(ctx)
+	where := "configmap/" + delegation.Name + " in " + delegation.Namespace
+	switch {
+	case errors.Is(err, delegation.ErrNotFound):
+		log.Warn("Cluster doesn't provide " + where + ", so neither client certificate nor front-proxy authentication will work until it does; running on")
+		return nil
+	case err != nil && o.TolerateInClusterLookupFailure:
+		log.Warn("Error looking up in-cluster authentication configuration; continuing (--authentication-tolerate-lookup-failure) and reading it again in the background", "err", err)
+		return nil
+	case errors.Is(err, delegation.ErrForbidden):
+		return fmt.Errorf("unable to get %s: %w. Usually fixed by 'kubectl create rolebinding -n kube-system ROLEBINDING_NAME --role=extension-apiserver-authentication-reader --serviceaccount=YOUR_NS:YOUR_SA'", where, err)
+	case err != nil:
+		return fmt.Errorf("unable to load configmap based request-header-client-ca-file: %w", err)
+	}
+	o.delegationRV = rv
+	info, _ := src.Info()
+	if o.ClientCAFile == "" && len(info.ClientCA) == 0 {
+		log.Warn("Cluster doesn't provide client-ca-file in " + where + ", so client certificate authentication won't work.")
+	}
+	if o.RequestHeader.ClientCAFile == "" && len(info.RequestHeaderCA) == 0 {
+		log.Warn("Cluster doesn't provide requestheader-client-ca-file in " + where + ", so request-header client certificate authentication won't work.")
+	}
 	return nil
 }
 
@@ -460,13 +602,26 @@ func (o *AuthenticationOptions) ApplyTo(c *server.Config) error {
 
 // InstallSystemAPIs serves authentication.k8s.io/v1: SelfSubjectReview
 // (kubectl auth whoami) and TokenReview (this server as another's token
-// webhook), answered with TokenAuthenticator for the API audiences.
+// webhook), answered with TokenAuthenticator for the API audiences. A
+// delegated server also gets the post-start hook
+// delegated-authentication-configmap, which watches the front server's
+// ConfigMap until the server stops.
 func (o *AuthenticationOptions) InstallSystemAPIs(s *server.GenericServer) error {
 	resources, err := review.Resources(o.TokenAuthenticator, o.APIAudiences)
 	if err != nil {
 		return fmt.Errorf("authentication.k8s.io: %w", err)
 	}
-	return s.InstallAPIGroup(server.NewAPIGroupInfo(review.GroupName).AddVersion(review.Version, resources...))
+	if err := s.InstallAPIGroup(server.NewAPIGroupInfo(review.GroupName).AddVersion(review.Version, resources...)); err != nil {
+		return err
+	}
+	if src, rv := o.Delegation, o.delegationRV; src != nil {
+		// Keep the front server's ConfigMap current until the server stops.
+		return s.AddPostStartHook("delegated-authentication-configmap", func(ctx context.Context) error {
+			go src.Run(ctx, rv)
+			return nil
+		})
+	}
+	return nil
 }
 
 // describe lists the authenticators configured, for the log.
@@ -489,6 +644,12 @@ func (o *AuthenticationOptions) describe(sa *ServiceAccountOptions) string {
 	}
 	if o.WebhookConfigFile != "" {
 		parts = append(parts, "token webhook")
+	}
+	if o.RemoteKubeconfigFile != "" {
+		parts = append(parts, "delegated to "+o.remote.Server)
+	}
+	if o.Delegation != nil {
+		parts = append(parts, "front server's "+delegation.Namespace+"/"+delegation.Name)
 	}
 	if o.Anonymous || (o.anonymousConfig() != nil && o.anonymousConfig().Enabled) {
 		parts = append(parts, "anonymous")

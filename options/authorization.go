@@ -49,6 +49,11 @@ type AuthorizationOptions struct {
 	AlwaysAllowPaths []string
 	// WebhookConfigFile is the kubeconfig of the Webhook mode's server.
 	WebhookConfigFile string
+	// RemoteKubeconfigFile is the kubeconfig of the front server this one
+	// is delegated from (--authorization-kubeconfig): after the modes, it
+	// is asked with a SubjectAccessReview (its user needs
+	// system:auth-delegator), with the webhook cache durations.
+	RemoteKubeconfigFile string
 	// WebhookCacheAuthorizedTTL and WebhookCacheUnauthorizedTTL are how
 	// long the Webhook mode caches allowed and other answers.
 	WebhookCacheAuthorizedTTL, WebhookCacheUnauthorizedTTL time.Duration
@@ -61,8 +66,9 @@ type AuthorizationOptions struct {
 
 	// Set by Complete.
 
-	// WebhookKubeconfig is WebhookConfigFile, read.
-	WebhookKubeconfig certs.Kubeconfig
+	// WebhookKubeconfig is WebhookConfigFile, read; RemoteKubeconfig is
+	// RemoteKubeconfigFile.
+	WebhookKubeconfig, RemoteKubeconfig certs.Kubeconfig
 
 	// Set by ApplyTo.
 
@@ -99,6 +105,9 @@ func (o *AuthorizationOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookConfigFile, "authorization-webhook-config-file", o.WebhookConfigFile,
 		"File with webhook configuration in kubeconfig format, used with --authorization-mode=Webhook. "+
 			"The API server will query the remote service to determine access on the API server's secure port.")
+	fs.StringVar(&o.RemoteKubeconfigFile, "authorization-kubeconfig", o.RemoteKubeconfigFile,
+		"kubeconfig file pointing at the 'core' kubernetes server with enough rights to create subjectaccessreviews.authorization.k8s.io. "+
+			"Requests the authorization modes do not allow are then asked of that server. If empty, the server runs standalone.")
 	fs.DurationVar(&o.WebhookCacheAuthorizedTTL, "authorization-webhook-cache-authorized-ttl", o.WebhookCacheAuthorizedTTL,
 		"The duration to cache 'authorized' responses from the webhook authorizer.")
 	fs.DurationVar(&o.WebhookCacheUnauthorizedTTL, "authorization-webhook-cache-unauthorized-ttl", o.WebhookCacheUnauthorizedTTL,
@@ -141,8 +150,19 @@ func (o *AuthorizationOptions) Validate() []error {
 	return errs
 }
 
-// loadWebhookConfig reads --authorization-webhook-config-file.
+// loadWebhookConfig reads --authorization-webhook-config-file and
+// --authorization-kubeconfig.
 func (o *AuthorizationOptions) loadWebhookConfig() error {
+	if o.RemoteKubeconfigFile != "" {
+		k, err := certs.ReadKubeconfig(o.RemoteKubeconfigFile)
+		if err == nil {
+			_, err = k.ClientTLSConfig()
+		}
+		if err != nil {
+			return fmt.Errorf("--authorization-kubeconfig: %w", err)
+		}
+		o.RemoteKubeconfig = k
+	}
 	if o.WebhookConfigFile == "" || !o.hasMode(ModeWebhook) {
 		return nil
 	}
@@ -162,9 +182,11 @@ func (o *AuthorizationOptions) hasMode(mode string) bool { return slices.Contain
 
 // BuildAuthorizer returns the server's authorizer and rule resolver, as
 // kube-apiserver's BuildAuthorizer does: the union of the always-allowed
-// paths, system:masters and the modes in order, and the union of the
-// modes' rule resolvers (each mode is one). It makes the RBAC index (in
-// RBACIndex), empty until the rbac/bootstrap-roles hook fills it.
+// paths, system:masters, the modes in order and, with
+// --authorization-kubeconfig, the front server (as sample-apiserver's
+// delegated authorization), and the union of their rule resolvers. It
+// makes the RBAC index (in RBACIndex), empty until the
+// rbac/bootstrap-roles hook fills it.
 func (o *AuthorizationOptions) BuildAuthorizer() (authz.Authorizer, authz.RuleResolver, error) {
 	paths, err := authz.AlwaysAllowPaths(o.AlwaysAllowPaths...)
 	if err != nil {
@@ -199,6 +221,17 @@ func (o *AuthorizationOptions) BuildAuthorizer() (authz.Authorizer, authz.RuleRe
 		if r, ok := a.(authz.RuleResolver); ok {
 			resolvers = append(resolvers, r)
 		}
+	}
+	if o.RemoteKubeconfigFile != "" {
+		k := o.RemoteKubeconfig
+		k.Server = strings.TrimSuffix(k.Server, "/") + "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+		w, err := webhook.New(webhook.Config{Kubeconfig: k,
+			AuthorizedTTL: o.WebhookCacheAuthorizedTTL, UnauthorizedTTL: o.WebhookCacheUnauthorizedTTL})
+		if err != nil {
+			return nil, nil, fmt.Errorf("--authorization-kubeconfig: %w", err)
+		}
+		authorizers = append(authorizers, w)
+		resolvers = append(resolvers, w)
 	}
 	return authz.Union(authorizers...), authz.UnionRuleResolver(resolvers...), nil
 }

@@ -129,7 +129,7 @@ func TestCommandServesRBAC(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("clusterroles: %d %s", code, body)
 	}
-	for _, name := range []string{"cluster-admin", "admin", "edit", "view", "system:discovery", "system:basic-user", "system:public-info-viewer"} {
+	for _, name := range []string{"cluster-admin", "admin", "edit", "view", "system:discovery", "system:basic-user", "system:public-info-viewer", "system:auth-delegator"} {
 		if !strings.Contains(body, `"name":"`+name+`"`) {
 			t.Errorf("no ClusterRole %s", name)
 		}

@@ -22,6 +22,7 @@ const (
 	SectionAudit          = "audit"
 	SectionFlowControl    = "flow control"
 	SectionAPIEnablement  = "API enablement"
+	SectionAggregator     = "aggregator"
 	SectionMisc           = "misc"
 	SectionLogs           = "logs"
 )
@@ -39,6 +40,10 @@ type ServerRunOptions struct {
 	APIEnablement  *APIEnablementOptions
 	ServiceIPRange *ServiceIPRangeOptions
 	Logs           *LogsOptions
+	// Aggregator, nil by default, adds the flags of an aggregator
+	// (server/aggregator): set it to NewAggregatorOptions() in a program
+	// that runs one.
+	Aggregator *AggregatorOptions
 
 	// Logger receives what Complete has to say (defaults it chose,
 	// warnings); nil means slog.Default(). Not a flag.
@@ -76,6 +81,9 @@ func (o *ServerRunOptions) Flags() NamedFlagSets {
 	o.Audit.AddFlags(fss.FlagSet(SectionAudit))
 	o.FlowControl.AddFlags(fss.FlagSet(SectionFlowControl))
 	o.APIEnablement.AddFlags(fss.FlagSet(SectionAPIEnablement))
+	if o.Aggregator != nil {
+		o.Aggregator.AddFlags(fss.FlagSet(SectionAggregator))
+	}
 	o.ServiceIPRange.AddFlags(fss.FlagSet(SectionMisc))
 	o.Logs.AddFlags(fss.FlagSet(SectionLogs))
 	return fss
@@ -104,6 +112,9 @@ func (o *ServerRunOptions) Validate() []error {
 	errs = append(errs, o.APIEnablement.Validate()...)
 	errs = append(errs, o.ServiceIPRange.Validate()...)
 	errs = append(errs, o.Logs.Validate()...)
+	if o.Aggregator != nil {
+		errs = append(errs, o.Aggregator.Validate()...)
+	}
 	return errs
 }
 
@@ -129,7 +140,8 @@ type completedOptions struct {
 //   - the service IP ranges and the API server's service IP;
 //   - the serving certificate: --tls-cert-file, or a self-signed one in
 //     --cert-dir (default <data-dir>/pki) for the advertise address, the
-//     service IP, localhost and the alternate names, reused on restart;
+//     service IP, localhost, the alternate names and --tls-san, reused on
+//     restart;
 //   - the development PKI, when --dev-pki is on and neither
 //     --tls-cert-file nor --client-ca-file is given: the serving
 //     certificate's CA verifies client certificates, and an admin client
@@ -138,7 +150,12 @@ type completedOptions struct {
 //   - the development PKI's service-account signing key
 //     (<cert-dir>/sa.key, made once and reused), when no key is given;
 //   - the service-account token Generator and the expiration warnings;
-//   - the authenticator (see AuthenticationOptions) and the audit log;
+//   - the authenticator (see AuthenticationOptions; a delegated server
+//     reads its front server's extension-apiserver-authentication
+//     ConfigMap here) and the audit log;
+//   - with Aggregator set, the front-proxy client certificate (the
+//     development PKI's in <cert-dir>/front-proxy-*, unless given) and the
+//     service resolver;
 //   - the watch cache sizes, defaults merged with the flag's entries;
 //   - the normalised --runtime-config and the flow-control queue wait
 //     limit;
@@ -155,6 +172,11 @@ func (o *ServerRunOptions) Complete() (CompletedOptions, error) {
 	}
 	if err := o.Authorization.loadWebhookConfig(); err != nil {
 		errs = append(errs, err)
+	}
+	if o.Aggregator != nil {
+		if err := o.Aggregator.load(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if len(errs) > 0 {
 		return CompletedOptions{}, Errors(errs)
@@ -188,7 +210,7 @@ func (o *ServerRunOptions) Complete() (CompletedOptions, error) {
 	}
 	ss := o.SecureServing
 	hosts := certHosts(o.Generic.AdvertiseAddress, o.ServiceIPRange.APIServerServiceIP, ss.BindAddress,
-		o.Generic.ExternalHost, ss.AlternateDNS, ss.AlternateIPs)
+		o.Generic.ExternalHost, ss.AlternateDNS, ss.AlternateIPs, ss.SANs)
 	if err := ss.MaybeDefaultWithSelfSignedCerts(hosts); err != nil {
 		return CompletedOptions{}, err
 	}
@@ -200,6 +222,14 @@ func (o *ServerRunOptions) Complete() (CompletedOptions, error) {
 			ss.Listener.Close()
 		}
 		return CompletedOptions{}, err
+	}
+	if o.Aggregator != nil {
+		if err := o.Aggregator.complete(ss.DevPKI, ss.CertDirectory, ss.localURL(), log); err != nil {
+			if ss.Listener != nil {
+				ss.Listener.Close()
+			}
+			return CompletedOptions{}, err
+		}
 	}
 	o.Etcd.Storage = newStorage(o.Etcd, log)
 	return CompletedOptions{&completedOptions{o}}, nil
@@ -215,7 +245,7 @@ func (o *ServerRunOptions) completeAuthentication(log *slog.Logger) error {
 	if err := o.ServiceAccount.Complete(log); err != nil {
 		return err
 	}
-	if err := o.Authentication.complete(o.ServiceAccount); err != nil {
+	if err := o.Authentication.complete(o.ServiceAccount, log); err != nil {
 		return err
 	}
 	log.Debug("authentication", "methods", o.Authentication.describe(o.ServiceAccount))

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/apikit-dev/apikit/certs"
+	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/server"
 )
 
@@ -42,9 +43,14 @@ type SecureServingOptions struct {
 	// --client-ca-file is given: see ServerRunOptions.Complete.
 	DevPKI bool
 	// AlternateDNS and AlternateIPs are added to a generated certificate.
-	// Not flags: a program sets them (a Service's DNS names, say).
+	// A program sets them (a Service's DNS names, say); the operator adds
+	// to them with --tls-san.
 	AlternateDNS []string
 	AlternateIPs []net.IP
+	// SANs are more host names and IP addresses a generated serving
+	// certificate is valid for (--tls-san): the name a front server
+	// checks, <service>.<namespace>.svc for kube-apiserver's aggregator.
+	SANs []string
 
 	// Set by Complete.
 
@@ -88,6 +94,10 @@ func (o *SecureServingOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.CipherSuites, "tls-cipher-suites", o.CipherSuites,
 		"Comma-separated list of cipher suites for the server. If omitted, the default Go cipher suites will be used. "+
 			"Preferred values: "+strings.Join(secureCipherNames(), ", ")+".")
+	fs.StringSliceVar(&o.SANs, "tls-san", o.SANs,
+		"Additional host names or IP addresses the generated serving certificate is valid for (comma separated, repeatable), "+
+			"such as the DNS name of a Service in front of the server: kube-apiserver's aggregator checks <service>.<namespace>.svc. "+
+			"Not with --tls-cert-file.")
 	fs.BoolVar(&o.DevPKI, "dev-pki", o.DevPKI,
 		"Make a development PKI when neither --tls-cert-file nor --client-ca-file is given: the CA in --cert-dir that signs the serving certificate "+
 			"also verifies client certificates, and an admin client certificate (CN=admin, O=system:masters) is issued with a kubeconfig for it in "+
@@ -108,6 +118,16 @@ func (o *SecureServingOptions) Validate() []error {
 	}
 	if _, err := cipherSuites(o.CipherSuites); err != nil {
 		errs = append(errs, err)
+	}
+	if len(o.SANs) > 0 && o.CertFile != "" {
+		errs = append(errs, errors.New("--tls-san names hosts of the generated certificate; it cannot change --tls-cert-file"))
+	}
+	for _, san := range o.SANs {
+		if net.ParseIP(san) == nil {
+			if msgs := meta.ValidateDNS1123Subdomain(strings.TrimPrefix(san, "*.")); len(msgs) > 0 {
+				errs = append(errs, fmt.Errorf("--tls-san %q is neither an IP address nor a DNS name: %s", san, strings.Join(msgs, "; ")))
+			}
+		}
 	}
 	if o.MinTLSVersion == "VersionTLS13" && len(o.CipherSuites) > 0 {
 		errs = append(errs, errors.New("cipher suites may not be specified when --tls-min-version is 'VersionTLS13'"))
@@ -264,7 +284,7 @@ func containsVersion(vs []uint16, v uint16) bool {
 }
 
 // certHosts are the names a generated serving certificate covers.
-func certHosts(advertise, serviceIP, bind net.IP, externalHost string, altDNS []string, altIPs []net.IP) []string {
+func certHosts(advertise, serviceIP, bind net.IP, externalHost string, altDNS []string, altIPs []net.IP, sans []string) []string {
 	var hosts []string
 	add := func(h string) {
 		if h == "" {
@@ -295,6 +315,9 @@ func certHosts(advertise, serviceIP, bind net.IP, externalHost string, altDNS []
 	}
 	for _, ip := range altIPs {
 		add(ipString(ip))
+	}
+	for _, h := range sans {
+		add(h)
 	}
 	return hosts
 }

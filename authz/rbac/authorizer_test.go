@@ -212,3 +212,31 @@ func TestRulesFor(t *testing.T) {
 		t.Errorf("dora's rules: %v", err)
 	}
 }
+
+// TestAuthDelegator: system:auth-delegator, bound to a delegated server's
+// user, lets it review tokens and access, and nothing else.
+func TestAuthDelegator(t *testing.T) {
+	x := NewIndex()
+	for _, r := range DefaultPolicy().ClusterRoles {
+		x.PutClusterRole(&r)
+	}
+	x.PutClusterRoleBinding(clusterBinding("wardle:system:auth-delegator", "system:auth-delegator", user("wardle")))
+	x.MarkSynced()
+	a := NewAuthorizer(x)
+	u := &authn.User{Name: "wardle", Groups: []string{authn.AllAuthenticated}}
+	for _, tc := range []struct {
+		attrs authz.Attributes
+		want  authz.Decision
+	}{
+		{res("create", "authentication.k8s.io", "tokenreviews", "", "", ""), authz.DecisionAllow},
+		{res("create", "authorization.k8s.io", "subjectaccessreviews", "", "", ""), authz.DecisionAllow},
+		{res("create", "authorization.k8s.io", "localsubjectaccessreviews", "", "team-a", ""), authz.DecisionNoOpinion},
+		{res("list", "authentication.k8s.io", "tokenreviews", "", "", ""), authz.DecisionNoOpinion},
+		{res("get", "wardle.example.com", "flunders", "", "team-a", ""), authz.DecisionNoOpinion},
+	} {
+		tc.attrs.User = u
+		if got, reason, _ := a.Authorize(context.Background(), tc.attrs); got != tc.want {
+			t.Errorf("%s %s.%s: %v (%s), want %v", tc.attrs.Verb, tc.attrs.Resource, tc.attrs.APIGroup, got, reason, tc.want)
+		}
+	}
+}

@@ -90,7 +90,11 @@ var readWrite = []string{"create", "delete", "deletecollection", "get", "list", 
 //     system:basic-user (SelfSubjectAccessReview, SelfSubjectRulesReview,
 //     SelfSubjectReview), bound to system:authenticated;
 //   - system:public-info-viewer (health and version), bound to
-//     system:authenticated and system:unauthenticated.
+//     system:authenticated and system:unauthenticated;
+//   - system:auth-delegator (create TokenReviews and
+//     SubjectAccessReviews), bound to nobody: bind it to the user of a
+//     server delegated from this one (its --authentication-kubeconfig and
+//     --authorization-kubeconfig), as kube-apiserver's is.
 //
 // A program serving its own API adds ClusterRoles labelled
 // aggregate-to-view/edit/admin so that the default roles cover it.
@@ -113,6 +117,9 @@ func DefaultPolicy() Policy {
 				Rule("authentication.k8s.io", []string{"selfsubjectreviews"}, "create")),
 			BootstrapClusterRole("system:public-info-viewer", nil,
 				NonResourceRule([]string{"/healthz", "/livez", "/readyz", "/version", "/version/"}, "get")),
+			BootstrapClusterRole("system:auth-delegator", nil,
+				Rule("authentication.k8s.io", []string{"tokenreviews"}, "create"),
+				Rule("authorization.k8s.io", []string{"subjectaccessreviews"}, "create")),
 		},
 		ClusterRoleBindings: []ClusterRoleBinding{
 			BootstrapClusterRoleBinding("cluster-admin", authn.SystemPrivilegedGroup),

@@ -1,0 +1,128 @@
+package options
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+
+	"github.com/spf13/pflag"
+
+	"github.com/apikit-dev/apikit/certs"
+	"github.com/apikit-dev/apikit/server/aggregator"
+)
+
+// AggregatorOptions are the flags of an aggregator (server/aggregator):
+// the client certificate it presents to the delegated servers behind it,
+// and where their Services are. They are not part of every server's
+// flags: a program that runs an aggregator sets ServerRunOptions.Aggregator
+// to NewAggregatorOptions() before making its command.
+type AggregatorOptions struct {
+	// ProxyClientCertFile and ProxyClientKeyFile are the front-proxy
+	// client certificate (--proxy-client-cert-file,
+	// --proxy-client-key-file): both or neither. With neither and the
+	// development PKI, Complete makes one in --cert-dir.
+	ProxyClientCertFile, ProxyClientKeyFile string
+	// ServiceEndpoints are --service-endpoint values,
+	// NAMESPACE/NAME[:PORT]=HOST:PORT: where the Services of APIServices
+	// are, without a cluster.
+	ServiceEndpoints []string
+
+	// Set by Complete.
+
+	// ProxyClientCertificate is the front-proxy client certificate.
+	ProxyClientCertificate *tls.Certificate
+	// FrontProxyCA signed a development front-proxy certificate; nil when
+	// the certificate came from the flags. Its certificate is in
+	// <cert-dir>/front-proxy-ca.crt, what backends trust with
+	// --requestheader-client-ca-file.
+	FrontProxyCA *certs.CA
+	// ServiceResolver resolves the Services of APIServices: the
+	// --service-endpoint table, with the Service default/kubernetes sent
+	// to the aggregator itself, as kube-apiserver's loopback resolver does.
+	ServiceResolver aggregator.ServiceResolver
+}
+
+// NewAggregatorOptions returns the defaults: the development PKI's
+// front-proxy certificate and no service endpoints.
+func NewAggregatorOptions() *AggregatorOptions { return &AggregatorOptions{} }
+
+// AddFlags adds the aggregator flags.
+func (o *AggregatorOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.ProxyClientCertFile, "proxy-client-cert-file", o.ProxyClientCertFile,
+		"Client certificate used to prove the identity of the aggregator or kube-apiserver when it must call out during a request. "+
+			"This includes proxying requests to a user api-server and calling out to webhook admission plugins. It is expected that this cert "+
+			"includes a signature from the CA in the --requestheader-client-ca-file flag of the servers behind it. If blank (with the development "+
+			"PKI), a front-proxy CA and client certificate are made in --cert-dir.")
+	fs.StringVar(&o.ProxyClientKeyFile, "proxy-client-key-file", o.ProxyClientKeyFile,
+		"Private key for the client certificate used to prove the identity of the aggregator or kube-apiserver when it must call out during a request.")
+	fs.StringArrayVar(&o.ServiceEndpoints, "service-endpoint", o.ServiceEndpoints,
+		"NAMESPACE/NAME[:PORT]=HOST:PORT: where the Service an APIService names is reached, without a cluster (repeatable). "+
+			"With :PORT only that port of the Service; the backend's certificate must still be valid for NAME.NAMESPACE.svc.")
+}
+
+// Validate checks the flags.
+func (o *AggregatorOptions) Validate() []error {
+	var errs []error
+	if (o.ProxyClientCertFile == "") != (o.ProxyClientKeyFile == "") {
+		errs = append(errs, errors.New("--proxy-client-cert-file and --proxy-client-key-file must be given together"))
+	}
+	if _, err := aggregator.ParseServiceEndpoints(o.ServiceEndpoints); err != nil {
+		errs = append(errs, fmt.Errorf("--service-endpoint: %w", err))
+	}
+	return errs
+}
+
+// load reads the front-proxy certificate the flags name.
+func (o *AggregatorOptions) load() error {
+	o.ProxyClientCertificate, o.FrontProxyCA = nil, nil
+	if o.ProxyClientCertFile == "" || o.ProxyClientKeyFile == "" {
+		return nil
+	}
+	cert, err := tls.LoadX509KeyPair(o.ProxyClientCertFile, o.ProxyClientKeyFile)
+	if err != nil {
+		return fmt.Errorf("--proxy-client-cert-file/--proxy-client-key-file: %w", err)
+	}
+	o.ProxyClientCertificate = &cert
+	return nil
+}
+
+// complete makes the development front-proxy PKI when no certificate was
+// given, and the service resolver; self is the aggregator's own URL.
+func (o *AggregatorOptions) complete(devPKI bool, certDir, self string, log *slog.Logger) error {
+	if o.ProxyClientCertificate == nil {
+		if !devPKI {
+			log.Warn("no --proxy-client-cert-file: backends will not trust the aggregator to name users")
+		} else {
+			ca, pair, err := certs.FrontProxy(certDir)
+			if err != nil {
+				return fmt.Errorf("development front-proxy PKI: %w", err)
+			}
+			cert, err := pair.TLSCertificate()
+			if err != nil {
+				return fmt.Errorf("development front-proxy PKI: %w", err)
+			}
+			o.ProxyClientCertificate, o.FrontProxyCA = &cert, ca
+		}
+	}
+	static, err := aggregator.ParseServiceEndpoints(o.ServiceEndpoints)
+	if err != nil {
+		return fmt.Errorf("--service-endpoint: %w", err)
+	}
+	u, err := url.Parse(self)
+	if err != nil {
+		return fmt.Errorf("the aggregator's own URL %q: %w", self, err)
+	}
+	o.ServiceResolver = aggregator.NewLoopbackResolver(static, u)
+	return nil
+}
+
+// Config is the aggregator.Config the flags make (after Complete).
+func (o *AggregatorOptions) Config() aggregator.Config {
+	c := aggregator.Config{ServiceResolver: o.ServiceResolver}
+	if cert := o.ProxyClientCertificate; cert != nil {
+		c.ProxyClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
+	}
+	return c
+}
