@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 	binDir = dir
 	code := func() int {
 		defer os.RemoveAll(dir)
-		for _, example := range []string{"wardle"} {
+		for _, example := range []string{"wardle", "aggregated"} {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, example), "./examples/"+example)
 			cmd.Dir = ".."
 			cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
@@ -53,12 +53,14 @@ func TestMain(m *testing.M) {
 
 var flundersGVR = schema.GroupVersionResource{Group: "wardle.example.com", Version: "v1beta1", Resource: "flunders"}
 
-// Wardle is a wardle server process.
+// Wardle is a wardle server process (or another example's: Binary).
 type Wardle struct {
 	t       *testing.T
 	DataDir string
 	Port    int
 	Args    []string
+	// Binary is the example run; "wardle" when empty.
+	Binary string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -109,7 +111,11 @@ func StartWardle(t *testing.T, args ...string) *Wardle {
 func (w *Wardle) Start() {
 	w.t.Helper()
 	args := append([]string{"--data-dir", w.DataDir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(w.Port)}, w.Args...)
-	cmd := exec.Command(filepath.Join(binDir, "wardle"), args...)
+	bin := w.Binary
+	if bin == "" {
+		bin = "wardle"
+	}
+	cmd := exec.Command(filepath.Join(binDir, bin), args...)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {

@@ -546,7 +546,15 @@ func (o *AuthenticationOptions) lookup(log *slog.Logger) error {
 	where := "configmap/" + delegation.Name + " in " + delegation.Namespace
 	switch {
 	case errors.Is(err, delegation.ErrNotFound):
-		log.Warn("Cluster doesn't provide " + where + ", so neither client certificate nor front-proxy authentication will work until it does; running on")
+		var missing []string
+		if o.ClientCAFile == "" {
+			missing = append(missing, "client-ca-file")
+		}
+		if o.RequestHeader.ClientCAFile == "" {
+			missing = append(missing, "requestheader-client-ca-file")
+		}
+		log.Warn("Cluster doesn't provide " + where + ": no " + strings.Join(missing, " nor ") +
+			" from the cluster until it does (it is watched); running on")
 		return nil
 	case err != nil && o.TolerateInClusterLookupFailure:
 		log.Warn("Error looking up in-cluster authentication configuration; continuing (--authentication-tolerate-lookup-failure) and reading it again in the background", "err", err)

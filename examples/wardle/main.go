@@ -3,7 +3,9 @@
 // by default. Its flags are kube-apiserver's (go run ./examples/wardle
 // --help). On first start it makes a CA, a serving certificate and an admin
 // client certificate under --data-dir (./.wardle) and writes a kubeconfig
-// there.
+// there. Its serving certificate also covers api.wardle.svc, the Service
+// a front server (examples/aggregated, or kube-apiserver: see deploy/)
+// reaches it through; --tls-san adds more names.
 //
 //	go run ./examples/wardle
 //	export KUBECONFIG=$PWD/.wardle/kubeconfig
@@ -20,12 +22,19 @@ import (
 
 func main() {
 	o := options.NewServerRunOptions()
+	// A front server checks the Service's name, as sample-apiserver's
+	// manifests name it: api in the namespace wardle.
+	o.SecureServing.AlternateDNS = append(o.SecureServing.AlternateDNS, serviceDNSName)
 	// The default roles view, edit and admin cover the wardle API too.
 	o.Authorization.RBACPolicy.ClusterRoles = append(o.Authorization.RBACPolicy.ClusterRoles, wardleapi.ClusterRoles()...)
 	if err := options.NewServerCommand("wardle", o, build).Execute(); err != nil {
 		os.Exit(1)
 	}
 }
+
+// serviceDNSName is the name of the Service in front of wardle that a
+// front server checks wardle's certificate against.
+const serviceDNSName = "api.wardle.svc"
 
 // build installs the wardle API on the server the flags configured.
 func build(c *server.Config) (*server.GenericServer, error) {

@@ -32,10 +32,12 @@ type Config struct {
 	// ServiceResolver finds the backends of APIServices with a service.
 	// Nil resolves nothing: every such APIService is ServiceNotFound.
 	ServiceResolver ServiceResolver
-	// ProbeInterval is how often each backend is asked for its discovery
-	// document (default 5s); a failing proxied dial asks again at once.
-	// ProbeTimeout bounds one probe (default 5s).
-	ProbeInterval, ProbeTimeout time.Duration
+	// ProbeInterval is how often each available backend is asked for its
+	// discovery document (default 5s); UnavailableProbeInterval, how often
+	// an unavailable one is (default 1s), so that a backend that comes
+	// back serves again within a second. A failing proxied dial asks again
+	// at once. ProbeTimeout bounds one probe (default 5s).
+	ProbeInterval, UnavailableProbeInterval, ProbeTimeout time.Duration
 	// OpenAPIRefreshInterval is how often backends' OpenAPI documents are
 	// fetched again (default 1m); they are fetched as well whenever a
 	// backend becomes available or its discovery document changes.
@@ -94,6 +96,9 @@ func New(c server.CompletedConfig, delegate server.DelegationTarget, cfg Config)
 	}
 	if cfg.ProbeInterval <= 0 {
 		cfg.ProbeInterval = 5 * time.Second
+	}
+	if cfg.UnavailableProbeInterval <= 0 {
+		cfg.UnavailableProbeInterval = min(time.Second, cfg.ProbeInterval)
 	}
 	if cfg.ProbeTimeout <= 0 {
 		cfg.ProbeTimeout = 5 * time.Second

@@ -14,7 +14,8 @@ import (
 
 // runController is the post-start hook apiservice-registration-controller.
 // It lists and watches the APIServices into memory, where the router reads
-// them, and runs the availability controller: every ProbeInterval, when an
+// them, and runs the availability controller: every ProbeInterval (every
+// UnavailableProbeInterval while it is unavailable), when an
 // APIService's spec changes and when a proxied request cannot dial its
 // backend, it resolves the Service and asks the backend for its discovery
 // document (GET /apis/<group>/<version>, as system:kube-aggregator in
@@ -187,20 +188,23 @@ func (a *Aggregator) remove(name string) {
 	}
 }
 
-// probeLoop runs the probes: every APIService each ProbeInterval, and
-// those asked for on a.probe at once. One APIService is probed by one
-// goroutine at a time; a request for it meanwhile runs after.
+// probeLoop runs the probes: every available APIService each
+// ProbeInterval, every other one each UnavailableProbeInterval, and those
+// asked for on a.probe at once. One APIService is probed by one goroutine
+// at a time; a request for it meanwhile runs after.
 func (a *Aggregator) probeLoop(ctx context.Context) {
-	ticker := time.NewTicker(a.cfg.ProbeInterval)
+	ticker := time.NewTicker(min(a.cfg.ProbeInterval, a.cfg.UnavailableProbeInterval))
 	defer ticker.Stop()
 	done := make(chan string)
 	inflight, again := map[string]bool{}, map[string]bool{}
+	last := map[string]time.Time{} // when each probe last started
 	start := func(name string) {
 		if inflight[name] {
 			again[name] = true
 			return
 		}
 		inflight[name] = true
+		last[name] = time.Now()
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
@@ -215,14 +219,25 @@ func (a *Aggregator) probeLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C:
+		case now := <-ticker.C:
 			a.mu.RLock()
-			names := make([]string, 0, len(a.services))
-			for n := range a.services {
-				names = append(names, n)
+			var due []string
+			for n, s := range a.services {
+				every := a.cfg.ProbeInterval
+				if !s.IsAvailable() {
+					every = a.cfg.UnavailableProbeInterval
+				}
+				if now.Sub(last[n]) >= every-every/10 {
+					due = append(due, n)
+				}
+			}
+			for n := range last {
+				if a.services[n] == nil {
+					delete(last, n)
+				}
 			}
 			a.mu.RUnlock()
-			for _, n := range names {
+			for _, n := range due {
 				start(n)
 			}
 		case n := <-a.probe:
