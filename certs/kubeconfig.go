@@ -2,6 +2,8 @@ package certs
 
 import (
 	"fmt"
+	"os"
+	"strings"
 
 	"sigs.k8s.io/yaml"
 )
@@ -16,6 +18,10 @@ type Kubeconfig struct {
 	// when set.
 	Client Pair
 	Token  string
+	// TokenFile is where Token was read from (a kubeconfig's tokenFile):
+	// BearerToken reads it again, so that a rotated token (a projected
+	// service-account token) is used. Marshal does not write it.
+	TokenFile string
 	// Name names the cluster, user and context; "apikit" by default.
 	Name string
 	// TLSServerName overrides the host name checked in the server's
@@ -63,4 +69,18 @@ func (k Kubeconfig) WriteFile(path string) error {
 		return err
 	}
 	return WriteFile(path, b, 0o600)
+}
+
+// BearerToken is the token to present: TokenFile's current content when
+// there is one (read at every call, so that a rotated token is used; an
+// unreadable or empty file keeps Token), else Token.
+func (k Kubeconfig) BearerToken() string {
+	if k.TokenFile != "" {
+		if b, err := os.ReadFile(k.TokenFile); err == nil {
+			if t := strings.TrimSpace(string(b)); t != "" {
+				return t
+			}
+		}
+	}
+	return k.Token
 }

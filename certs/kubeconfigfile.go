@@ -150,6 +150,10 @@ func (f *kubeconfigFile) current(dir string) (Kubeconfig, error) {
 				return Kubeconfig{}, fmt.Errorf("user %q: %w", userName, err)
 			}
 			k.Token = strings.TrimSpace(string(b))
+			k.TokenFile = usr.TokenFile
+			if !filepath.IsAbs(k.TokenFile) {
+				k.TokenFile = filepath.Join(dir, k.TokenFile)
+			}
 		}
 	}
 	if !found {

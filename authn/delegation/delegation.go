@@ -100,7 +100,7 @@ var ErrForbidden = errors.New("forbidden: bind the Role " + Namespace + "/extens
 // Source reads and watches the ConfigMap of a front server.
 type Source struct {
 	base   *url.URL
-	token  string
+	creds  certs.Kubeconfig // its BearerToken, read for every request
 	client *http.Client
 	log    *slog.Logger
 
@@ -127,7 +127,7 @@ func New(k certs.Kubeconfig, log *slog.Logger) (*Source, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Source{base: base, token: k.Token, log: log,
+	s := &Source{base: base, creds: k, log: log,
 		client: &http.Client{Transport: &http.Transport{TLSClientConfig: tc, ForceAttemptHTTP2: true, Proxy: nil}}}
 	s.rh.Store(emptyRequestHeader())
 	return s, nil
@@ -277,8 +277,8 @@ func (s *Source) get(ctx context.Context, u string) (*http.Response, error) {
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
-	if s.token != "" {
-		req.Header.Set("Authorization", "Bearer "+s.token)
+	if token := s.creds.BearerToken(); token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	return s.client.Do(req)
 }

@@ -57,7 +57,7 @@ const maxResponseBytes = 1 << 20
 // Webhook authenticates tokens by asking another server.
 type Webhook struct {
 	url      string
-	token    string
+	creds    certs.Kubeconfig // its BearerToken, read for every call
 	client   *http.Client
 	version  string
 	implicit authn.Audiences
@@ -89,7 +89,7 @@ func New(cfg Config) (*Webhook, error) {
 	}
 	return &Webhook{
 		url:   cfg.Kubeconfig.Server,
-		token: cfg.Kubeconfig.Token,
+		creds: cfg.Kubeconfig,
 		client: &http.Client{Timeout: cfg.Timeout, Transport: &http.Transport{
 			TLSClientConfig: tlsConfig, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 100,
 			Proxy: nil, // the webhook is called directly, as the authorization webhook is
@@ -162,8 +162,8 @@ func (w *Webhook) call(ctx context.Context, body []byte, into *review.TokenRevie
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	if w.token != "" {
-		req.Header.Set("Authorization", "Bearer "+w.token)
+	if token := w.creds.BearerToken(); token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := w.client.Do(req)
 	if err != nil {

@@ -46,7 +46,7 @@ type Config struct {
 // remote server's rules cannot be listed.
 type Authorizer struct {
 	url        string
-	token      string
+	creds      certs.Kubeconfig // its BearerToken, read for every call
 	client     *http.Client
 	authorized *expirable.LRU[string, review.SubjectAccessReviewStatus]
 	denied     *expirable.LRU[string, review.SubjectAccessReviewStatus]
@@ -74,7 +74,7 @@ func New(cfg Config) (*Authorizer, error) {
 	}
 	a := &Authorizer{
 		url:   cfg.Kubeconfig.Server,
-		token: cfg.Kubeconfig.Token,
+		creds: cfg.Kubeconfig,
 		client: &http.Client{Timeout: cfg.Timeout, Transport: &http.Transport{
 			TLSClientConfig: tlsConfig, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 100,
 			Proxy: nil, // a webhook on this host or network is called directly
@@ -169,8 +169,8 @@ func (w *Authorizer) post(ctx context.Context, body []byte) (review.SubjectAcces
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	if w.token != "" {
-		req.Header.Set("Authorization", "Bearer "+w.token)
+	if token := w.creds.BearerToken(); token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := w.client.Do(req)
 	if err != nil {
