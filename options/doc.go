@@ -5,7 +5,9 @@
 //
 // ServerRunOptions groups the flags by concern (secure serving, generic,
 // etcd, authentication, service accounts, authorization, audit, flow
-// control, API enablement, misc, logs). Each group has AddFlags, Validate and ApplyTo.
+// control, API enablement, misc, logs; and, when a program sets
+// ServerRunOptions.Aggregator, the aggregator's). Each group has AddFlags,
+// Validate and ApplyTo (AggregatorOptions has Config, for server/aggregator).
 // The flow is
 //
 //	o := options.NewServerRunOptions()   // defaults
@@ -18,5 +20,7 @@
 // handling and --help sections, in a cobra command (with a token
 // subcommand that mints bearer tokens): an example server's main is a few
 // lines. docs/options.md describes every flag, docs/authentication.md the
-// authentication ones.
+// authentication ones, docs/aggregation.md the delegated mode
+// (--authentication-kubeconfig, --authorization-kubeconfig) and the
+// aggregator's.
 package options

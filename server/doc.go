@@ -8,5 +8,7 @@
 // server claims fall through to its delegate, as kube-apiserver chains
 // APIExtensions -> KubeAPIServer -> Aggregator. The outermost server runs the
 // filters once and serves discovery, OpenAPI, health and hooks for the whole
-// chain.
+// chain. An aggregator (server/aggregator) is such an outermost server; it
+// lists remote groups in /apis through SetDiscoveryGroups and merges its
+// backends' OpenAPI documents with OpenAPIDocuments'.
 package server
