@@ -200,11 +200,13 @@ func (a *Aggregator) route(w http.ResponseWriter, r *http.Request) {
 	a.serveProxy(w, r, svc, b)
 }
 
-// probeSoon asks the controller to probe an APIService now.
+// probeSoon asks the controller to probe an APIService now. When many
+// requests are queued already it gives up: the controller's next round
+// probes every APIService anyway.
 func (a *Aggregator) probeSoon(name string) {
 	select {
 	case a.probe <- name:
-	default: // a probe is queued already
+	default:
 	}
 }
 

@@ -138,11 +138,16 @@ func (a *Aggregator) put(s *APIService) {
 	a.services[s.Name] = s
 	specChanged := old == nil || !reflect.DeepEqual(old.Spec, s.Spec)
 	var closing *backend
+	remerge := false
 	if specChanged {
 		b := a.backends[s.Name]
 		switch {
 		case s.Spec.Service == nil:
+			// Local now: nothing of a backend is kept.
 			delete(a.backends, s.Name)
+			delete(a.docs, s.Name)
+			_, remerge = a.remoteOA[s.Name]
+			delete(a.remoteOA, s.Name)
 			closing = b
 		case b == nil || b.tlsKey != tlsKey(s):
 			nb, err := newBackend(s, a.cfg.ProxyClientCertificate)
@@ -156,12 +161,18 @@ func (a *Aggregator) put(s *APIService) {
 		}
 		if old != nil && old.GroupVersion() != s.GroupVersion() {
 			delete(a.docs, s.Name)
-			delete(a.remoteOA, s.Name)
+			if _, ok := a.remoteOA[s.Name]; ok {
+				delete(a.remoteOA, s.Name)
+				remerge = true
+			}
 		}
 	}
 	a.mu.Unlock()
 	if closing != nil {
 		closing.close()
+	}
+	if remerge {
+		a.mergeOpenAPI()
 	}
 	if specChanged || !hasCondition(s) {
 		a.probeSoon(s.Name)
