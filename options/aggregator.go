@@ -28,6 +28,13 @@ type AggregatorOptions struct {
 	// NAMESPACE/NAME[:PORT]=HOST:PORT: where the Services of APIServices
 	// are, without a cluster.
 	ServiceEndpoints []string
+	// ServicesKubeconfigFile is the kubeconfig of a cluster whose Services
+	// APIServices name (--services-kubeconfig): a Service not in
+	// ServiceEndpoints is resolved there, to its cluster IP or, with
+	// EnableAggregatorRouting (--enable-aggregator-routing), to one of its
+	// ready endpoints, as kube-apiserver does.
+	ServicesKubeconfigFile  string
+	EnableAggregatorRouting bool
 
 	// Set by Complete.
 
@@ -39,9 +46,12 @@ type AggregatorOptions struct {
 	// --requestheader-client-ca-file.
 	FrontProxyCA *certs.CA
 	// ServiceResolver resolves the Services of APIServices: the
-	// --service-endpoint table, with the Service default/kubernetes sent
-	// to the aggregator itself, as kube-apiserver's loopback resolver does.
+	// --service-endpoint table, then the --services-kubeconfig cluster,
+	// with the Service default/kubernetes sent to the aggregator itself, as
+	// kube-apiserver's loopback resolver does.
 	ServiceResolver aggregator.ServiceResolver
+
+	services certs.Kubeconfig
 }
 
 // NewAggregatorOptions returns the defaults: the development PKI's
@@ -60,6 +70,11 @@ func (o *AggregatorOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.ServiceEndpoints, "service-endpoint", o.ServiceEndpoints,
 		"NAMESPACE/NAME[:PORT]=HOST:PORT: where the Service an APIService names is reached, without a cluster (repeatable). "+
 			"With :PORT only that port of the Service; the backend's certificate must still be valid for NAME.NAMESPACE.svc.")
+	fs.StringVar(&o.ServicesKubeconfigFile, "services-kubeconfig", o.ServicesKubeconfigFile,
+		"kubeconfig of the cluster whose Services APIServices name (its user must get services and list endpointslices): "+
+			"a Service --service-endpoint does not list is resolved there, to its cluster IP.")
+	fs.BoolVar(&o.EnableAggregatorRouting, "enable-aggregator-routing", o.EnableAggregatorRouting,
+		"Turns on aggregator routing requests to endpoints IP rather than cluster IP (needs --services-kubeconfig).")
 }
 
 // Validate checks the flags.
@@ -68,15 +83,29 @@ func (o *AggregatorOptions) Validate() []error {
 	if (o.ProxyClientCertFile == "") != (o.ProxyClientKeyFile == "") {
 		errs = append(errs, errors.New("--proxy-client-cert-file and --proxy-client-key-file must be given together"))
 	}
+	if o.EnableAggregatorRouting && o.ServicesKubeconfigFile == "" {
+		errs = append(errs, errors.New("--enable-aggregator-routing needs --services-kubeconfig"))
+	}
 	if _, err := aggregator.ParseServiceEndpoints(o.ServiceEndpoints); err != nil {
 		errs = append(errs, fmt.Errorf("--service-endpoint: %w", err))
 	}
 	return errs
 }
 
-// load reads the front-proxy certificate the flags name.
+// load reads the front-proxy certificate and the kubeconfig the flags
+// name.
 func (o *AggregatorOptions) load() error {
 	o.ProxyClientCertificate, o.FrontProxyCA = nil, nil
+	if o.ServicesKubeconfigFile != "" {
+		k, err := certs.ReadKubeconfig(o.ServicesKubeconfigFile)
+		if err == nil {
+			_, err = k.ClientTLSConfig()
+		}
+		if err != nil {
+			return fmt.Errorf("--services-kubeconfig: %w", err)
+		}
+		o.services = k
+	}
 	if o.ProxyClientCertFile == "" || o.ProxyClientKeyFile == "" {
 		return nil
 	}
@@ -110,11 +139,23 @@ func (o *AggregatorOptions) complete(devPKI bool, certDir, self string, log *slo
 	if err != nil {
 		return fmt.Errorf("--service-endpoint: %w", err)
 	}
+	var resolver aggregator.ServiceResolver = static
+	if o.ServicesKubeconfigFile != "" {
+		lister, err := aggregator.NewServiceClient(o.services, 0)
+		if err != nil {
+			return fmt.Errorf("--services-kubeconfig: %w", err)
+		}
+		cluster := aggregator.NewClusterIPResolver(lister)
+		if o.EnableAggregatorRouting {
+			cluster = aggregator.NewEndpointResolver(lister)
+		}
+		resolver = aggregator.NewChainResolver(static, cluster)
+	}
 	u, err := url.Parse(self)
 	if err != nil {
 		return fmt.Errorf("the aggregator's own URL %q: %w", self, err)
 	}
-	o.ServiceResolver = aggregator.NewLoopbackResolver(static, u)
+	o.ServiceResolver = aggregator.NewLoopbackResolver(resolver, u)
 	return nil
 }
 

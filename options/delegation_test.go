@@ -335,10 +335,49 @@ func TestAggregatorOptions(t *testing.T) {
 		t.Errorf("default/kubernetes: %v %v, want the aggregator itself", u, err)
 	}
 
-	bad := newAggregatorOptions(t, "--proxy-client-cert-file=x.crt", "--service-endpoint=wardle/api", "--service-endpoint=a/b=h:0")
+	// A cluster's Services, behind the --service-endpoint table.
+	cluster := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/v1/namespaces/metrics/services/server":
+			io.WriteString(w, `{"spec":{"clusterIP":"10.0.0.3","ports":[{"name":"https","port":443,"targetPort":4443}]}}`)
+		case "/apis/discovery.k8s.io/v1/namespaces/metrics/endpointslices":
+			io.WriteString(w, `{"items":[{"endpoints":[{"addresses":["127.0.0.1"]}],"ports":[{"name":"https","port":4443}]}]}`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	cluster.Config.ErrorLog = log.New(io.Discard, "", 0)
+	cluster.StartTLS()
+	defer cluster.Close()
+	clusterKubeconfig := filepath.Join(t.TempDir(), "cluster.kubeconfig")
+	if err := (certs.Kubeconfig{Server: cluster.URL, Token: "t",
+		CAPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cluster.Certificate().Raw})}).WriteFile(clusterKubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	for routing, want := range map[bool]string{false: "https://10.0.0.3:443", true: "https://127.0.0.1:4443"} {
+		args := []string{"--storage-backend=memory", "--service-endpoint=wardle/api=127.0.0.1:8444", "--services-kubeconfig=" + clusterKubeconfig}
+		if routing {
+			args = append(args, "--enable-aggregator-routing")
+		}
+		oc := newAggregatorOptions(t, args...)
+		if _, err := oc.Complete(); err != nil {
+			t.Fatal(err)
+		}
+		r := oc.Aggregator.Config().ServiceResolver
+		if u, err := r.ResolveEndpoint("metrics", "server", 443); err != nil || u.String() != want {
+			t.Errorf("routing %v: %v %v, want %s", routing, u, err, want)
+		}
+		if u, err := r.ResolveEndpoint("wardle", "api", 443); err != nil || u.String() != "https://127.0.0.1:8444" {
+			t.Errorf("routing %v, the static table first: %v %v", routing, u, err)
+		}
+	}
+
+	bad := newAggregatorOptions(t, "--proxy-client-cert-file=x.crt", "--service-endpoint=wardle/api", "--service-endpoint=a/b=h:0",
+		"--enable-aggregator-routing")
 	got := joinLines(errorStrings(func() error { _, err := bad.Complete(); return err }()))
 	for _, want := range []string{"--proxy-client-cert-file and --proxy-client-key-file must be given together",
-		`--service-endpoint: service endpoint "wardle/api": want NAMESPACE/NAME=HOST:PORT`} {
+		`--service-endpoint: service endpoint "wardle/api": want NAMESPACE/NAME=HOST:PORT`,
+		"--enable-aggregator-routing needs --services-kubeconfig"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("errors lack %q:\n%s", want, got)
 		}

@@ -37,9 +37,11 @@
 //
 // ServiceResolver is pluggable as in kube-apiserver: NewClusterIPResolver
 // and NewEndpointResolver read a cluster's Services through a
-// ServiceLister, NewLoopbackResolver sends the front server's own Service
-// (default/kubernetes) to its loopback address, and StaticResolver
-// (--service-endpoint NAMESPACE/NAME=HOST:PORT) serves without a cluster.
+// ServiceLister (NewServiceClient reads them from a cluster's API),
+// NewLoopbackResolver sends the front server's own Service
+// (default/kubernetes) to its loopback address, StaticResolver
+// (--service-endpoint NAMESPACE/NAME=HOST:PORT) serves without a cluster,
+// and NewChainResolver puts one in front of another.
 // APIServices name no URLs: which hosts the aggregator dials, with its
 // front-proxy credentials, is its operator's choice (the resolver), not
 // that of whoever may create an APIService. See docs/aggregation.md.
