@@ -9,7 +9,6 @@ require (
 	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/go-openapi/spec v1.0.1
 	github.com/google/uuid v1.6.0
-	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.1.0
 	go.etcd.io/etcd/api/v3 v3.7.3

@@ -9,6 +9,8 @@ import (
 	"hash"
 	"sync"
 	"time"
+
+	"github.com/apikit-dev/apikit/internal/ttlcache"
 )
 
 // TokenCacheOptions configure NewTokenCache.
@@ -48,16 +50,15 @@ func NewTokenCache(t TokenAuthenticator, o TokenCacheOptions) TokenAuthenticator
 	if _, err := rand.Read(key); err != nil {
 		panic("authn: no randomness for the token cache key: " + err.Error())
 	}
-	c := &tokenCache{t: t, o: o, entries: map[[sha256.Size]byte]cacheEntry{}, inflight: map[[sha256.Size]byte]*cacheCall{}}
+	c := &tokenCache{t: t, o: o, entries: ttlcache.New[[sha256.Size]byte, cacheEntry](o.MaxEntries, o.Now), inflight: map[[sha256.Size]byte]*cacheCall{}}
 	c.macs.New = func() any { return hmac.New(sha256.New, key) }
 	return c
 }
 
 type cacheEntry struct {
-	resp    *Response
-	ok      bool
-	err     error
-	expires time.Time
+	resp *Response
+	ok   bool
+	err  error
 }
 
 type cacheCall struct {
@@ -72,8 +73,9 @@ type tokenCache struct {
 	o    TokenCacheOptions
 	macs sync.Pool // hash.Hash keyed with the cache's secret
 
+	entries *ttlcache.Cache[[sha256.Size]byte, cacheEntry]
+
 	mu       sync.Mutex
-	entries  map[[sha256.Size]byte]cacheEntry
 	inflight map[[sha256.Size]byte]*cacheCall
 }
 
@@ -103,16 +105,11 @@ func (c *tokenCache) keyFor(auds Audiences, token string) [sha256.Size]byte {
 func (c *tokenCache) AuthenticateToken(ctx context.Context, token string) (*Response, bool, error) {
 	auds, _ := AudiencesFrom(ctx)
 	k := c.keyFor(auds, token)
-	now := c.o.Now()
+	if e, found := c.entries.Get(k); found {
+		return copyResponse(e.resp), e.ok, e.err
+	}
 
 	c.mu.Lock()
-	if e, found := c.entries[k]; found {
-		if now.Before(e.expires) {
-			c.mu.Unlock()
-			return copyResponse(e.resp), e.ok, e.err
-		}
-		delete(c.entries, k)
-	}
 	call, leader := c.inflight[k], false
 	if call == nil {
 		call, leader = &cacheCall{done: make(chan struct{})}, true
@@ -139,11 +136,12 @@ func (c *tokenCache) AuthenticateToken(ctx context.Context, token string) (*Resp
 func (c *tokenCache) lead(ctx context.Context, k [sha256.Size]byte, call *cacheCall, token string) {
 	completed := false
 	defer func() {
+		// Store before leaving inflight, so that no caller finds neither.
+		if completed {
+			c.store(k, call)
+		}
 		c.mu.Lock()
 		delete(c.inflight, k)
-		if completed {
-			c.store(k, call, c.o.Now())
-		}
 		c.mu.Unlock()
 		close(call.done)
 	}()
@@ -151,40 +149,15 @@ func (c *tokenCache) lead(ctx context.Context, k [sha256.Size]byte, call *cacheC
 	completed = true
 }
 
-// store caches a result; c.mu is held.
-func (c *tokenCache) store(k [sha256.Size]byte, r *cacheCall, now time.Time) {
+// store caches a result for the TTL of its outcome.
+func (c *tokenCache) store(k [sha256.Size]byte, r *cacheCall) {
 	ttl := c.o.FailureTTL
 	if r.ok {
 		ttl = c.o.SuccessTTL
 	} else if r.err != nil && !c.o.CacheErrors {
 		return
 	}
-	if ttl <= 0 {
-		return
-	}
-	if len(c.entries) >= c.o.MaxEntries {
-		c.evict(now)
-	}
-	c.entries[k] = cacheEntry{resp: r.resp, ok: r.ok, err: r.err, expires: now.Add(ttl)}
-}
-
-// evict drops expired entries and, if the cache is still full, an eighth
-// of it at random (map order), so a flood of distinct tokens costs
-// amortised constant time per insert. c.mu is held.
-func (c *tokenCache) evict(now time.Time) {
-	for k, e := range c.entries {
-		if !now.Before(e.expires) {
-			delete(c.entries, k)
-		}
-	}
-	drop := len(c.entries) - c.o.MaxEntries + c.o.MaxEntries/8 + 1
-	for k := range c.entries {
-		if drop <= 0 {
-			break
-		}
-		delete(c.entries, k)
-		drop--
-	}
+	c.entries.Add(k, cacheEntry{resp: r.resp, ok: r.ok, err: r.err}, ttl)
 }
 
 // copyResponse gives each caller its own Response, so that one request's

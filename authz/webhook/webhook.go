@@ -16,12 +16,11 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/hashicorp/golang-lru/v2/expirable"
-
 	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/authz"
 	"github.com/apikit-dev/apikit/authz/review"
 	"github.com/apikit-dev/apikit/certs"
+	"github.com/apikit-dev/apikit/internal/ttlcache"
 )
 
 // Config configures an Authorizer.
@@ -45,13 +44,16 @@ type Config struct {
 // lists nothing and says so (incomplete), as kube-apiserver's does: the
 // remote server's rules cannot be listed.
 type Authorizer struct {
-	url        string
-	creds      certs.Kubeconfig // its BearerToken, read for every call
-	client     *http.Client
-	authorized *expirable.LRU[string, review.SubjectAccessReviewStatus]
-	denied     *expirable.LRU[string, review.SubjectAccessReviewStatus]
-	retries    int
-	backoff    time.Duration
+	url    string
+	creds  certs.Kubeconfig // its BearerToken, read for every call
+	client *http.Client
+	// answers remembers allowed answers for authorizedTTL and the others
+	// for unauthorizedTTL, keyed by the review's spec.
+	answers         *ttlcache.Cache[string, review.SubjectAccessReviewStatus]
+	authorizedTTL   time.Duration
+	unauthorizedTTL time.Duration
+	retries         int
+	backoff         time.Duration
 }
 
 // cacheSize bounds each cache, as kube-apiserver's 8192 entries do.
@@ -82,12 +84,8 @@ func New(cfg Config) (*Authorizer, error) {
 		retries: max(cfg.Retries, 0),
 		backoff: 500 * time.Millisecond,
 	}
-	if cfg.AuthorizedTTL > 0 {
-		a.authorized = expirable.NewLRU[string, review.SubjectAccessReviewStatus](cacheSize, nil, cfg.AuthorizedTTL)
-	}
-	if cfg.UnauthorizedTTL > 0 {
-		a.denied = expirable.NewLRU[string, review.SubjectAccessReviewStatus](cacheSize, nil, cfg.UnauthorizedTTL)
-	}
+	a.answers = ttlcache.New[string, review.SubjectAccessReviewStatus](cacheSize, nil)
+	a.authorizedTTL, a.unauthorizedTTL = cfg.AuthorizedTTL, cfg.UnauthorizedTTL
 	return a, nil
 }
 
@@ -108,12 +106,11 @@ func (w *Authorizer) Authorize(ctx context.Context, a authz.Attributes) (authz.D
 		if err != nil {
 			return authz.DecisionNoOpinion, "", err
 		}
-		switch {
-		case st.Allowed && w.authorized != nil:
-			w.authorized.Add(string(key), st)
-		case !st.Allowed && w.denied != nil:
-			w.denied.Add(string(key), st)
+		ttl := w.unauthorizedTTL
+		if st.Allowed {
+			ttl = w.authorizedTTL
 		}
+		w.answers.Add(string(key), st, ttl)
 	}
 	switch {
 	case st.Allowed:
@@ -125,17 +122,7 @@ func (w *Authorizer) Authorize(ctx context.Context, a authz.Attributes) (authz.D
 }
 
 func (w *Authorizer) cached(key string) (review.SubjectAccessReviewStatus, bool) {
-	if w.authorized != nil {
-		if st, ok := w.authorized.Get(key); ok {
-			return st, true
-		}
-	}
-	if w.denied != nil {
-		if st, ok := w.denied.Get(key); ok {
-			return st, true
-		}
-	}
-	return review.SubjectAccessReviewStatus{}, false
+	return w.answers.Get(key)
 }
 
 // errRetry marks failures worth another try.
