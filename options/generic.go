@@ -33,6 +33,8 @@ type GenericOptions struct {
 	// ShutdownDelayDuration keeps serving after shutdown starts, with
 	// /readyz failing.
 	ShutdownDelayDuration time.Duration
+	// EnableProfiling serves /debug/pprof/ to authorized users.
+	EnableProfiling bool
 
 	// hostIPs and hostname stand in for the machine in tests.
 	hostIPs  func() ([]net.IP, error)
@@ -46,6 +48,7 @@ func NewGenericOptions() *GenericOptions {
 		MaxMutatingRequestsInFlight: 200,
 		RequestTimeout:              time.Minute,
 		MinRequestTimeout:           1800,
+		EnableProfiling:             true,
 	}
 }
 
@@ -72,6 +75,8 @@ func (o *GenericOptions) AddFlags(fs *pflag.FlagSet) {
 		"Time to delay the termination. During that time the server keeps serving requests normally. The endpoints /healthz and /livez will return success, "+
 			"but /readyz immediately returns failure. Graceful termination starts after this delay has elapsed. "+
 			"This can be used to allow load balancer to stop sending traffic to this server.")
+	fs.BoolVar(&o.EnableProfiling, "profiling", o.EnableProfiling,
+		"Enable profiling via web interface host:port/debug/pprof/ (for users the authorizer allows there: under RBAC, cluster-admin).")
 }
 
 // Validate checks the limits, with kube-apiserver's messages.
@@ -162,6 +167,7 @@ func (o *GenericOptions) ApplyTo(c *server.Config) error {
 	c.RequestTimeout = o.RequestTimeout
 	c.MinRequestTimeout = time.Duration(o.MinRequestTimeout) * time.Second
 	c.ShutdownDelayDuration = o.ShutdownDelayDuration
+	c.EnableProfiling = o.EnableProfiling
 	return nil
 }
 

@@ -101,6 +101,11 @@ type Config struct {
 	// ShutdownTimeout bounds the wait for in-flight requests to finish.
 	ShutdownTimeout time.Duration
 
+	// EnableProfiling serves Go's pprof handlers under /debug/pprof/, for
+	// those the authorizer lets in (under RBAC: non-resource URL rules, so
+	// cluster-admin), as kube-apiserver's --profiling does.
+	EnableProfiling bool
+
 	// Version is served at /version.
 	Version VersionInfo
 	// HealthChecks run on /healthz, /livez and /readyz; ReadyzChecks only on

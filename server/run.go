@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sort"
 	"strconv"
 	"sync"
@@ -41,6 +42,13 @@ func (s *GenericServer) installDefaultRoutes() {
 		h := serveHealth(ep, func() []HealthCheck { return s.checksFor(ep) })
 		s.mux.HandleFunc("/"+ep, h)
 		s.mux.HandleFunc("/"+ep+"/", h)
+	}
+	if s.config.EnableProfiling {
+		s.mux.HandleFunc("/debug/pprof/", pprof.Index)
+		s.mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		s.mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		s.mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		s.mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	}
 	s.mux.HandleFunc("/{$}", func(w http.ResponseWriter, r *http.Request) {
 		respond.JSON(w, http.StatusOK, map[string][]string{"paths": s.ListedPaths()})
