@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -77,6 +76,7 @@ type GenericServer struct {
 	delegate DelegationTarget
 
 	container   *restful.Container
+	routes      *apiRoutes
 	mux         *http.ServeMux
 	unprotected http.Handler
 	// Handler is the full handler: the filter chain around the routes of
@@ -126,16 +126,12 @@ func (c CompletedConfig) New(name string, delegate DelegationTarget) (*GenericSe
 		config:           c.completedConfig,
 		delegate:         delegate,
 		container:        restful.NewContainer(),
+		routes:           newAPIRoutes(),
 		mux:              http.NewServeMux(),
 		postStartHooks:   map[string]PostStartHookFunc{},
 		preShutdownHooks: map[string]PreShutdownHookFunc{},
 		stopWatches:      make(chan struct{}),
 	}
-	s.container.Router(restful.CurlyRouter{})
-	s.container.DoNotRecover(true)
-	s.container.ServiceErrorHandler(func(se restful.ServiceError, req *restful.Request, resp *restful.Response) {
-		serviceError(resp.ResponseWriter, req.Request, se)
-	})
 	s.health = HealthChecks{
 		Healthz: append([]HealthCheck{pingCheck}, c.HealthChecks...),
 		Livez:   append(append([]HealthCheck{pingCheck}, c.HealthChecks...), c.LivezChecks...),
@@ -158,40 +154,12 @@ func (c CompletedConfig) New(name string, delegate DelegationTarget) (*GenericSe
 	return s, nil
 }
 
-// serviceError answers go-restful's own routing failures (no route, wrong
-// method, unsupported media type) with Status objects.
-func serviceError(w http.ResponseWriter, r *http.Request, se restful.ServiceError) {
-	switch se.Code {
-	case http.StatusNotFound:
-		respond.Error(w, r, meta.NewNotFoundPath())
-	case http.StatusMethodNotAllowed:
-		st := meta.NewMethodNotSupported(meta.GroupResource{}, r.Method)
-		st.ErrStatus.Message = fmt.Sprintf("the server does not allow this method on the requested resource (%s %s)", r.Method, r.URL.Path)
-		respond.Error(w, r, st)
-	case http.StatusUnsupportedMediaType:
-		// Name what this method reads: patch types for PATCH (as
-		// kube-apiserver answers a strategic merge patch on a custom
-		// resource), objects otherwise.
-		respond.Error(w, r, endpoints.UnsupportedMediaType(r.Method, r.Header.Get("Content-Type")))
-	case http.StatusNotAcceptable:
-		respond.Error(w, r, endpoints.NotAcceptable())
-	default:
-		st := meta.NewBadRequest(se.Message)
-		st.ErrStatus.Code = int32(se.Code)
-		respond.Error(w, r, st)
-	}
-}
-
 // direct routes a request: to a WebService of this server, to a non-REST
 // handler of this server, or to the delegate.
 func (s *GenericServer) direct(w http.ResponseWriter, r *http.Request) {
-	path := r.URL.Path
-	for _, ws := range s.container.RegisteredWebServices() {
-		root := ws.RootPath()
-		if path == root || strings.HasPrefix(path, root+"/") {
-			s.container.Dispatch(w, r)
-			return
-		}
+	if s.routes.owns(r.URL.Path) {
+		s.routes.serve(w, r)
+		return
 	}
 	if h, pattern := s.mux.Handler(r); pattern != "" {
 		h.ServeHTTP(w, r)
@@ -389,6 +357,9 @@ func (s *GenericServer) InstallAPIGroup(g *APIGroupInfo) error {
 			respond.JSON(w, http.StatusOK, resourceList)
 		}).Operation(endpoints.OperationID("get", gv, false, "", "APIResources")).Doc("get available resources").
 			Produces("application/json").Writes(meta.APIResourceList{}).Returns(http.StatusOK, "OK", meta.APIResourceList{}))
+		if err := s.routes.add(ws); err != nil {
+			return err
+		}
 		s.container.Add(ws)
 	}
 	s.mu.Lock()

@@ -60,17 +60,3 @@ func negotiate(accept string, allowTransform bool) (outputForm, error) {
 	}
 	return formJSON, meta.NewNotAcceptable(supportedOutputs)
 }
-
-// NotAcceptable is the 406 for a request whose Accept header names nothing
-// the server writes; routers that refuse a request before its handler runs
-// answer with it too, so that every 406 lists the same types.
-func NotAcceptable() error { return meta.NewNotAcceptable(supportedOutputs) }
-
-// UnsupportedMediaType is the 415 for a body of a type the method does not
-// read: patch types for PATCH, objects otherwise.
-func UnsupportedMediaType(method, contentType string) error {
-	if method == "PATCH" {
-		return meta.NewUnsupportedMediaType(contentType, supportedPatchTypes)
-	}
-	return meta.NewUnsupportedMediaType(contentType, objectContentTypes)
-}
