@@ -210,7 +210,9 @@ func (r *runner) run(ctx context.Context, spec serverSpec, runNo int) (*serverRu
 		fail("create", err)
 		return res, nil
 	}
-	if res.valueSize, err = r.etcd.valueSize(ctx, spec.prefix+"/"); err != nil {
+	// A Flunder's key, not the first key under the prefix: apikit stores
+	// its RBAC and flow-control objects there too.
+	if res.valueSize, err = r.etcd.valueSize(ctx, spec.prefix+"/wardle.example.com/flunders/"); err != nil {
 		fail("stored size", err)
 	}
 
