@@ -9,18 +9,15 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"time"
 
 	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/authn/review"
 	"github.com/apikit-dev/apikit/certs"
+	iwebhook "github.com/apikit-dev/apikit/internal/webhook"
 )
 
 // Versions of the TokenReview API a webhook may speak.
@@ -51,18 +48,11 @@ type Config struct {
 	Retries int
 }
 
-// maxResponseBytes bounds a TokenReview answer.
-const maxResponseBytes = 1 << 20
-
 // Webhook authenticates tokens by asking another server.
 type Webhook struct {
-	url      string
-	creds    certs.Kubeconfig // its BearerToken, read for every call
-	client   *http.Client
+	client   *iwebhook.Client
 	version  string
 	implicit authn.Audiences
-	retries  int
-	backoff  time.Duration
 }
 
 // New returns the authenticator of cfg.
@@ -74,35 +64,12 @@ func New(cfg Config) (*Webhook, error) {
 	default:
 		return nil, fmt.Errorf("webhook: unsupported TokenReview version %q; use %s or %s", cfg.Version, V1, V1beta1)
 	}
-	if cfg.Kubeconfig.Server == "" {
-		return nil, errors.New("webhook: the kubeconfig names no server")
-	}
-	tlsConfig, err := cfg.Kubeconfig.ClientTLSConfig()
+	client, err := iwebhook.New(iwebhook.Config{Kubeconfig: cfg.Kubeconfig, Timeout: cfg.Timeout, Retries: cfg.Retries})
 	if err != nil {
-		return nil, fmt.Errorf("webhook: %w", err)
+		return nil, err
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 30 * time.Second
-	}
-	if cfg.Retries == 0 {
-		cfg.Retries = 4
-	}
-	return &Webhook{
-		url:   cfg.Kubeconfig.Server,
-		creds: cfg.Kubeconfig,
-		client: &http.Client{Timeout: cfg.Timeout, Transport: &http.Transport{
-			TLSClientConfig: tlsConfig, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 100,
-			Proxy: nil, // the webhook is called directly, as the authorization webhook is
-		}},
-		version: cfg.Version, implicit: cfg.ImplicitAudiences,
-		retries: max(cfg.Retries, 0), backoff: 500 * time.Millisecond,
-	}, nil
+	return &Webhook{client: client, version: cfg.Version, implicit: cfg.ImplicitAudiences}, nil
 }
-
-// errRetriable marks failures worth another attempt.
-type errRetriable struct{ error }
-
-func (e errRetriable) Unwrap() error { return e.error }
 
 // AuthenticateToken implements authn.TokenAuthenticator.
 func (w *Webhook) AuthenticateToken(ctx context.Context, token string) (*authn.Response, bool, error) {
@@ -117,22 +84,11 @@ func (w *Webhook) AuthenticateToken(ctx context.Context, token string) (*authn.R
 		return nil, false, fmt.Errorf("webhook: encoding TokenReview: %w", err)
 	}
 	var result review.TokenReview
-	wait := w.backoff
-	for attempt := 0; ; attempt++ {
-		err = w.call(ctx, body, &result)
-		var retriable errRetriable
-		if err == nil || !errors.As(err, &retriable) || attempt >= w.retries {
-			break
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return nil, false, fmt.Errorf("webhook: %w (after %v)", ctx.Err(), err)
-		}
-		wait += wait / 2
-	}
-	if err != nil {
+	if err := w.client.Post(ctx, body, &result); err != nil {
 		return nil, false, fmt.Errorf("webhook: %w", err)
+	}
+	if result.Kind != "TokenReview" {
+		return nil, false, fmt.Errorf("webhook: the webhook answered a %q, not a TokenReview", result.Kind)
 	}
 	st := result.Status
 	if !st.Authenticated {
@@ -152,56 +108,4 @@ func (w *Webhook) AuthenticateToken(ctx context.Context, token string) (*authn.R
 		}
 	}
 	return &authn.Response{User: st.User.User(), Audiences: auds}, true, nil
-}
-
-// call makes one attempt.
-func (w *Webhook) call(ctx context.Context, body []byte, into *review.TokenReview) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	if token := w.creds.BearerToken(); token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := w.client.Do(req)
-	if err != nil {
-		return errRetriable{err}
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
-	if err != nil {
-		return errRetriable{fmt.Errorf("reading the answer: %w", err)}
-	}
-	switch {
-	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		return errRetriable{fmt.Errorf("the webhook answered %s", resp.Status)}
-	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		// The body of a refusal may be a Status; its message helps, and
-		// the token never appears in it.
-		return fmt.Errorf("the webhook answered %s%s", resp.Status, statusMessage(data))
-	case len(data) > maxResponseBytes:
-		return fmt.Errorf("the webhook's answer is larger than %d bytes", maxResponseBytes)
-	}
-	*into = review.TokenReview{}
-	if err := json.Unmarshal(data, into); err != nil {
-		return fmt.Errorf("decoding the webhook's answer: %w", err)
-	}
-	if into.Kind != "TokenReview" {
-		return fmt.Errorf("the webhook answered a %q, not a TokenReview", into.Kind)
-	}
-	return nil
-}
-
-// statusMessage returns ": <message>" of a Status body, or "".
-func statusMessage(data []byte) string {
-	var st struct {
-		Kind    string `json:"kind"`
-		Message string `json:"message"`
-	}
-	if json.Unmarshal(data, &st) != nil || st.Kind != "Status" || st.Message == "" {
-		return ""
-	}
-	return ": " + st.Message
 }

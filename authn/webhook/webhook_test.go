@@ -81,7 +81,7 @@ func TestWebhook(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.backoff = time.Millisecond
+	w.client.Backoff = time.Millisecond
 	ctx := context.Background()
 
 	for _, tc := range []struct {

@@ -7,19 +7,17 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"time"
 
 	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/authz"
 	"github.com/apikit-dev/apikit/authz/review"
 	"github.com/apikit-dev/apikit/certs"
+	iwebhook "github.com/apikit-dev/apikit/internal/webhook"
 	"github.com/apikit-dev/apikit/internal/ttlcache"
 )
 
@@ -44,16 +42,12 @@ type Config struct {
 // lists nothing and says so (incomplete), as kube-apiserver's does: the
 // remote server's rules cannot be listed.
 type Authorizer struct {
-	url    string
-	creds  certs.Kubeconfig // its BearerToken, read for every call
-	client *http.Client
+	client *iwebhook.Client
 	// answers remembers allowed answers for authorizedTTL and the others
 	// for unauthorizedTTL, keyed by the review's spec.
 	answers         *ttlcache.Cache[string, review.SubjectAccessReviewStatus]
 	authorizedTTL   time.Duration
 	unauthorizedTTL time.Duration
-	retries         int
-	backoff         time.Duration
 }
 
 // cacheSize bounds each cache, as kube-apiserver's 8192 entries do.
@@ -61,29 +55,11 @@ const cacheSize = 8192
 
 // New returns an Authorizer for cfg.
 func New(cfg Config) (*Authorizer, error) {
-	if cfg.Kubeconfig.Server == "" {
-		return nil, errors.New("webhook: the kubeconfig names no server")
-	}
-	tlsConfig, err := cfg.Kubeconfig.ClientTLSConfig()
+	client, err := iwebhook.New(iwebhook.Config{Kubeconfig: cfg.Kubeconfig, Timeout: cfg.Timeout, Retries: cfg.Retries})
 	if err != nil {
-		return nil, fmt.Errorf("webhook: %w", err)
+		return nil, err
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 30 * time.Second
-	}
-	if cfg.Retries == 0 {
-		cfg.Retries = 4
-	}
-	a := &Authorizer{
-		url:   cfg.Kubeconfig.Server,
-		creds: cfg.Kubeconfig,
-		client: &http.Client{Timeout: cfg.Timeout, Transport: &http.Transport{
-			TLSClientConfig: tlsConfig, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 100,
-			Proxy: nil, // a webhook on this host or network is called directly
-		}},
-		retries: max(cfg.Retries, 0),
-		backoff: 500 * time.Millisecond,
-	}
+	a := &Authorizer{client: client}
 	a.answers = ttlcache.New[string, review.SubjectAccessReviewStatus](cacheSize, nil)
 	a.authorizedTTL, a.unauthorizedTTL = cfg.AuthorizedTTL, cfg.UnauthorizedTTL
 	return a, nil
@@ -125,59 +101,11 @@ func (w *Authorizer) cached(key string) (review.SubjectAccessReviewStatus, bool)
 	return w.answers.Get(key)
 }
 
-// errRetry marks failures worth another try.
-type errRetry struct{ error }
-
-func (e errRetry) Unwrap() error { return e.error }
-
-// call posts body, retrying failures that may pass.
+// call asks the webhook.
 func (w *Authorizer) call(ctx context.Context, body []byte) (review.SubjectAccessReviewStatus, error) {
-	wait := w.backoff
-	for attempt := 0; ; attempt++ {
-		st, err := w.post(ctx, body)
-		var retry errRetry
-		if err == nil || !errors.As(err, &retry) || attempt >= w.retries {
-			return st, err
-		}
-		select {
-		case <-ctx.Done():
-			return st, err
-		case <-time.After(wait):
-		}
-		wait = wait * 3 / 2
-	}
-}
-
-func (w *Authorizer) post(ctx context.Context, body []byte) (review.SubjectAccessReviewStatus, error) {
-	var st review.SubjectAccessReviewStatus
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
-	if err != nil {
-		return st, fmt.Errorf("webhook: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	if token := w.creds.BearerToken(); token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := w.client.Do(req)
-	if err != nil {
-		return st, errRetry{fmt.Errorf("webhook: %w", err)}
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return st, errRetry{fmt.Errorf("webhook: reading the answer: %w", err)}
-	}
-	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
-		err := fmt.Errorf("webhook: %s answered %s: %s", w.url, resp.Status, bytes.TrimSpace(data))
-		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {
-			return st, errRetry{err}
-		}
-		return st, err
-	}
 	var out review.SubjectAccessReview
-	if err := json.Unmarshal(data, &out); err != nil {
-		return st, fmt.Errorf("webhook: decoding the answer: %w", err)
+	if err := w.client.Post(ctx, body, &out); err != nil {
+		return review.SubjectAccessReviewStatus{}, fmt.Errorf("webhook: %w", err)
 	}
 	return out.Status, nil
 }

@@ -126,7 +126,7 @@ func TestRetriesAndErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.backoff = time.Millisecond
+	a.client.Backoff = time.Millisecond
 	attrs := authz.Attributes{User: &authn.User{Name: "x"}, Verb: "get", Path: "/"}
 	if d, _, err := a.Authorize(context.Background(), attrs); err != nil || d != authz.DecisionAllow || calls.Load() != 3 {
 		t.Errorf("after two 503s: %v %v, %d calls", d, err, calls.Load())
@@ -134,7 +134,10 @@ func TestRetriesAndErrors(t *testing.T) {
 
 	// A server that keeps failing: no opinion, and the error.
 	fail.Store(100)
-	a.retries = 2
+	if a, err = New(Config{Kubeconfig: kc, Retries: 2}); err != nil {
+		t.Fatal(err)
+	}
+	a.client.Backoff = time.Millisecond
 	attrs.Path = "/other"
 	d, _, err := a.Authorize(context.Background(), attrs)
 	if d != authz.DecisionNoOpinion || err == nil || !strings.Contains(err.Error(), "503 Service Unavailable") {
