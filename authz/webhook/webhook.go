@@ -17,8 +17,8 @@ import (
 	"github.com/apikit-dev/apikit/authz"
 	"github.com/apikit-dev/apikit/authz/review"
 	"github.com/apikit-dev/apikit/certs"
-	iwebhook "github.com/apikit-dev/apikit/internal/webhook"
 	"github.com/apikit-dev/apikit/internal/ttlcache"
+	iwebhook "github.com/apikit-dev/apikit/internal/webhook"
 )
 
 // Config configures an Authorizer.
