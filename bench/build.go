@@ -11,9 +11,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
+
+	"github.com/apikit-dev/apikit/internal/etcdtest"
 )
 
 // sampleVersion is the k8s.io/sample-apiserver release the peer is built
@@ -123,77 +124,10 @@ func (b *builder) sample() (string, error) {
 	return bin, nil
 }
 
-// etcd builds the etcd server tools/etcd pins, as internal/etcdtest does
-// and into the same cache (keyed the same way), so tests and benchmarks
-// share one build.
+// etcd returns the etcd server tools/etcd pins, built into the cache the
+// tests use (internal/etcdtest), so tests and benchmarks share one build.
 func (b *builder) etcd() (string, error) {
-	if bin := os.Getenv("APIKIT_ETCD_BINARY"); bin != "" {
-		return bin, nil
-	}
-	toolsDir := filepath.Join(b.repo, "tools", "etcd")
-	key, err := etcdCacheKey(toolsDir)
-	if err != nil {
-		return "", err
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		cache = os.TempDir()
-	}
-	dir := filepath.Join(cache, "apikit", "etcd", key)
-	bin := filepath.Join(dir, "etcd")
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("making the etcd cache directory: %w", err)
-	}
-	tmp := filepath.Join(dir, fmt.Sprintf("etcd.tmp%d", os.Getpid()))
-	env := []string{"GOWORK=off", "GOFLAGS=" + strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=readonly")}
-	if err := b.goBuild(toolsDir, env, "-o", tmp, etcdModule); err != nil {
-		return "", err
-	}
-	if err := os.Rename(tmp, bin); err != nil {
-		return "", fmt.Errorf("caching the etcd binary: %w", err)
-	}
-	return bin, nil
-}
-
-// etcdCacheKey is internal/etcdtest's cache key: the pinned etcd version
-// and a hash of tools/etcd's go.mod and go.sum, the Go version and the
-// platform.
-func etcdCacheKey(toolsDir string) (string, error) {
-	mod, err := os.ReadFile(filepath.Join(toolsDir, "go.mod"))
-	if err != nil {
-		return "", fmt.Errorf("reading tools/etcd/go.mod: %w", err)
-	}
-	sum, err := os.ReadFile(filepath.Join(toolsDir, "go.sum"))
-	if err != nil {
-		return "", fmt.Errorf("reading tools/etcd/go.sum: %w", err)
-	}
-	version := ""
-	sc := bufio.NewScanner(bytes.NewReader(mod))
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) >= 2 && f[0] == etcdModule {
-			version = f[1]
-		}
-		if len(f) >= 3 && f[0] == "require" && f[1] == etcdModule {
-			version = f[2]
-		}
-	}
-	if version == "" {
-		return "", fmt.Errorf("%s/go.mod does not require %s", toolsDir, etcdModule)
-	}
-	goVersion, err := exec.Command("go", "env", "GOVERSION").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOVERSION: %w", err)
-	}
-	h := sha256.New()
-	for _, b := range [][]byte{mod, sum, goVersion, []byte(runtime.GOOS + "/" + runtime.GOARCH)} {
-		h.Write(b)
-		h.Write([]byte{0})
-	}
-	return version + "-" + hex.EncodeToString(h.Sum(nil))[:12], nil
+	return etcdtest.BuildBinary(b.logf)
 }
 
 // hashFiles is a short hash of the named files in dir and the Go version.

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -16,15 +15,5 @@ func TestCountModules(t *testing.T) {
 		"\tbuild\tGOOS=linux\n"
 	if got := countModules([]byte(out)); got != 2 {
 		t.Fatalf("countModules = %d, want 2", got)
-	}
-}
-
-func TestEtcdCacheKeyNamesTheVersion(t *testing.T) {
-	key, err := etcdCacheKey("../tools/etcd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(key, "v3.") {
-		t.Fatalf("cache key %q does not start with the etcd version", key)
 	}
 }

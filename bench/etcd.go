@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/apikit-dev/apikit/internal/etcdtest"
 )
 
 // etcdServer is the one etcd process both API servers and the raw
@@ -28,7 +29,7 @@ type etcdServer struct {
 // fsync false it runs with --unsafe-no-fsync, so that the API servers, not
 // the disk, are what is measured.
 func startEtcd(ctx context.Context, bin, dir string, fsync bool) (*etcdServer, error) {
-	ports, err := freePorts(2)
+	ports, err := etcdtest.FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
@@ -170,24 +171,4 @@ func (e *etcdServer) compareAndPut(ctx context.Context, prefix string, n, worker
 		return r, fmt.Errorf("raw etcd compare-and-put: %d of %d failed", r.errors, n)
 	}
 	return r, nil
-}
-
-// freePorts asks the kernel for n free loopback ports.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("finding a free port: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

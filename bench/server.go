@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/apikit-dev/apikit/internal/etcdtest"
 )
 
 // serverSpec says how to run one of the two servers.
@@ -135,7 +137,7 @@ func (r *runner) run(ctx context.Context, spec serverSpec, runNo int) (*serverRu
 	if err := r.etcd.wipe(ctx, spec.prefix+"/"); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(1)
+	ports, err := etcdtest.FreePorts(1)
 	if err != nil {
 		return nil, err
 	}

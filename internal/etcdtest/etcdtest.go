@@ -46,7 +46,7 @@ func Start(t testing.TB) (endpoints []string) {
 }
 
 func start(t testing.TB, bin string) (string, error) {
-	ports, err := freePorts(2)
+	ports, err := FreePorts(2)
 	if err != nil {
 		return "", err
 	}
@@ -139,7 +139,9 @@ func healthy(clientURL string) bool {
 	return resp.StatusCode == http.StatusOK && strings.Contains(b.String(), `"health":"true"`)
 }
 
-func freePorts(n int) ([]int, error) {
+// FreePorts asks the kernel for n free loopback ports, held until all are
+// found so that they are distinct.
+func FreePorts(n int) ([]int, error) {
 	var ports []int
 	var ls []net.Listener
 	defer func() {
@@ -174,21 +176,29 @@ func tail(path string, n int) string {
 // first time.
 func Binary(t testing.TB) string {
 	t.Helper()
-	if bin := os.Getenv(BinaryEnv); bin != "" {
-		if _, err := os.Stat(bin); err != nil {
-			t.Fatalf("etcdtest: $%s: %v", BinaryEnv, err)
-		}
-		return bin
-	}
-	toolsDir, err := findToolsDir()
-	if err != nil {
-		t.Fatalf("etcdtest: %v (set $%s to use a prebuilt etcd)", err, BinaryEnv)
-	}
-	bin, err := cachedBuild(t, toolsDir)
+	bin, err := BuildBinary(t.Logf)
 	if err != nil {
 		t.Fatalf("etcdtest: %v", err)
 	}
 	return bin
+}
+
+// BuildBinary returns the path of an etcd binary: $APIKIT_ETCD_BINARY when
+// set, else the build of tools/etcd cached under the user cache directory,
+// made first if needed (logf reports the build). Programs such as the load
+// benchmark use it to share the tests' build.
+func BuildBinary(logf func(format string, args ...any)) (string, error) {
+	if bin := os.Getenv(BinaryEnv); bin != "" {
+		if _, err := os.Stat(bin); err != nil {
+			return "", fmt.Errorf("$%s: %w", BinaryEnv, err)
+		}
+		return bin, nil
+	}
+	toolsDir, err := findToolsDir()
+	if err != nil {
+		return "", fmt.Errorf("%w (set $%s to use a prebuilt etcd)", err, BinaryEnv)
+	}
+	return cachedBuild(logf, toolsDir)
 }
 
 // findToolsDir locates tools/etcd: next to this source file when it is at
@@ -253,7 +263,7 @@ func cacheKey(toolsDir string) (string, error) {
 	return version + "-" + hex.EncodeToString(h.Sum(nil))[:12], nil
 }
 
-func cachedBuild(t testing.TB, toolsDir string) (string, error) {
+func cachedBuild(logf func(format string, args ...any), toolsDir string) (string, error) {
 	key, err := cacheKey(toolsDir)
 	if err != nil {
 		return "", err
@@ -279,7 +289,7 @@ func cachedBuild(t testing.TB, toolsDir string) (string, error) {
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
-	t.Logf("etcdtest: building etcd %s from %s into %s (once per version; may take a minute or two)", key, toolsDir, dir)
+	logf("etcdtest: building etcd %s from %s into %s (once per version; may take a minute or two)", key, toolsDir, dir)
 	started := time.Now()
 	tmp := filepath.Join(dir, fmt.Sprintf("etcd.tmp%d", os.Getpid()))
 	cmd := exec.Command("go", "build", "-o", tmp, etcdModule)
@@ -295,6 +305,6 @@ func cachedBuild(t testing.TB, toolsDir string) (string, error) {
 	if err := os.Rename(tmp, bin); err != nil {
 		return "", fmt.Errorf("installing the etcd binary: %w", err)
 	}
-	t.Logf("etcdtest: built etcd in %v", time.Since(started).Round(time.Second))
+	logf("etcdtest: built etcd in %v", time.Since(started).Round(time.Second))
 	return bin, nil
 }
