@@ -25,7 +25,6 @@ const (
 	sampleGitVer    = "v1.37.2"
 	sampleGitMajor  = "1"
 	sampleGitMinor  = "37"
-	etcdModule      = "go.etcd.io/etcd/server/v3"
 	stripLinkerFlag = "-s -w"
 )
 
