@@ -66,6 +66,88 @@ func (s *Store[T]) encodeForStorage(obj T) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
+// storedPrefix is how encodeForStorage starts every value of T whose
+// metadata follows its TypeMeta: `{"kind":..,"apiVersion":..,"metadata":{`.
+func storedPrefix(kind, apiVersion string) []byte {
+	k, _ := EncodeJSON(kind) // strings always encode
+	av, _ := EncodeJSON(apiVersion)
+	b := append([]byte(`{"kind":`), k...)
+	b = append(b, `,"apiVersion":`...)
+	b = append(b, av...)
+	return append(b, `,"metadata":{`...)
+}
+
+// beforeResourceVersion are the metadata fields that ObjectMeta encodes
+// before resourceVersion, all strings; afterResourceVersion are those that
+// may come next (creationTimestamp is always there).
+var (
+	beforeResourceVersion = map[string]bool{"name": true, "generateName": true, "namespace": true, "selfLink": true, "uid": true}
+	afterResourceVersion  = map[string]bool{"generation": true, "creationTimestamp": true}
+)
+
+// storedJSON returns a stored value's JSON as a response carries it in the
+// storage version, without decoding it: the stored bytes with
+// "resourceVersion":"<rev>" put where encoding the decoded object would put
+// it (after uid), so the bytes are those of decode and encode. It returns
+// nil, for the caller to decode and encode instead, unless the value
+// starts as encodeForStorage writes it: the exact prefix, the string fields
+// before resourceVersion, then generation or creationTimestamp; and is
+// valid JSON.
+//
+// Unlike decode and encode, it passes through what a decode would drop or
+// normalize after that: fields T no longer has (stored by an older version
+// of the type), or whatever a writer other than this store put there.
+// docs/design.md has the reasoning.
+func (s *Store[T]) storedJSON(value []byte, rev int64) []byte {
+	if rev <= 0 || !bytes.HasPrefix(value, s.storedPrefix) {
+		return nil
+	}
+	at := len(s.storedPrefix) // where resourceVersion goes: before a key
+	for {
+		key, j := jsonString(value, at)
+		if j < 0 {
+			return nil
+		}
+		if afterResourceVersion[string(key)] {
+			break
+		}
+		if !beforeResourceVersion[string(key)] || j >= len(value) || value[j] != ':' {
+			return nil
+		}
+		if _, j = jsonString(value, j+1); j < 0 || j >= len(value) || value[j] != ',' {
+			return nil
+		}
+		at = j + 1
+	}
+	if !json.Valid(value) {
+		return nil
+	}
+	out := make([]byte, 0, len(value)+len(`"resourceVersion":"",`)+20)
+	out = append(out, value[:at]...)
+	out = append(out, `"resourceVersion":"`...)
+	out = strconv.AppendInt(out, rev, 10)
+	out = append(out, `",`...)
+	return append(out, value[at:]...)
+}
+
+// jsonString reads the JSON string starting at b[i] and returns its
+// contents, still escaped, and the index just past its closing quote; -1
+// when b[i:] does not start with a string.
+func jsonString(b []byte, i int) ([]byte, int) {
+	if i >= len(b) || b[i] != '"' {
+		return nil, -1
+	}
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++ // skip the escaped character
+		case '"':
+			return b[i+1 : j], j + 1
+		}
+	}
+	return nil, -1
+}
+
 // EncodeJSON writes v as compact JSON without HTML escaping, as Kubernetes
 // does (so "<" stays "<" in annotations).
 func EncodeJSON(v any) ([]byte, error) {

@@ -117,7 +117,7 @@ func (c *createOnly[T]) Create(ctx context.Context, ns string, obj meta.Object, 
 	}
 	tm := out.GetTypeMeta()
 	tm.APIVersion, tm.Kind = c.o.GroupVersion.String(), c.o.Kind
-	return Item{Object: out, stored: out}, nil
+	return NewItem(out), nil
 }
 
 func (c *createOnly[T]) Get(context.Context, string, string, meta.GetOptions) (Item, error) {

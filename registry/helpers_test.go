@@ -202,3 +202,13 @@ func (a *admissionRecorder) record(call string, obj, old meta.Object) {
 	a.objs = append(a.objs, obj)
 	a.olds = append(a.olds, old)
 }
+
+// object returns an item's object, failing the test if it cannot be decoded.
+func object(t testing.TB, it registry.Item) meta.Object {
+	t.Helper()
+	obj, err := it.Object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj
+}

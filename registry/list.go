@@ -131,16 +131,9 @@ func (s *Store[T]) storageListOptions(opts meta.ListOptions) (storage.ListOption
 // List returns the objects in namespace ns ("" for all) matching opts. The
 // objects may be shared: do not modify them.
 func (s *Store[T]) List(ctx context.Context, ns string, opts meta.ListOptions) (*ListResult[T], error) {
-	so, err := s.storageListOptions(opts)
+	res, err := s.listKV(ctx, ns, opts)
 	if err != nil {
 		return nil, err
-	}
-	res, err := s.opts.Storage.List(ctx, s.prefix(ns), so)
-	if err != nil {
-		if errors.Is(err, storage.ErrExpired) && opts.Continue != "" {
-			return nil, meta.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
-		}
-		return nil, s.storageError(err, "")
 	}
 	out := &ListResult[T]{
 		Items:              make([]Entry[T], 0, len(res.Items)),
@@ -158,6 +151,22 @@ func (s *Store[T]) List(ctx context.Context, ns string, opts meta.ListOptions) (
 	return out, nil
 }
 
+// listKV lists the stored values List decodes.
+func (s *Store[T]) listKV(ctx context.Context, ns string, opts meta.ListOptions) (storage.ListResult, error) {
+	so, err := s.storageListOptions(opts)
+	if err != nil {
+		return storage.ListResult{}, err
+	}
+	res, err := s.opts.Storage.List(ctx, s.prefix(ns), so)
+	if err != nil {
+		if errors.Is(err, storage.ErrExpired) && opts.Continue != "" {
+			return res, meta.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+		}
+		return res, s.storageError(err, "")
+	}
+	return res, nil
+}
+
 // Event is one change to a watched object.
 type Event[T meta.Object] struct {
 	Type meta.EventType
@@ -172,6 +181,13 @@ type Event[T meta.Object] struct {
 // Watch streams changes to objects in ns ("" for all) matching opts. The
 // channel closes when ctx ends or after an Error event.
 func (s *Store[T]) Watch(ctx context.Context, ns string, opts meta.ListOptions) (<-chan Event[T], error) {
+	return watchStore(ctx, s, ns, opts, s.convertEvent)
+}
+
+// watchStore starts the storage watch opts ask for and streams its events,
+// each through convert (ok false: the watch ends after that event), from
+// one goroutine. The channel closes when ctx ends or the watch does.
+func watchStore[T meta.Object, E any](ctx context.Context, s *Store[T], ns string, opts meta.ListOptions, convert func(storage.Event) (E, bool)) (<-chan E, error) {
 	wo := storage.WatchOptions{Bookmarks: opts.AllowWatchBookmarks}
 	switch opts.ResourceVersion {
 	case "", "0":
@@ -205,7 +221,7 @@ func (s *Store[T]) Watch(ctx context.Context, ns string, opts meta.ListOptions) 
 	if err != nil {
 		return nil, s.storageError(err, "")
 	}
-	out := make(chan Event[T])
+	out := make(chan E)
 	go func() {
 		defer close(out)
 		defer w.Stop()
@@ -220,7 +236,7 @@ func (s *Store[T]) Watch(ctx context.Context, ns string, opts meta.ListOptions) 
 			case <-ctx.Done():
 				return
 			}
-			e, ok := s.convertEvent(ev)
+			e, ok := convert(ev)
 			select {
 			case out <- e:
 			case <-ctx.Done():
@@ -234,21 +250,38 @@ func (s *Store[T]) Watch(ctx context.Context, ns string, opts meta.ListOptions) 
 	return out, nil
 }
 
+// eventType is the watch event type of a change.
+func eventType(t storage.EventType) meta.EventType {
+	switch t {
+	case storage.Modified:
+		return meta.Modified
+	case storage.Deleted:
+		return meta.Deleted
+	}
+	return meta.Added
+}
+
+// bookmark is the object of a bookmark event: empty but for its
+// resourceVersion (and the annotation that ends the initial events).
+func (s *Store[T]) bookmark(ev storage.Event) T {
+	obj := s.ti.newObject().(T)
+	tm := obj.GetTypeMeta()
+	tm.APIVersion, tm.Kind = s.storageAPIVersion, s.opts.Kind
+	m := obj.GetObjectMeta()
+	m.ResourceVersion = strconv.FormatInt(ev.Revision, 10)
+	if ev.InitialEventsEnd {
+		m.Annotations = map[string]string{meta.InitialEventsAnnotation: "true"}
+	}
+	return obj
+}
+
 // convertEvent decodes a storage event; ok is false when the watch must end.
 func (s *Store[T]) convertEvent(ev storage.Event) (Event[T], bool) {
 	switch ev.Type {
 	case storage.ErrorEvent:
 		return Event[T]{Type: meta.Error, Err: s.storageError(ev.Err, "")}, false
 	case storage.Bookmark:
-		obj := s.ti.newObject().(T)
-		tm := obj.GetTypeMeta()
-		tm.APIVersion, tm.Kind = s.storageAPIVersion, s.opts.Kind
-		m := obj.GetObjectMeta()
-		m.ResourceVersion = strconv.FormatInt(ev.Revision, 10)
-		if ev.InitialEventsEnd {
-			m.Annotations = map[string]string{meta.InitialEventsAnnotation: "true"}
-		}
-		return Event[T]{Type: meta.Bookmark, Object: obj}, true
+		return Event[T]{Type: meta.Bookmark, Object: s.bookmark(ev)}, true
 	}
 	// A Deleted event's value is the last one before the delete, but the
 	// object must carry the delete's revision (so a watch resumed from it
@@ -259,12 +292,5 @@ func (s *Store[T]) convertEvent(ev storage.Event) (Event[T], bool) {
 	if err != nil {
 		return Event[T]{Type: meta.Error, Err: err}, false
 	}
-	t := meta.Added
-	switch ev.Type {
-	case storage.Modified:
-		t = meta.Modified
-	case storage.Deleted:
-		t = meta.Deleted
-	}
-	return Event[T]{Type: t, Object: obj, Memo: kv.Memo}, true
+	return Event[T]{Type: eventType(ev.Type), Object: obj, Memo: kv.Memo}, true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/storage"
@@ -37,26 +38,64 @@ func (i ResourceInfo) Serves(verb string) bool {
 	return false
 }
 
-// Item is an object in a served version as a response carries it.
+// Item is an object in a served version as a response carries it. An item
+// read from storage is lazy: it holds the stored value and decodes it only
+// when something needs the Go object (Object, a Table); its JSON in the
+// storage version is made from the stored bytes without decoding them (see
+// Store's storedJSON), and every derived form is kept in the value's memo.
 type Item struct {
-	// Object is in the served version and may be shared: read-only.
-	Object meta.Object
-	stored meta.Object
-	memo   *storage.Memo
-	key    jsonMemoKey
+	// object and stored are an eager item's object in the served and in
+	// the storage version.
+	object, stored meta.Object
+	// kv and src are a lazy item's stored value (its memo never nil) and
+	// the resource that decodes it.
+	kv  *storage.KeyValue
+	src itemSource
+}
+
+// itemSource decodes and encodes the stored values of lazy items.
+type itemSource interface {
+	// decode returns the value's object in the served and in the storage
+	// version, shared through the value's memo: read-only.
+	decode(kv *storage.KeyValue) (served, stored meta.Object, err error)
+	// json returns the value's JSON in the served version, memoized.
+	json(kv *storage.KeyValue) ([]byte, error)
+}
+
+// NewItem returns an item of an object that was not read from storage (a
+// computed resource's answer, say). obj must not be modified afterwards.
+func NewItem(obj meta.Object) Item { return Item{object: obj, stored: obj} }
+
+// Object returns the object in the served version, decoding a lazy item's
+// stored value on first use. It may be shared: read-only.
+func (it Item) Object() (meta.Object, error) {
+	if it.src == nil {
+		return it.object, nil
+	}
+	obj, _, err := it.src.decode(it.kv)
+	return obj, err
+}
+
+// storedObject returns the object in the storage version.
+func (it Item) storedObject() (meta.Object, error) {
+	if it.src == nil {
+		return it.stored, nil
+	}
+	_, obj, err := it.src.decode(it.kv)
+	return obj, err
 }
 
 // JSON returns the object's JSON encoding, computed once per stored value
-// and version when a cache keeps the value.
+// and version when the item was read from storage.
 func (it Item) JSON() ([]byte, error) {
-	if b, ok := it.memo.Load(it.key); ok {
-		return b.([]byte), nil
+	if it.src != nil {
+		return it.src.json(it.kv)
 	}
-	b, err := EncodeJSON(it.Object)
+	b, err := EncodeJSON(it.object)
 	if err != nil {
-		return nil, fmt.Errorf("encoding %s: %w", it.Object.GetTypeMeta().Kind, err)
+		return nil, fmt.Errorf("encoding %s: %w", it.object.GetTypeMeta().Kind, err)
 	}
-	return it.memo.LoadOrStore(it.key, b).([]byte), nil
+	return b, nil
 }
 
 // List is one page of a list in a served version.
@@ -159,24 +198,68 @@ func (r *served[S, V]) New() meta.Object {
 
 // toServed converts a stored object into the served version, sharing the
 // conversion through the memo when there is one.
-func (r *served[S, V]) toServed(obj S, memo *storage.Memo) (Item, error) {
-	it := Item{stored: obj, memo: memo, key: r.key}
+func (r *served[S, V]) toServed(obj S, memo *storage.Memo) (meta.Object, error) {
 	if r.conv == nil {
-		it.Object = obj
-		return it, nil
+		return obj, nil
 	}
 	if v, ok := memo.Load(servedMemoKey{r.version}); ok {
-		it.Object = v.(meta.Object)
-		return it, nil
+		return v.(meta.Object), nil
 	}
 	v, err := r.conv.FromStorage(obj)
 	if err != nil {
-		return it, meta.NewInternalError(fmt.Errorf("converting %s to %s: %w", r.st.opts.Kind, r.apiVersion, err))
+		return nil, meta.NewInternalError(fmt.Errorf("converting %s to %s: %w", r.st.opts.Kind, r.apiVersion, err))
 	}
 	tm := v.GetTypeMeta()
 	tm.APIVersion, tm.Kind = r.apiVersion, r.st.opts.Kind
-	it.Object = memo.LoadOrStore(servedMemoKey{r.version}, meta.Object(v)).(meta.Object)
-	return it, nil
+	return memo.LoadOrStore(servedMemoKey{r.version}, meta.Object(v)).(meta.Object), nil
+}
+
+// eager returns the item of an object the store just wrote or computed.
+func (r *served[S, V]) eager(obj S) (Item, error) {
+	v, err := r.toServed(obj, nil)
+	if err != nil {
+		return Item{}, err
+	}
+	return Item{object: v, stored: obj}, nil
+}
+
+// lazy returns the item of a stored value, giving it a memo of its own
+// when the backend keeps none, so that what the item derives is derived
+// once.
+func (r *served[S, V]) lazy(kv *storage.KeyValue) Item {
+	if kv.Memo == nil {
+		kv.Memo = storage.NewMemo()
+	}
+	return Item{kv: kv, src: r}
+}
+
+func (r *served[S, V]) decode(kv *storage.KeyValue) (meta.Object, meta.Object, error) {
+	stored, err := r.st.decodeStored(*kv)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := r.toServed(stored, kv.Memo)
+	return v, stored, err
+}
+
+func (r *served[S, V]) json(kv *storage.KeyValue) ([]byte, error) {
+	if b, ok := kv.Memo.Load(r.key); ok {
+		return b.([]byte), nil
+	}
+	var b []byte
+	if r.conv == nil {
+		b = r.st.storedJSON(kv.Value, kv.Revision)
+	}
+	if b == nil {
+		obj, _, err := r.decode(kv)
+		if err != nil {
+			return nil, err
+		}
+		if b, err = EncodeJSON(obj); err != nil {
+			return nil, fmt.Errorf("encoding %s: %w", r.st.opts.Kind, err)
+		}
+	}
+	return kv.Memo.LoadOrStore(r.key, b).([]byte), nil
 }
 
 func (r *served[S, V]) toStorage(obj meta.Object) (S, error) {
@@ -200,59 +283,49 @@ func (r *served[S, V]) toStorage(obj meta.Object) (S, error) {
 }
 
 func (r *served[S, V]) Get(ctx context.Context, ns, name string, opts meta.GetOptions) (Item, error) {
-	obj, memo, err := r.st.Get(ctx, ns, name, opts)
+	kv, err := r.st.getKV(ctx, ns, name, opts)
 	if err != nil {
 		return Item{}, err
 	}
-	return r.toServed(obj, memo)
+	return r.lazy(&kv), nil
 }
 
 func (r *served[S, V]) List(ctx context.Context, ns string, opts meta.ListOptions) (*List, error) {
-	res, err := r.st.List(ctx, ns, opts)
+	res, err := r.st.listKV(ctx, ns, opts)
 	if err != nil {
 		return nil, err
 	}
-	out := &List{Items: make([]Item, 0, len(res.Items)), ResourceVersion: res.ResourceVersion,
+	out := &List{Items: make([]Item, len(res.Items)), ResourceVersion: strconv.FormatInt(res.Revision, 10),
 		Continue: res.Continue, RemainingItemCount: res.RemainingItemCount}
-	for _, e := range res.Items {
-		it, err := r.toServed(e.Object, e.Memo)
-		if err != nil {
-			return nil, err
-		}
-		out.Items = append(out.Items, it)
+	for i := range res.Items {
+		out.Items[i] = r.lazy(&res.Items[i])
 	}
 	return out, nil
 }
 
 func (r *served[S, V]) Watch(ctx context.Context, ns string, opts meta.ListOptions) (<-chan WatchEvent, error) {
-	in, err := r.st.Watch(ctx, ns, opts)
-	if err != nil {
-		return nil, err
-	}
-	out := make(chan WatchEvent)
-	go func() {
-		defer close(out)
-		for ev := range in {
-			we := WatchEvent{Type: ev.Type, Err: ev.Err}
-			if ev.Err == nil {
-				it, err := r.toServed(ev.Object, ev.Memo)
-				if err != nil {
-					we = WatchEvent{Type: meta.Error, Err: err}
-				} else {
-					we.Item = it
-				}
-			}
-			select {
-			case out <- we:
-			case <-ctx.Done():
-				// Drain so the store's goroutine can see ctx and exit.
-				for range in {
-				}
-				return
-			}
+	return watchStore(ctx, r.st, ns, opts, r.convertEvent)
+}
+
+// convertEvent turns a storage event into a served one; ok is false when
+// the watch must end.
+func (r *served[S, V]) convertEvent(ev storage.Event) (WatchEvent, bool) {
+	switch ev.Type {
+	case storage.ErrorEvent:
+		return WatchEvent{Type: meta.Error, Err: r.st.storageError(ev.Err, "")}, false
+	case storage.Bookmark:
+		it, err := r.eager(r.st.bookmark(ev))
+		if err != nil {
+			return WatchEvent{Type: meta.Error, Err: err}, false
 		}
-	}()
-	return out, nil
+		return WatchEvent{Type: meta.Bookmark, Item: it}, true
+	}
+	// A Deleted event's value is the last one before the delete, but the
+	// object must carry the delete's revision (so a watch resumed from it
+	// does not see the delete again): its memo is the event's own, not
+	// the value's (see storage.Event.Memo).
+	kv := &storage.KeyValue{Key: ev.Key, Value: ev.Value, Revision: ev.Revision, Memo: ev.Memo}
+	return WatchEvent{Type: eventType(ev.Type), Item: r.lazy(kv)}, true
 }
 
 func (r *served[S, V]) Create(ctx context.Context, ns string, obj meta.Object, opts WriteOptions) (Item, error) {
@@ -264,7 +337,7 @@ func (r *served[S, V]) Create(ctx context.Context, ns string, obj meta.Object, o
 	if err != nil {
 		return Item{}, err
 	}
-	return r.toServed(out, nil)
+	return r.eager(out)
 }
 
 func (r *served[S, V]) Update(ctx context.Context, ns, name string, fn ObjectUpdate, opts UpdateOptions) (Item, bool, error) {
@@ -272,11 +345,11 @@ func (r *served[S, V]) Update(ctx context.Context, ns, name string, fn ObjectUpd
 		var zero S
 		var current meta.Object
 		if !isNil(cur) {
-			it, err := r.toServed(cur, nil)
+			v, err := r.toServed(cur, nil)
 			if err != nil {
 				return zero, err
 			}
-			current = it.Object
+			current = v
 		}
 		next, err := fn(ctx, current)
 		if err != nil {
@@ -287,7 +360,7 @@ func (r *served[S, V]) Update(ctx context.Context, ns, name string, fn ObjectUpd
 	if err != nil {
 		return Item{}, false, err
 	}
-	it, err := r.toServed(out, nil)
+	it, err := r.eager(out)
 	return it, created, err
 }
 
@@ -296,7 +369,7 @@ func (r *served[S, V]) Delete(ctx context.Context, ns, name string, opts DeleteO
 	if err != nil {
 		return Item{}, false, err
 	}
-	it, err := r.toServed(out, nil)
+	it, err := r.eager(out)
 	return it, deleted, err
 }
 
@@ -320,7 +393,7 @@ func (r *served[S, V]) DeleteCollection(ctx context.Context, ns string, listOpts
 		if err != nil {
 			return nil, err
 		}
-		it, err := r.toServed(obj, nil)
+		it, err := r.eager(obj)
 		if err != nil {
 			return nil, err
 		}
@@ -337,9 +410,13 @@ func (r *served[S, V]) Table(ctx context.Context, items []Item, opts meta.TableO
 	}
 	now := r.st.opts.Now() // the store's clock, the one creationTimestamp came from
 	for _, it := range items {
-		stored, ok := it.stored.(S)
+		so, err := it.storedObject()
+		if err != nil {
+			return nil, err
+		}
+		stored, ok := so.(S)
 		if !ok {
-			return nil, meta.NewInternalError(fmt.Errorf("table of %s got %T", r.st.opts.Kind, it.stored))
+			return nil, meta.NewInternalError(fmt.Errorf("table of %s got %T", r.st.opts.Kind, so))
 		}
 		row := meta.TableRow{Cells: r.st.tableCells(stored, now)}
 		switch opts.IncludeObject {
@@ -351,9 +428,13 @@ func (r *served[S, V]) Table(ctx context.Context, items []Item, opts meta.TableO
 			row.Object = b
 		case meta.IncludeNone:
 		default:
+			obj, err := it.Object()
+			if err != nil {
+				return nil, err
+			}
 			b, err := EncodeJSON(meta.PartialObjectMetadata{
 				TypeMeta:   meta.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"},
-				ObjectMeta: *it.Object.GetObjectMeta(),
+				ObjectMeta: *obj.GetObjectMeta(),
 			})
 			if err != nil {
 				return nil, err

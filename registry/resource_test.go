@@ -63,7 +63,7 @@ func TestServeVersion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := created.Object.(*WidgetV2)
+	c := object(t, created).(*WidgetV2)
 	if c.APIVersion != "example.com/v2" || c.Kind != "Widget" || c.Spec.Diameter != 4 || c.Spec.Paint.Color != "blue" || c.UID == "" {
 		t.Errorf("created %+v", c)
 	}
@@ -83,7 +83,7 @@ func TestServeVersion(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if o := g2.Object.(*WidgetV2); o.APIVersion != "example.com/v2" || o.Spec.Diameter != 4 || o.ResourceVersion != c.ResourceVersion {
+		if o := object(t, g2).(*WidgetV2); o.APIVersion != "example.com/v2" || o.Spec.Diameter != 4 || o.ResourceVersion != c.ResourceVersion {
 			t.Errorf("v2 get %+v", o)
 		}
 		j2, _ := g2.JSON()
@@ -95,7 +95,7 @@ func TestServeVersion(t *testing.T) {
 	}
 
 	list, err := v2.List(ctx, "ns", meta.ListOptions{})
-	if err != nil || len(list.Items) != 1 || list.Items[0].Object.(*WidgetV2).Spec.Diameter != 4 || list.ResourceVersion == "" {
+	if err != nil || len(list.Items) != 1 || object(t, list.Items[0]).(*WidgetV2).Spec.Diameter != 4 || list.ResourceVersion == "" {
 		t.Errorf("v2 list %+v %v", list, err)
 	}
 
@@ -114,13 +114,13 @@ func TestServeVersion(t *testing.T) {
 	if err != nil || created2 {
 		t.Fatal(err, created2)
 	}
-	if u := up.Object.(*WidgetV2); u.Spec.Paint.Color != "green" || u.Spec.Diameter != 4 || u.Generation != 2 || u.APIVersion != "example.com/v2" {
+	if u := object(t, up).(*WidgetV2); u.Spec.Paint.Color != "green" || u.Spec.Diameter != 4 || u.Generation != 2 || u.APIVersion != "example.com/v2" {
 		t.Errorf("v2 update %+v", u)
 	}
 	select {
 	case ev := <-events:
-		if o, ok := ev.Item.Object.(*WidgetV2); ev.Type != meta.Modified || !ok || o.Spec.Paint.Color != "green" {
-			t.Errorf("v2 watch %s %+v", ev.Type, ev.Item.Object)
+		if o, ok := object(t, ev.Item).(*WidgetV2); ev.Type != meta.Modified || !ok || o.Spec.Paint.Color != "green" {
+			t.Errorf("v2 watch %s %+v", ev.Type, object(t, ev.Item))
 		}
 		raw, _ := ev.Item.JSON()
 		if !strings.Contains(string(raw), `"apiVersion":"example.com/v2"`) {
@@ -131,8 +131,8 @@ func TestServeVersion(t *testing.T) {
 	}
 
 	deleted, gone, err := v2.Delete(ctx, "ns", "w", registry.DeleteOptions{})
-	if err != nil || !gone || deleted.Object.(*WidgetV2).Spec.Diameter != 4 {
-		t.Errorf("v2 delete %+v %v %v", deleted.Object, gone, err)
+	if err != nil || !gone || object(t, deleted).(*WidgetV2).Spec.Diameter != 4 {
+		t.Errorf("v2 delete %+v %v %v", object(t, deleted), gone, err)
 	}
 
 	// A served object of the wrong type is an internal error, not a panic.

@@ -66,7 +66,9 @@ type Store[T meta.Object] struct {
 	opts              Options[T]
 	ti                *typeInfo
 	storageAPIVersion string
-	gk                meta.GroupKind
+	// storedPrefix starts every value encodeForStorage writes (storedJSON).
+	storedPrefix []byte
+	gk           meta.GroupKind
 	// fieldLabels are the selectable fields, nil when unknown.
 	fieldLabels map[string]bool
 }
@@ -107,10 +109,12 @@ func NewStore[T meta.Object](opts Options[T]) (*Store[T], error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	apiVersion := meta.GroupVersion{Group: opts.Resource.Group, Version: opts.StorageVersion}.String()
 	return &Store[T]{
 		opts:              opts,
 		ti:                ti,
-		storageAPIVersion: meta.GroupVersion{Group: opts.Resource.Group, Version: opts.StorageVersion}.String(),
+		storageAPIVersion: apiVersion,
+		storedPrefix:      storedPrefix(opts.Kind, apiVersion),
 		gk:                meta.GroupKind{Group: opts.Resource.Group, Kind: opts.Kind},
 		fieldLabels:       fieldLabels(ti, opts.Fields),
 	}, nil
@@ -202,21 +206,30 @@ type UpdateFunc[T meta.Object] func(ctx context.Context, current T) (T, error)
 
 // Get returns the named object. The result may be shared: do not modify it.
 func (s *Store[T]) Get(ctx context.Context, ns, name string, opts meta.GetOptions) (T, *storage.Memo, error) {
-	var zero T
+	kv, err := s.getKV(ctx, ns, name, opts)
+	if err != nil {
+		var zero T
+		return zero, nil, err
+	}
+	obj, err := s.decodeStored(kv)
+	return obj, kv.Memo, err
+}
+
+// getKV reads the stored value Get decodes.
+func (s *Store[T]) getKV(ctx context.Context, ns, name string, opts meta.GetOptions) (storage.KeyValue, error) {
 	gopts := storage.GetOptions{}
 	if rv := opts.ResourceVersion; rv != "" && rv != "0" {
 		n, err := parseResourceVersion(rv)
 		if err != nil {
-			return zero, nil, err
+			return storage.KeyValue{}, err
 		}
 		gopts.MinRevision = n
 	}
 	kv, err := s.opts.Storage.Get(ctx, s.key(ns, name), gopts)
 	if err != nil {
-		return zero, nil, s.storageError(err, name)
+		return kv, s.storageError(err, name)
 	}
-	obj, err := s.decodeStored(kv)
-	return obj, kv.Memo, err
+	return kv, nil
 }
 
 // Create stores a new object, filling system metadata, and returns it as stored.

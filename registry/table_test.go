@@ -185,7 +185,7 @@ func TestDeleteCollection(t *testing.T) {
 	}
 	var got []string
 	for _, it := range out.Items {
-		got = append(got, it.Object.GetObjectMeta().Name)
+		got = append(got, object(t, it).GetObjectMeta().Name)
 	}
 	if !slices.Equal(got, []string{"held", "w1"}) {
 		t.Errorf("deleted %v, want held and w1 (limit is ignored)", got)

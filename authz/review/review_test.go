@@ -56,19 +56,19 @@ func TestReviews(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := it.Object.(*review.SelfSubjectAccessReview).Status; !st.Allowed || st.Reason != "alice may" {
+	if st := object(t, it).(*review.SelfSubjectAccessReview).Status; !st.Allowed || st.Reason != "alice may" {
 		t.Errorf("self review: %+v", st)
 	}
 	it, err = rs["subjectaccessreviews"].Create(alice, "", &review.SubjectAccessReview{Spec: review.SubjectAccessReviewSpec{User: "mallory", ResourceAttributes: flunders}}, registry.WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := it.Object.(*review.SubjectAccessReview).Status; st.Allowed || !st.Denied || st.Reason != "banned" {
+	if st := object(t, it).(*review.SubjectAccessReview).Status; st.Allowed || !st.Denied || st.Reason != "banned" {
 		t.Errorf("mallory: %+v", st)
 	}
 	it, err = rs["localsubjectaccessreviews"].Create(alice, "ns", &review.LocalSubjectAccessReview{Spec: review.SubjectAccessReviewSpec{User: "alice", ResourceAttributes: flunders}}, registry.WriteOptions{})
-	if err != nil || !it.Object.(*review.LocalSubjectAccessReview).Status.Allowed {
-		t.Errorf("local review: %v %+v", err, it.Object)
+	if err != nil || !object(t, it).(*review.LocalSubjectAccessReview).Status.Allowed {
+		t.Errorf("local review: %v %+v", err, object(t, it))
 	}
 	if _, err := rs["localsubjectaccessreviews"].Create(alice, "other", &review.LocalSubjectAccessReview{Spec: review.SubjectAccessReviewSpec{User: "alice", ResourceAttributes: flunders}}, registry.WriteOptions{}); !meta.IsBadRequest(err) ||
 		err.Error() != "spec.resourceAttributes.namespace must match namespace: other" {
@@ -78,7 +78,7 @@ func TestReviews(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := it.Object.(*review.SelfSubjectRulesReview).Status; len(st.ResourceRules) != 1 || st.ResourceRules[0].Resources[0] != "alice-ns" || !st.Incomplete || st.NonResourceRules == nil {
+	if st := object(t, it).(*review.SelfSubjectRulesReview).Status; len(st.ResourceRules) != 1 || st.ResourceRules[0].Resources[0] != "alice-ns" || !st.Incomplete || st.NonResourceRules == nil {
 		t.Errorf("rules review: %+v", st)
 	}
 	for name, tc := range map[string]struct {
@@ -132,4 +132,14 @@ func TestProtobuf(t *testing.T) {
 	if _, err := review.ProtobufToJSON(body, "SubjectAccessReview"); err == nil {
 		t.Error("a SelfSubjectAccessReview read as a SubjectAccessReview")
 	}
+}
+
+// object returns an item's object, failing the test if it cannot be decoded.
+func object(t testing.TB, it registry.Item) meta.Object {
+	t.Helper()
+	obj, err := it.Object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj
 }

@@ -146,7 +146,11 @@ func (s *Scope) encodeItem(r *http.Request, it registry.Item, form outputForm, l
 		b, err := registry.EncodeJSON(t)
 		return b, "application/json", err
 	case formPartialMetadata:
-		b, err := registry.EncodeJSON(partialMetadata(it.Object))
+		pm, err := partialMetadata(it)
+		if err != nil {
+			return nil, "", err
+		}
+		b, err := registry.EncodeJSON(pm)
 		return b, "application/json", err
 	}
 	b, err := it.JSON()
@@ -160,11 +164,15 @@ func (s *Scope) encodeItem(r *http.Request, it registry.Item, form outputForm, l
 	return b, "application/json", nil
 }
 
-func partialMetadata(obj meta.Object) meta.PartialObjectMetadata {
+func partialMetadata(it registry.Item) (meta.PartialObjectMetadata, error) {
+	obj, err := it.Object()
+	if err != nil {
+		return meta.PartialObjectMetadata{}, err
+	}
 	return meta.PartialObjectMetadata{
 		TypeMeta:   meta.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"},
 		ObjectMeta: *obj.GetObjectMeta(),
-	}
+	}, nil
 }
 
 // writeList writes a page of objects in the negotiated form. The JSON form
@@ -190,7 +198,11 @@ func (s *Scope) writeList(w http.ResponseWriter, r *http.Request, list *registry
 	case formPartialMetadata:
 		items := make([]meta.PartialObjectMetadata, len(list.Items))
 		for i, it := range list.Items {
-			items[i] = partialMetadata(it.Object)
+			var err error
+			if items[i], err = partialMetadata(it); err != nil {
+				respond.Error(w, r, err)
+				return
+			}
 		}
 		respond.JSON(w, http.StatusOK, struct {
 			meta.TypeMeta `json:",inline"`
@@ -617,8 +629,7 @@ func (s *Scope) serveWatch(w http.ResponseWriter, r *http.Request, ns string, op
 				return
 			}
 		}
-		initEnded := initEnd && ev.Type == meta.Bookmark && ev.Item.Object != nil &&
-			ev.Item.Object.GetObjectMeta().Annotations[meta.InitialEventsAnnotation] == "true"
+		initEnded := initEnd && ev.Type == meta.Bookmark && initialEventsEnd(ev.Item)
 		buf.Reset()
 		if err := s.encodeEvent(&buf, r, ev, form); err != nil {
 			ev = registry.WatchEvent{Type: meta.Error, Err: err}
@@ -639,6 +650,12 @@ func (s *Scope) serveWatch(w http.ResponseWriter, r *http.Request, ns string, op
 			return
 		}
 	}
+}
+
+// initialEventsEnd reports whether a bookmark ends the initial events.
+func initialEventsEnd(it registry.Item) bool {
+	obj, err := it.Object()
+	return err == nil && obj != nil && obj.GetObjectMeta().Annotations[meta.InitialEventsAnnotation] == "true"
 }
 
 func (s *Scope) encodeEvent(buf *bytes.Buffer, r *http.Request, ev registry.WatchEvent, form outputForm) error {

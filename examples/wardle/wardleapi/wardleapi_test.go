@@ -89,7 +89,7 @@ func TestFlunderConversionRoundTrip(t *testing.T) {
 				}, registry.UpdateOptions{})
 				_, _, _ = beta.Delete(ctx, "ns", "f1", registry.DeleteOptions{})
 			}()
-			ca := created.Object.(*v1alpha1.Flunder)
+			ca := object(t, created).(*v1alpha1.Flunder)
 			if ca.APIVersion != "wardle.example.com/v1alpha1" || ca.Kind != "Flunder" || !reflect.DeepEqual(ca.Spec, tc.wantAlpha) {
 				t.Errorf("create answered %s %s %+v, want v1alpha1 %+v", ca.APIVersion, ca.Kind, ca.Spec, tc.wantAlpha)
 			}
@@ -98,7 +98,7 @@ func TestFlunderConversionRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b := gotBeta.Object.(*v1beta1.Flunder)
+			b := object(t, gotBeta).(*v1beta1.Flunder)
 			if b.APIVersion != "wardle.example.com/v1beta1" || !reflect.DeepEqual(b.Spec, tc.wantBeta) {
 				t.Errorf("stored %s %+v, want %+v", b.APIVersion, b.Spec, tc.wantBeta)
 			}
@@ -106,7 +106,7 @@ func TestFlunderConversionRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a := gotAlpha.Object.(*v1alpha1.Flunder)
+			a := object(t, gotAlpha).(*v1alpha1.Flunder)
 			if !reflect.DeepEqual(a.Spec, tc.wantAlpha) {
 				t.Errorf("v1alpha1 read back %+v, want %+v", a.Spec, tc.wantAlpha)
 			}
@@ -141,7 +141,7 @@ func TestFlunderConversionRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if u := up.Object.(*v1alpha1.Flunder); !reflect.DeepEqual(u.Spec, tc.wantAlpha) || u.Labels["c"] != "d" || u.Generation != 1 {
+			if u := object(t, up).(*v1alpha1.Flunder); !reflect.DeepEqual(u.Spec, tc.wantAlpha) || u.Labels["c"] != "d" || u.Generation != 1 {
 				t.Errorf("after a metadata update through v1alpha1: %+v", u)
 			}
 		})
@@ -184,4 +184,14 @@ func TestBanFlunder(t *testing.T) {
 	if err := chain.Validate(ctx, attrs("banned", admission.Update)); err != nil {
 		t.Errorf("updates are not the plugin's business: %v", err)
 	}
+}
+
+// object returns an item's object, failing the test if it cannot be decoded.
+func object(t testing.TB, it registry.Item) meta.Object {
+	t.Helper()
+	obj, err := it.Object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj
 }
