@@ -9,6 +9,7 @@ import (
 	restful "github.com/emicklei/go-restful/v3"
 
 	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/server/endpoints"
 	"github.com/apikit-dev/apikit/server/respond"
 )
 
@@ -53,21 +54,26 @@ func (a *apiRoutes) add(ws *restful.WebService) error {
 	return nil
 }
 
-// handle registers one route under path, adapting the request to the
-// go-restful handler signature.
+// handle registers one route under path: its plain handler
+// (endpoints.MetadataHandler) when it has one, else its go-restful function
+// behind an adapter, which costs a restful.Request and Response per call.
 func (a *apiRoutes) handle(rt restful.Route, path string) (err error) {
 	pattern := path
 	if strings.HasSuffix(pattern, "/") {
 		pattern += "{$}" // exactly this path, not the subtree
 	}
-	params := pathParams(path)
-	fn := rt.Function
 	defer func() {
 		// ServeMux panics on conflicting patterns: report, don't crash.
 		if p := recover(); p != nil {
 			err = fmt.Errorf("server: route %s %s: %v", rt.Method, path, p)
 		}
 	}()
+	if h, ok := rt.Metadata[endpoints.MetadataHandler].(http.Handler); ok {
+		a.mux.Handle(rt.Method+" "+pattern, h)
+		return nil
+	}
+	params := pathParams(path)
+	fn := rt.Function
 	a.mux.HandleFunc(rt.Method+" "+pattern, func(w http.ResponseWriter, r *http.Request) {
 		req := restful.NewRequest(r)
 		for _, p := range params {

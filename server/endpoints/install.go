@@ -55,9 +55,9 @@ func Install(ws *restful.WebService, s *Scope) {
 	if info.NamespaceScoped {
 		prefix = "/namespaces/{namespace}/" + info.Resource
 	}
-	ns := func(r *restful.Request) string {
+	ns := func(r *http.Request) string {
 		if info.NamespaceScoped {
-			return r.PathParameter("namespace")
+			return r.PathValue("namespace")
 		}
 		return ""
 	}
@@ -73,6 +73,19 @@ func Install(ws *restful.WebService, s *Scope) {
 		tag = "core_" + gv.Version
 	}
 
+	// to gives a route its handler twice: as an http.Handler under
+	// MetadataHandler, which the server's router calls directly with the
+	// path's wildcards in r.PathValue (no go-restful request and response
+	// per call), and as the go-restful function, for a restful.Container.
+	to := func(rb *restful.RouteBuilder, h http.HandlerFunc) *restful.RouteBuilder {
+		return rb.To(func(r *restful.Request, w *restful.Response) {
+			for k, v := range r.PathParameters() {
+				r.Request.SetPathValue(k, v)
+			}
+			h(w, r.Request)
+		}).Metadata(MetadataHandler, http.Handler(h))
+	}
+
 	// route installs a route only for a verb the resource serves.
 	route := func(verb string, rb *restful.RouteBuilder) {
 		if info.Serves(verb) || (verb == "list" && info.Serves("watch")) {
@@ -81,8 +94,8 @@ func Install(ws *restful.WebService, s *Scope) {
 	}
 
 	// Collection.
-	route("list", addListParams(ws, withNS(ws.GET(prefix).To(func(r *restful.Request, w *restful.Response) {
-		s.List(w, r.Request, ns(r))
+	route("list", addListParams(ws, withNS(to(ws.GET(prefix), func(w http.ResponseWriter, r *http.Request) {
+		s.List(w, r, ns(r))
 	}).Operation(id("list", "")).Doc("list or watch objects of kind "+kind).
 		Produces(readMediaTypes...).Metadata(MetadataKind, kind).Metadata(MetadataList, true).
 		Returns(http.StatusOK, "OK", nil).Metadata(MetadataTag, tag))))
@@ -92,24 +105,24 @@ func Install(ws *restful.WebService, s *Scope) {
 	if _, ok := s.Resource.(registry.ProtobufDecoder); ok {
 		writeTypes = append(slices.Clone(objectMediaTypes), protobufType)
 	}
-	route("create", addWriteParams(ws, withNS(ws.POST(prefix).To(func(r *restful.Request, w *restful.Response) {
-		s.Create(w, r.Request, ns(r))
+	route("create", addWriteParams(ws, withNS(to(ws.POST(prefix), func(w http.ResponseWriter, r *http.Request) {
+		s.Create(w, r, ns(r))
 	}).Operation(id("create", "")).Doc("create a "+kind).
 		Consumes(writeTypes...).Produces(objectMediaTypes...).
 		Reads(sample).Writes(sample).
 		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).
 		Returns(http.StatusAccepted, "Accepted", sample).Metadata(MetadataTag, tag))))
 
-	route("deletecollection", addListParams(ws, withNS(ws.DELETE(prefix).To(func(r *restful.Request, w *restful.Response) {
-		s.DeleteCollection(w, r.Request, ns(r))
+	route("deletecollection", addListParams(ws, withNS(to(ws.DELETE(prefix), func(w http.ResponseWriter, r *http.Request) {
+		s.DeleteCollection(w, r, ns(r))
 	}).Operation(id("deletecollection", "")).Doc("delete collection of "+kind).
 		Produces(objectMediaTypes...).Metadata(MetadataKind, kind).Metadata(MetadataList, true).
 		Param(ws.QueryParameter("dryRun", "When present, indicates that modifications should not be persisted. The only valid value is All.").DataType("string")).
 		Returns(http.StatusOK, "OK", nil).Metadata(MetadataTag, tag))))
 
 	if info.NamespaceScoped {
-		route("list", addListParams(ws, ws.GET("/"+info.Resource).To(func(r *restful.Request, w *restful.Response) {
-			s.List(w, r.Request, "")
+		route("list", addListParams(ws, to(ws.GET("/"+info.Resource), func(w http.ResponseWriter, r *http.Request) {
+			s.List(w, r, "")
 		}).Operation(OperationID("list", gv, false, kind, "ForAllNamespaces")).
 			Doc("list or watch objects of kind "+kind+" in all namespaces").
 			Produces(readMediaTypes...).Metadata(MetadataKind, kind).Metadata(MetadataList, true).
@@ -118,26 +131,26 @@ func Install(ws *restful.WebService, s *Scope) {
 
 	// Object.
 	objPath := prefix + "/{name}"
-	route("get", withNS(ws.GET(objPath).To(func(r *restful.Request, w *restful.Response) {
-		s.Get(w, r.Request, ns(r), r.PathParameter("name"))
+	route("get", withNS(to(ws.GET(objPath), func(w http.ResponseWriter, r *http.Request) {
+		s.Get(w, r, ns(r), r.PathValue("name"))
 	}).Operation(id("read", "")).Doc("read the specified "+kind).Param(nameParam).
 		Param(ws.QueryParameter("resourceVersion", "resourceVersion sets a constraint on what resource versions a request may be served from.").DataType("string")).
 		Produces(objectMediaTypes...).Writes(sample).Returns(http.StatusOK, "OK", sample).Metadata(MetadataTag, tag)))
 
-	route("update", addWriteParams(ws, withNS(ws.PUT(objPath).To(func(r *restful.Request, w *restful.Response) {
-		s.Update(w, r.Request, ns(r), r.PathParameter("name"), "")
+	route("update", addWriteParams(ws, withNS(to(ws.PUT(objPath), func(w http.ResponseWriter, r *http.Request) {
+		s.Update(w, r, ns(r), r.PathValue("name"), "")
 	}).Operation(id("replace", "")).Doc("replace the specified "+kind).Param(nameParam).
 		Consumes(writeTypes...).Produces(objectMediaTypes...).Reads(sample).Writes(sample).
 		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).Metadata(MetadataTag, tag))))
 
-	route("patch", addPatchParams(ws, withNS(ws.PATCH(objPath).To(func(r *restful.Request, w *restful.Response) {
-		s.Patch(w, r.Request, ns(r), r.PathParameter("name"), "")
+	route("patch", addPatchParams(ws, withNS(to(ws.PATCH(objPath), func(w http.ResponseWriter, r *http.Request) {
+		s.Patch(w, r, ns(r), r.PathValue("name"), "")
 	}).Operation(id("patch", "")).Doc("partially update the specified "+kind).Param(nameParam).
 		Consumes(patchMediaTypes...).Produces(objectMediaTypes...).Writes(sample).
 		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).Metadata(MetadataTag, tag))))
 
-	route("delete", withNS(ws.DELETE(objPath).To(func(r *restful.Request, w *restful.Response) {
-		s.Delete(w, r.Request, ns(r), r.PathParameter("name"))
+	route("delete", withNS(to(ws.DELETE(objPath), func(w http.ResponseWriter, r *http.Request) {
+		s.Delete(w, r, ns(r), r.PathValue("name"))
 	}).Operation(id("delete", "")).Doc("delete a "+kind).Param(nameParam).
 		Consumes(objectMediaTypes...).Produces(objectMediaTypes...).
 		Param(ws.QueryParameter("dryRun", "When present, indicates that modifications should not be persisted. The only valid value is All.").DataType("string")).
@@ -149,17 +162,17 @@ func Install(ws *restful.WebService, s *Scope) {
 		return
 	}
 	statusPath := objPath + "/status"
-	route("get", withNS(ws.GET(statusPath).To(func(r *restful.Request, w *restful.Response) {
-		s.Get(w, r.Request, ns(r), r.PathParameter("name"))
+	route("get", withNS(to(ws.GET(statusPath), func(w http.ResponseWriter, r *http.Request) {
+		s.Get(w, r, ns(r), r.PathValue("name"))
 	}).Operation(id("read", "Status")).Doc("read status of the specified "+kind).Param(nameParam).
 		Produces(objectMediaTypes...).Writes(sample).Returns(http.StatusOK, "OK", sample).Metadata(MetadataTag, tag)))
-	route("update", addWriteParams(ws, withNS(ws.PUT(statusPath).To(func(r *restful.Request, w *restful.Response) {
-		s.Update(w, r.Request, ns(r), r.PathParameter("name"), "status")
+	route("update", addWriteParams(ws, withNS(to(ws.PUT(statusPath), func(w http.ResponseWriter, r *http.Request) {
+		s.Update(w, r, ns(r), r.PathValue("name"), "status")
 	}).Operation(id("replace", "Status")).Doc("replace status of the specified "+kind).Param(nameParam).
 		Consumes(objectMediaTypes...).Produces(objectMediaTypes...).Reads(sample).Writes(sample).
 		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).Metadata(MetadataTag, tag))))
-	route("patch", addPatchParams(ws, withNS(ws.PATCH(statusPath).To(func(r *restful.Request, w *restful.Response) {
-		s.Patch(w, r.Request, ns(r), r.PathParameter("name"), "status")
+	route("patch", addPatchParams(ws, withNS(to(ws.PATCH(statusPath), func(w http.ResponseWriter, r *http.Request) {
+		s.Patch(w, r, ns(r), r.PathValue("name"), "status")
 	}).Operation(id("patch", "Status")).Doc("partially update status of the specified "+kind).Param(nameParam).
 		Consumes(patchMediaTypes...).Produces(objectMediaTypes...).Writes(sample).
 		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).Metadata(MetadataTag, tag))))
@@ -175,6 +188,9 @@ const (
 	MetadataList = "apikit.list"
 	// MetadataTag is the route's OpenAPI tag, e.g. wardleexamplecom_v1beta1.
 	MetadataTag = "apikit.tag"
+	// MetadataHandler is the route's http.Handler, which reads the path's
+	// wildcards with Request.PathValue: what the server dispatches to.
+	MetadataHandler = "apikit.handler"
 )
 
 func addListParams(ws *restful.WebService, rb *restful.RouteBuilder) *restful.RouteBuilder {
