@@ -31,6 +31,11 @@ type Info struct {
 	// metadata.name; Name is then set to it as well, as kube-apiserver does,
 	// so that authorization can allow a watch on a single named object.
 	FieldSelectorName bool
+	// Query is the parsed query (nil when there is none), shared by every
+	// filter and handler that reads it (Query): read-only.
+	Query url.Values
+	// rawQuery is the query Query was parsed from.
+	rawQuery string
 }
 
 // IsLongRunning reports whether the request may outlive the request timeout
@@ -85,7 +90,10 @@ func (res *Resolver) Resolve(r *http.Request) *Info {
 }
 
 func (res *Resolver) resolve(method string, u *url.URL) *Info {
-	info := &Info{Path: u.Path, Verb: strings.ToLower(method)}
+	info := &Info{Path: u.Path, Verb: strings.ToLower(method), rawQuery: u.RawQuery}
+	if u.RawQuery != "" {
+		info.Query = u.Query()
+	}
 	parts := splitPath(u.Path)
 	if len(parts) < 3 || !contains(res.APIPrefixes, parts[0]) {
 		return info
@@ -150,7 +158,7 @@ func (res *Resolver) resolve(method string, u *url.URL) *Info {
 	}
 
 	if info.Name == "" && info.Verb == "get" {
-		q := u.Query()
+		q := info.Query
 		info.Verb = "list"
 		// Read watch as the handlers do (and Kubernetes' query
 		// conversion): present and neither "0" nor "false" is true, even
@@ -194,6 +202,19 @@ type infoKey struct{}
 // WithInfo returns a context carrying info.
 func WithInfo(ctx context.Context, info *Info) context.Context {
 	return context.WithValue(ctx, infoKey{}, info)
+}
+
+// Query returns r's parsed query: the one its Info parsed when the Info is
+// r's (the request-info filter parses each request's query once), else a
+// fresh parse; nil when there is none. Read-only.
+func Query(r *http.Request) url.Values {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	if info, ok := InfoFrom(r.Context()); ok && info.rawQuery == r.URL.RawQuery && info.Path == r.URL.Path {
+		return info.Query
+	}
+	return r.URL.Query()
 }
 
 // InfoFrom returns the Info a context carries.

@@ -155,3 +155,31 @@ func BenchmarkResolve(b *testing.B) {
 		request.DefaultResolver.Resolve(r)
 	}
 }
+
+// TestQuery checks that the query is parsed once per request, for the
+// request it was parsed from only.
+func TestQuery(t *testing.T) {
+	r := httptest.NewRequest("GET", "/apis/wardle.example.com/v1beta1/flunders?limit=5&watch=1", nil)
+	info := request.DefaultResolver.Resolve(r)
+	if info.Query.Get("limit") != "5" || info.Verb != "watch" {
+		t.Fatalf("Info: %+v", info)
+	}
+	r = r.WithContext(request.WithInfo(r.Context(), info))
+	if q := request.Query(r); q.Get("limit") != "5" {
+		t.Errorf("Query: %v", q)
+	}
+	info.Query.Set("limit", "6") // visible only if Query returns the Info's parse
+	if q := request.Query(r); q.Get("limit") != "6" {
+		t.Errorf("Query parsed the query again: %v", q)
+	}
+	r.URL.RawQuery = "limit=7"
+	if q := request.Query(r); q.Get("limit") != "7" {
+		t.Errorf("Query after the URL changed: %v, want a fresh parse", q)
+	}
+	if q := request.Query(httptest.NewRequest("GET", "/apis/wardle.example.com/v1beta1/flunders", nil)); q != nil {
+		t.Errorf("no query: %v, want nil", q)
+	}
+	if q := request.Query(httptest.NewRequest("GET", "/x?a=b", nil)); q.Get("a") != "b" {
+		t.Errorf("without an Info: %v", q)
+	}
+}

@@ -105,7 +105,7 @@ func (s *Scope) admissionFuncs(ctx context.Context, op admission.Operation, ns, 
 }
 
 func tableOptions(r *http.Request) (meta.TableOptions, error) {
-	switch v := meta.IncludeObjectPolicy(r.URL.Query().Get("includeObject")); v {
+	switch v := meta.IncludeObjectPolicy(request.Query(r).Get("includeObject")); v {
 	case "":
 		return meta.TableOptions{IncludeObject: meta.IncludeMetadata}, nil
 	case meta.IncludeNone, meta.IncludeMetadata, meta.IncludeObject:
@@ -282,7 +282,7 @@ func (s *Scope) Get(w http.ResponseWriter, r *http.Request, ns, name string) {
 		respond.Error(w, r, err)
 		return
 	}
-	it, err := s.Resource.Get(r.Context(), ns, name, meta.ParseGetOptions(r.URL.Query()))
+	it, err := s.Resource.Get(r.Context(), ns, name, meta.ParseGetOptions(request.Query(r)))
 	if err != nil {
 		respond.Error(w, r, err)
 		return
@@ -297,7 +297,7 @@ func (s *Scope) List(w http.ResponseWriter, r *http.Request, ns string) {
 		respond.Error(w, r, err)
 		return
 	}
-	opts, err := meta.ParseListOptions(r.URL.Query())
+	opts, err := meta.ParseListOptions(request.Query(r))
 	if err != nil {
 		respond.Error(w, r, err)
 		return
@@ -327,7 +327,7 @@ func (s *Scope) Create(w http.ResponseWriter, r *http.Request, ns string) {
 		respond.Error(w, r, err)
 		return
 	}
-	opts, err := meta.ParseCreateOptions(r.URL.Query())
+	opts, err := meta.ParseCreateOptions(request.Query(r))
 	if err != nil {
 		respond.Error(w, r, err)
 		return
@@ -374,7 +374,7 @@ func (s *Scope) Update(w http.ResponseWriter, r *http.Request, ns, name, subreso
 		respond.Error(w, r, err)
 		return
 	}
-	opts, err := meta.ParseUpdateOptions(r.URL.Query())
+	opts, err := meta.ParseUpdateOptions(request.Query(r))
 	if err != nil {
 		respond.Error(w, r, err)
 		return
@@ -422,7 +422,7 @@ func (s *Scope) Patch(w http.ResponseWriter, r *http.Request, ns, name, subresou
 		respond.Error(w, r, err)
 		return
 	}
-	opts, err := meta.ParsePatchOptions(r.URL.Query())
+	opts, err := meta.ParsePatchOptions(request.Query(r))
 	if err != nil {
 		respond.Error(w, r, err)
 		return
@@ -511,7 +511,7 @@ func (s *Scope) readDeleteOptions(w http.ResponseWriter, r *http.Request) (meta.
 			return o, meta.NewBadRequest(fmt.Sprintf("error decoding DeleteOptions: %v", err))
 		}
 	}
-	if err := meta.ParseDeleteQuery(r.URL.Query(), &o); err != nil {
+	if err := meta.ParseDeleteQuery(request.Query(r), &o); err != nil {
 		return o, err
 	}
 	return o, nil
@@ -554,7 +554,7 @@ func (s *Scope) DeleteCollection(w http.ResponseWriter, r *http.Request, ns stri
 		respond.Error(w, r, err)
 		return
 	}
-	lo, err := meta.ParseListOptions(r.URL.Query())
+	lo, err := meta.ParseListOptions(request.Query(r))
 	if err != nil {
 		respond.Error(w, r, err)
 		return
