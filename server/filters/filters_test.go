@@ -7,8 +7,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -216,6 +218,37 @@ func TestTimeout(t *testing.T) {
 		h.ServeHTTP(rec, withInfo(httptest.NewRequest("GET", "/apis/g/v/things", nil)))
 		if rec.Code != 500 {
 			t.Errorf("code %d, want 500 from the recovery filter", rec.Code)
+		}
+	})
+
+	t.Run("handlers run in reused goroutines, a panic and an abandoned handler aside", func(t *testing.T) {
+		var goroutines sync.Map
+		release := make(chan struct{})
+		defer close(release)
+		h := filters.WithPanicRecovery(filters.WithTimeout(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			buf := make([]byte, 64)
+			id, _, _ := strings.Cut(strings.TrimPrefix(string(buf[:runtime.Stack(buf, false)]), "goroutine "), " ")
+			goroutines.Store(id, true)
+			switch r.URL.Query().Get("do") {
+			case "panic":
+				panic("boom")
+			case "hang":
+				<-release // abandoned at the timeout, still running
+			}
+			w.WriteHeader(http.StatusNoContent)
+		}), 50*time.Millisecond, longRunning))
+		for i, do := range []string{"", "panic", "", "hang", "", "", "", "", "", ""} {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, withInfo(httptest.NewRequest("GET", "/apis/g/v/things?do="+do, nil)))
+			want := map[string]int{"": 204, "panic": 500, "hang": 504}[do]
+			if rec.Code != want {
+				t.Errorf("request %d (%q): code %d, want %d", i, do, rec.Code, want)
+			}
+		}
+		n := 0
+		goroutines.Range(func(any, any) bool { n++; return true })
+		if n > 2 {
+			t.Errorf("10 handlers one after another ran in %d goroutines, want 2 (one of them abandoned)", n)
 		}
 	})
 
