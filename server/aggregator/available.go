@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"time"
 
 	"github.com/apikit-dev/apikit/meta"
@@ -135,6 +136,11 @@ func (a *Aggregator) replace(items []*APIService) {
 func (a *Aggregator) put(s *APIService) {
 	a.mu.Lock()
 	old := a.services[s.Name]
+	if old != nil && old.UID == s.UID && olderRevision(s.ResourceVersion, old.ResourceVersion) {
+		// writeCondition put a newer one already; the watch is behind.
+		a.mu.Unlock()
+		return
+	}
 	a.services[s.Name] = s
 	specChanged := old == nil || !reflect.DeepEqual(old.Spec, s.Spec)
 	var closing *backend
@@ -177,6 +183,14 @@ func (a *Aggregator) put(s *APIService) {
 	if specChanged || !hasCondition(s) {
 		a.probeSoon(s.Name)
 	}
+}
+
+// olderRevision reports whether resource version a is older than b. Both
+// are storage revisions (decimal); anything else is never older.
+func olderRevision(a, b string) bool {
+	na, errA := strconv.ParseUint(a, 10, 64)
+	nb, errB := strconv.ParseUint(b, 10, 64)
+	return errA == nil && errB == nil && na < nb
 }
 
 func hasCondition(s *APIService) bool { return s.Status.Condition(Available) != nil }
@@ -330,7 +344,7 @@ func (a *Aggregator) writeCondition(ctx context.Context, s *APIService, cond API
 	if c := s.Status.Condition(Available); c != nil && c.Status == cond.Status && c.Reason == cond.Reason && c.Message == cond.Message {
 		return
 	}
-	_, _, err := a.Store.Update(ctx, "", s.Name, func(_ context.Context, cur *APIService) (*APIService, error) {
+	updated, _, err := a.Store.Update(ctx, "", s.Name, func(_ context.Context, cur *APIService) (*APIService, error) {
 		if cur == nil || cur.UID != s.UID {
 			return nil, meta.NewConflict(Resource, s.Name, fmt.Errorf("the APIService was replaced"))
 		}
@@ -339,6 +353,9 @@ func (a *Aggregator) writeCondition(ctx context.Context, s *APIService, cond API
 	}, registry.UpdateOptions{Subresource: "status"})
 	switch {
 	case err == nil:
+		// The router sees the new condition now, not when the watch
+		// delivers it: a backend marked available is proxied to at once.
+		a.put(updated)
 		if cond.Status != ConditionTrue || s.Status.Condition(Available) != nil {
 			a.cfg.Logger.Info("aggregator: APIService availability changed", "apiservice", s.Name,
 				"available", string(cond.Status), "reason", cond.Reason, "message", cond.Message)
