@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"sync"
 
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
@@ -33,30 +34,50 @@ func (s *GenericServer) OpenAPIDocuments() (*openapi.Documents, error) {
 	return docs, nil
 }
 
-// installOpenAPI serves /openapi/v2 and /openapi/v3 for the whole chain. The
-// documents are built here, once: every group is installed by now, and none
-// changes while the server runs. When /openapi/v2 is already handled (a
-// second call, or an aggregator that serves documents merged with its
-// backends' through Handle), the handlers in place are kept.
+// installOpenAPI serves /openapi/v2 and /openapi/v3 for the whole chain.
+// The documents are built on the first request for one, not at start: few
+// clients ask (kubectl does for explain, apply and field validation), and
+// building them costs a server as much time as the rest of its start. Every
+// group is installed by then, and none changes while the server runs. When
+// /openapi/v2 is already handled (a second call, or an aggregator that
+// serves documents merged with its backends' through Handle), the handlers
+// in place are kept.
 func (s *GenericServer) installOpenAPI() {
 	probe := &http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/openapi/v2"}}
 	if _, pattern := s.mux.Handler(probe); pattern == "/openapi/v2" {
 		return
 	}
-	docs, err := s.OpenAPIDocuments()
-	var v2, v3 http.Handler
-	if err != nil {
-		// The route table cannot be documented: a programming error, but
-		// not one to take the API down for. Say so where clients look.
-		s.config.Logger.Error("OpenAPI unavailable", "server", s.name, "err", err)
-		fail := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			respond.Error(w, r, meta.NewInternalError(err))
+	var (
+		once   sync.Once
+		v2, v3 http.Handler
+	)
+	handlers := func() (http.Handler, http.Handler) {
+		once.Do(func() {
+			docs, err := s.OpenAPIDocuments()
+			if err != nil {
+				// The route table cannot be documented: a programming
+				// error, but not one to take the API down for. Say so
+				// where clients look.
+				s.config.Logger.Error("OpenAPI unavailable", "server", s.name, "err", err)
+				fail := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					respond.Error(w, r, meta.NewInternalError(err))
+				})
+				v2, v3 = fail, fail
+				return
+			}
+			v2, v3 = docs.V2Handler(), docs.V3Handler()
 		})
-		v2, v3 = fail, fail
-	} else {
-		v2, v3 = docs.V2Handler(), docs.V3Handler()
+		return v2, v3
 	}
-	s.mux.Handle("/openapi/v2", v2)
-	s.mux.Handle("/openapi/v3", v3)
-	s.mux.Handle("/openapi/v3/", v3)
+	serveV2 := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, _ := handlers()
+		h.ServeHTTP(w, r)
+	})
+	serveV3 := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, h := handlers()
+		h.ServeHTTP(w, r)
+	})
+	s.mux.Handle("/openapi/v2", serveV2)
+	s.mux.Handle("/openapi/v3", serveV3)
+	s.mux.Handle("/openapi/v3/", serveV3)
 }
