@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 
 	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/meta"
@@ -138,19 +139,43 @@ func DefaultPolicy() Policy {
 // whatever was added. A binding whose roleRef differs is deleted and
 // created again (roleRef cannot be updated). Aggregated ClusterRoles'
 // rules are the aggregation controller's and are not reconciled.
+//
+// The objects are independent of each other, so they are reconciled a few
+// at a time: on a fresh store that is the difference between one storage
+// round trip per default object and a few in all, before the server is
+// ready.
 func Reconcile(ctx context.Context, s *Stores, p Policy) error {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+		sem  = make(chan struct{}, reconcileWorkers)
+	)
+	run := func(kind, name string, reconcile func() error) {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := reconcile(); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("reconciling %s %s: %w", kind, name, err))
+				mu.Unlock()
+			}
+		})
+	}
 	for i := range p.ClusterRoles {
-		if err := reconcileClusterRole(ctx, s.ClusterRoles, &p.ClusterRoles[i]); err != nil {
-			return fmt.Errorf("reconciling ClusterRole %s: %w", p.ClusterRoles[i].Name, err)
-		}
+		want := &p.ClusterRoles[i]
+		run("ClusterRole", want.Name, func() error { return reconcileClusterRole(ctx, s.ClusterRoles, want) })
 	}
 	for i := range p.ClusterRoleBindings {
-		if err := reconcileClusterRoleBinding(ctx, s.ClusterRoleBindings, &p.ClusterRoleBindings[i]); err != nil {
-			return fmt.Errorf("reconciling ClusterRoleBinding %s: %w", p.ClusterRoleBindings[i].Name, err)
-		}
+		want := &p.ClusterRoleBindings[i]
+		run("ClusterRoleBinding", want.Name, func() error { return reconcileClusterRoleBinding(ctx, s.ClusterRoleBindings, want) })
 	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
+
+// reconcileWorkers bounds the objects Reconcile writes at once.
+const reconcileWorkers = 16
 
 // addMissing adds want's entries absent from have; it reports a change.
 func addMissing(have *map[string]string, want map[string]string) bool {

@@ -39,10 +39,15 @@ const (
 	maxBackoff = 5 * time.Second
 )
 
-// progressRetry is how often a consistent read that still waits asks the
-// backend for progress again (etcd answers only once every watch on the
-// stream has caught up).
-const progressRetry = 100 * time.Millisecond
+// While a consistent read waits, the backend is asked for progress again
+// after firstProgressRetry, then after twice as long each time, up to
+// every progressRetry: etcd answers a progress request only when every
+// watch on the stream has caught up, and drops it otherwise, which is
+// common just after the watches start (a server's start).
+const (
+	firstProgressRetry = 5 * time.Millisecond
+	progressRetry      = 100 * time.Millisecond
+)
 
 // Option configures a Cacher.
 type Option func(*config)

@@ -159,10 +159,13 @@ func (c *Cacher) progressLoop() {
 	defer c.wg.Done()
 	retry := time.NewTimer(progressRetry)
 	retry.Stop()
+	delay := firstProgressRetry
 	for {
 		select {
 		case <-c.progressReq:
+			delay = firstProgressRetry
 		case <-retry.C:
+			delay = min(2*delay, progressRetry)
 		case <-c.ctx.Done():
 			retry.Stop()
 			return
@@ -178,7 +181,7 @@ func (c *Cacher) progressLoop() {
 				c.cfg.logger.Debug("watch cache: requesting progress", "prefix", c.root, "err", err)
 			}
 		}
-		retry.Reset(progressRetry)
+		retry.Reset(delay)
 	}
 }
 

@@ -108,8 +108,26 @@ func (w *watcher) run() {
 	}()
 	defer w.cancel()
 
+	full := w.s.full(w.prefix)
 	from := w.opts.Revision
-	if from == 0 || w.opts.SendInitialEvents {
+	var wch clientv3.WatchChan
+	if from == 0 {
+		// The current state, then what follows. The etcd watch starts
+		// first, from etcd's current revision, which its created response
+		// names; the state is then read at that revision. Reading first
+		// and watching from the read's revision would start the watch in
+		// the past as soon as anything was written meanwhile (a server's
+		// start writes a lot), and etcd catches such a watch up only every
+		// 100 ms, answering no progress request on its stream until then.
+		wch = w.s.client.Watch(w.ctx, full, clientv3.WithPrefix(), clientv3.WithPrevKV(),
+			clientv3.WithProgressNotify(), clientv3.WithCreatedNotify())
+		rev, ok := w.created(wch)
+		if !ok {
+			return
+		}
+		from = rev
+	}
+	if w.opts.Revision == 0 || w.opts.SendInitialEvents {
 		rev, ok := w.sendInitial(from)
 		if !ok {
 			return
@@ -119,10 +137,10 @@ func (w *watcher) run() {
 		}
 		from = rev
 	}
-
-	full := w.s.full(w.prefix)
-	wch := w.s.client.Watch(w.ctx, full, clientv3.WithPrefix(), clientv3.WithRev(from+1),
-		clientv3.WithPrevKV(), clientv3.WithProgressNotify())
+	if wch == nil {
+		wch = w.s.client.Watch(w.ctx, full, clientv3.WithPrefix(), clientv3.WithRev(from+1),
+			clientv3.WithPrevKV(), clientv3.WithProgressNotify())
+	}
 	var tick <-chan time.Time
 	if w.opts.Bookmarks {
 		t := time.NewTicker(w.s.bookmarkInterval)
@@ -163,6 +181,9 @@ func (w *watcher) run() {
 				continue
 			}
 			for _, e := range resp.Events {
+				if e.Kv.ModRevision <= from {
+					continue // in the initial state already
+				}
 				if !w.emit(w.event(e)) {
 					return
 				}
@@ -187,6 +208,33 @@ func (w *watcher) run() {
 		case <-w.ctx.Done():
 			return
 		}
+	}
+}
+
+// created waits for the created response of a watch started without a
+// revision and returns the revision it names: the watch delivers every
+// change after it.
+func (w *watcher) created(wch clientv3.WatchChan) (int64, bool) {
+	select {
+	case resp, ok := <-wch:
+		switch {
+		case !ok:
+			if w.ctx.Err() == nil {
+				w.send(storage.Event{Type: storage.ErrorEvent,
+					Err: storage.NewUnavailable(fmt.Errorf("etcd3: watch of %q ended by the client", w.prefix))})
+			}
+			return 0, false
+		case resp.Err() != nil:
+			w.send(storage.Event{Type: storage.ErrorEvent, Err: w.watchErr(0, resp)})
+			return 0, false
+		case !resp.Created:
+			w.send(storage.Event{Type: storage.ErrorEvent,
+				Err: storage.NewUnavailable(fmt.Errorf("etcd3: watch of %q: etcd sent events before it confirmed the watch", w.prefix))})
+			return 0, false
+		}
+		return resp.Header.Revision, true
+	case <-w.ctx.Done():
+		return 0, false
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -112,6 +113,26 @@ func expectNoEvent(t testing.TB, w storage.Watcher, d time.Duration) {
 	}
 }
 
+// expectNoEventExcept fails on any event within d but those of the given
+// type.
+func expectNoEventExcept(t testing.TB, w storage.Watcher, d time.Duration, allowed storage.EventType) {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("channel closed unexpectedly")
+			}
+			if ev.Type != allowed {
+				t.Fatalf("unexpected event %s", describe(ev))
+			}
+		case <-deadline:
+			return
+		}
+	}
+}
+
 func expectClosed(t testing.TB, w storage.Watcher, within time.Duration) {
 	t.Helper()
 	deadline := time.After(within)
@@ -189,6 +210,52 @@ func testWatch(t *testing.T, f Factory) {
 		)
 		rz := mustCreate(t, ctx, s, "/watch/z", value("z", 1))
 		expectEvents(t, w, storage.Event{Type: storage.Added, Key: "/watch/z", Value: value("z", 1), Revision: rz})
+	})
+	t.Run("revision zero under concurrent writes sees each write once", func(t *testing.T) {
+		// Every key is written once while the watches start: each must
+		// come exactly once, in the initial state or as a later event.
+		s, ctx := newStore(t, f), testContext(t)
+		const writers, perWriter = 8, 25
+		var wg sync.WaitGroup
+		for i := range writers {
+			wg.Go(func() {
+				for j := range perWriter {
+					if _, err := s.Create(ctx, fmt.Sprintf("/race/%d-%d", i, j), value("v", j)); err != nil {
+						t.Errorf("create: %v", err)
+						return
+					}
+				}
+			})
+		}
+		var watchers []storage.Watcher
+		for _, opts := range []storage.WatchOptions{{}, {SendInitialEvents: true}} {
+			for range 3 {
+				watchers = append(watchers, mustWatch(t, ctx, s, "/race/", opts))
+				time.Sleep(2 * time.Millisecond)
+			}
+		}
+		wg.Wait()
+		for i, w := range watchers {
+			seen := map[string]int{}
+			for len(seen) < writers*perWriter {
+				ev, ok := next(t, w)
+				if !ok {
+					t.Fatalf("watch %d closed after %d keys", i, len(seen))
+				}
+				switch ev.Type {
+				case storage.Bookmark:
+					continue
+				case storage.Added:
+				default:
+					t.Fatalf("watch %d: %s", i, describe(ev))
+				}
+				seen[ev.Key]++
+				if seen[ev.Key] > 1 {
+					t.Fatalf("watch %d: %q delivered twice", i, ev.Key)
+				}
+			}
+			expectNoEventExcept(t, w, 50*time.Millisecond, storage.Bookmark)
+		}
 	})
 	t.Run("SendInitialEvents", func(t *testing.T) {
 		for _, tc := range []struct {
