@@ -59,12 +59,15 @@ func parseStatCPU(stat []byte) (time.Duration, error) {
 
 // rss is the process's resident set size in bytes, from VmRSS in
 // /proc/<pid>/status.
-func rss(pid int) (int64, error) {
+func rss(pid int) (int64, error) { return statusKB(pid, "VmRSS") }
+
+// statusKB reads a "<n> kB" field of /proc/<pid>/status, in bytes.
+func statusKB(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, fmt.Errorf("reading the RSS of pid %d: %w", pid, err)
+		return 0, fmt.Errorf("reading %s of pid %d: %w", field, pid, err)
 	}
-	n, err := parseVmRSS(b)
+	n, err := parseStatusKB(b, field)
 	if err != nil {
 		return 0, fmt.Errorf("pid %d: %w", pid, err)
 	}
@@ -73,24 +76,28 @@ func rss(pid int) (int64, error) {
 
 // parseVmRSS reads the VmRSS line ("VmRSS:   123456 kB") of
 // /proc/<pid>/status, in bytes.
-func parseVmRSS(status []byte) (int64, error) {
+func parseVmRSS(status []byte) (int64, error) { return parseStatusKB(status, "VmRSS") }
+
+// parseStatusKB reads the line "<field>:   123456 kB" of /proc/<pid>/status,
+// in bytes.
+func parseStatusKB(status []byte, field string) (int64, error) {
 	sc := bufio.NewScanner(bytes.NewReader(status))
 	for sc.Scan() {
 		name, rest, ok := strings.Cut(sc.Text(), ":")
-		if !ok || name != "VmRSS" {
+		if !ok || name != field {
 			continue
 		}
 		f := strings.Fields(rest)
 		if len(f) != 2 || f[1] != "kB" {
-			return 0, fmt.Errorf("/proc status: VmRSS %q, want \"<n> kB\"", strings.TrimSpace(rest))
+			return 0, fmt.Errorf("/proc status: %s %q, want \"<n> kB\"", field, strings.TrimSpace(rest))
 		}
 		kb, err := strconv.ParseInt(f[0], 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("/proc status: VmRSS: %w", err)
+			return 0, fmt.Errorf("/proc status: %s: %w", field, err)
 		}
 		return kb * 1024, nil
 	}
-	return 0, errors.New("/proc status: no VmRSS line")
+	return 0, fmt.Errorf("/proc status: no %s line", field)
 }
 
 // process is a child process the benchmark started: it is stopped by its

@@ -175,6 +175,12 @@ func figures(runs []runRecord, bins map[string]binaryInfo) []*figure {
 		{figure{name: "time to ready", unit: "s", format: "%.2f", target: 0.3}, func(s *serverRun) (float64, bool) {
 			return s.ready.Seconds(), s.ready > 0
 		}},
+		{figure{name: "RSS idle: anonymous (RssAnon)", unit: "MiB", format: "%.1f"}, func(s *serverRun) (float64, bool) {
+			return mib(s.idleAnon), s.idleAnon > 0
+		}},
+		{figure{name: "RSS idle: file-backed, mostly the binary (RssFile)", unit: "MiB", format: "%.1f"}, func(s *serverRun) (float64, bool) {
+			return mib(s.idleFile), s.idleFile > 0
+		}},
 		{figure{name: "full LIST response size", unit: "KiB", format: "%.0f"}, func(s *serverRun) (float64, bool) {
 			if s.list == nil {
 				return 0, false

@@ -112,8 +112,11 @@ func (l listPhase) cpuMS() float64 { return l.cpu.Seconds() * 1000 / float64(len
 
 // serverRun is what one start of one server measured.
 type serverRun struct {
-	ready                       time.Duration
-	idleRSS, loadedRSS          int64
+	ready              time.Duration
+	idleRSS, loadedRSS int64
+	// idleAnon and idleFile split idleRSS: the process's own memory
+	// (RssAnon) and the pages of its binary and other files (RssFile).
+	idleAnon, idleFile          int64
 	create, get, update, delete *phase
 	list, paged                 *listPhase
 	watch                       []time.Duration
@@ -178,6 +181,12 @@ func (r *runner) run(ctx context.Context, spec serverSpec, runNo int) (*serverRu
 		return nil, ctx.Err()
 	}
 	if res.idleRSS, err = rss(pid); err != nil {
+		return nil, err
+	}
+	if res.idleAnon, err = statusKB(pid, "RssAnon"); err != nil {
+		return nil, err
+	}
+	if res.idleFile, err = statusKB(pid, "RssFile"); err != nil {
 		return nil, err
 	}
 	// One request sets up the HTTP/2 connection the phases share.
