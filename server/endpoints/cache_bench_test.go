@@ -1,10 +1,13 @@
 package endpoints_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"sync"
 	"testing"
@@ -154,11 +157,43 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 	if w.code == 0 {
 		w.code = http.StatusOK
 	}
-	if len(w.first) < 256 {
-		w.first = append(w.first, p[:min(len(p), 256-len(w.first))]...)
+	if len(w.first) < headBytes {
+		w.first = append(w.first, p[:min(len(p), headBytes-len(w.first))]...)
 	}
 	w.n += len(p)
 	return len(p), nil
+}
+
+// headBytes is how much of a response countingWriter keeps: enough for a
+// list's metadata, which comes first.
+const headBytes = 1024
+
+// serveHead serves path and returns the start of the response.
+func serveHead(b *testing.B, h http.Handler, path string) []byte {
+	r := httptest.NewRequest("GET", path, nil)
+	w := &countingWriter{header: http.Header{}}
+	h.ServeHTTP(w, r)
+	if w.code != http.StatusOK {
+		b.Fatalf("GET %s: %d %s", path, w.code, w.first)
+	}
+	return w.first
+}
+
+// continueToken reads metadata.continue from the start of a list.
+func continueToken(b *testing.B, head []byte) string {
+	_, rest, ok := bytes.Cut(head, []byte(`"continue":`))
+	if !ok {
+		return ""
+	}
+	end := bytes.IndexByte(rest[1:], '"')
+	if end < 0 {
+		b.Fatalf("continue token cut off in %s", head)
+	}
+	var token string
+	if err := json.Unmarshal(rest[:end+2], &token); err != nil {
+		b.Fatalf("continue token in %s: %v", head, err)
+	}
+	return token
 }
 
 func serve(b *testing.B, h http.Handler, path string) int {
@@ -203,6 +238,24 @@ func BenchmarkListFlunders5000(b *testing.B) {
 					loop(b, func() { serve(b, h, flundersPath+q.query) })
 				})
 			}
+			// All of it in pages of 500, following the continue tokens,
+			// as kubectl --chunk-size=500 and the load benchmark do.
+			b.Run("paged", func(b *testing.B) {
+				b.ReportAllocs()
+				loop(b, func() {
+					query := "?limit=500"
+					for pages := 0; ; pages++ {
+						if pages > 10 {
+							b.Fatal("more than 11 pages of 500 for 5000 objects")
+						}
+						token := continueToken(b, serveHead(b, h, flundersPath+query))
+						if token == "" {
+							return
+						}
+						query = "?limit=500&continue=" + url.QueryEscape(token)
+					}
+				})
+			})
 		})
 	}
 }
