@@ -477,8 +477,10 @@ How the two servers differ beyond the code under test (all stock):
   BanFlunder lists them from storage on every Flunder create and update.
 - Both verify the client certificate chain on every request.
 
-Profiling: wardle has no pprof endpoint. Build a copy of
-examples/wardle/main.go that wraps the command in
-pprof.StartCPUProfile/StopCPUProfile (the profile is written when SIGTERM
-ends it) and pass it with ` + "`-wardle-bin`" + `, e.g. with ` + "`-only apikit -runs 1`" + `.
+Profiling: wardle serves /debug/pprof/ (` + "`--profiling`" + `, on by default, to
+cluster-admin). Start it by hand against any etcd with the flags bench/server.go
+gives it but the certificate ones (it then makes its own development PKI),
+load it with the same requests, and fetch
+` + "`/debug/pprof/profile?seconds=10`" + ` with the admin client certificate of its
+` + "`<data-dir>/kubeconfig`" + ` meanwhile.
 `
