@@ -449,8 +449,9 @@ first; each starts fresh, on an empty etcd prefix of its own):
   Updates are PUTs of the whole object at the resourceVersion its create
   returned; deletes return the object (200).
 - **full LIST** of the N Flunders and **paged LIST** (limit=500, following
-  continue tokens): wall time (median of the LISTs) and server CPU per LIST;
-  one untimed LIST first checks the count. **RSS with the objects** after them.
+  continue tokens): wall time (median of the LISTs) and server CPU per LIST
+  (` + "`-lists`" + `, 40 of each by default: /proc counts CPU in 10 ms ticks, so
+  that a LIST's CPU is known to 0.25 ms); one untimed LIST first checks the count. **RSS with the objects** after them.
 - **watch create->event**: a watch from the current resourceVersion, then
   1,000 creates one after another; the time from sending each create to
   receiving its ADDED event, p99 and p50.
