@@ -393,6 +393,12 @@ func (s *Scope) Update(w http.ResponseWriter, r *http.Request, ns, name, subreso
 		respond.Error(w, r, err)
 		return
 	}
+	// As kube-apiserver's update handler: the body names the object it
+	// replaces, and a body without a name does not match either.
+	if n := obj.GetObjectMeta().Name; n != name {
+		respond.Error(w, r, meta.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", n, name)))
+		return
+	}
 	dryRun := len(opts.DryRun) > 0
 	admit, validate := s.admissionFuncs(r.Context(), admission.Update, ns, name, subresource, dryRun)
 	it, created, err := s.Resource.Update(r.Context(), ns, name, func(context.Context, meta.Object) (meta.Object, error) {

@@ -100,6 +100,8 @@ func TestErrorBodies(t *testing.T) {
 			400, meta.StatusReasonBadRequest, "error decoding request body: field spec.size: cannot use string as int"},
 		{"name mismatch on PUT", req{method: "PUT", path: ns + "/w1", body: `{"metadata":{"name":"w2","resourceVersion":"1"}}`},
 			400, meta.StatusReasonBadRequest, "the name of the object (w2) does not match the name on the URL (w1)"},
+		{"no name on PUT", req{method: "PUT", path: ns + "/w1", body: `{"metadata":{"resourceVersion":"1"}}`},
+			400, meta.StatusReasonBadRequest, "the name of the object () does not match the name on the URL (w1)"},
 		{"no resourceVersion on PUT", req{method: "PUT", path: ns + "/w1", body: `{"metadata":{"name":"w1"}}`},
 			422, meta.StatusReasonInvalid, `widgets.test.example.com "w1" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update`},
 		{"invalid name", req{method: "POST", path: ns, body: `{"metadata":{"name":"UPPER"}}`},
