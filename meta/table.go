@@ -60,4 +60,7 @@ const (
 // TableOptions are the query options of a Table request.
 type TableOptions struct {
 	IncludeObject IncludeObjectPolicy
+	// NoHeaders leaves the column definitions out: a watch sends them
+	// with its first Table only, as kube-apiserver does.
+	NoHeaders bool
 }

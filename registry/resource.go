@@ -404,9 +404,11 @@ func (r *served[S, V]) DeleteCollection(ctx context.Context, ns string, listOpts
 
 func (r *served[S, V]) Table(ctx context.Context, items []Item, opts meta.TableOptions) (*meta.Table, error) {
 	t := &meta.Table{
-		TypeMeta:          meta.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "Table"},
-		ColumnDefinitions: r.st.tableColumns(),
-		Rows:              make([]meta.TableRow, 0, len(items)),
+		TypeMeta: meta.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "Table"},
+		Rows:     make([]meta.TableRow, 0, len(items)),
+	}
+	if !opts.NoHeaders {
+		t.ColumnDefinitions = r.st.tableColumns()
 	}
 	now := r.st.opts.Now() // the store's clock, the one creationTimestamp came from
 	for _, it := range items {

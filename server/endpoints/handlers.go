@@ -130,12 +130,19 @@ func (s *Scope) writeItem(w http.ResponseWriter, r *http.Request, code int, it r
 }
 
 func (s *Scope) encodeItem(r *http.Request, it registry.Item, form outputForm, listMeta *meta.ListMeta) ([]byte, string, error) {
+	return s.encodeItemHeaders(r, it, form, listMeta, false)
+}
+
+// encodeItemHeaders is encodeItem, leaving a Table's column definitions
+// out when noHeaders is set.
+func (s *Scope) encodeItemHeaders(r *http.Request, it registry.Item, form outputForm, listMeta *meta.ListMeta, noHeaders bool) ([]byte, string, error) {
 	switch form {
 	case formTable:
 		opts, err := tableOptions(r)
 		if err != nil {
 			return nil, "", err
 		}
+		opts.NoHeaders = noHeaders
 		t, err := s.Resource.Table(r.Context(), []registry.Item{it}, opts)
 		if err != nil {
 			return nil, "", err
@@ -621,6 +628,8 @@ func (s *Scope) serveWatch(w http.ResponseWriter, r *http.Request, ns string, op
 		request.SignalWatchInit(r.Context())
 	}
 	var buf bytes.Buffer
+	// Only the first Table of a watch carries the column definitions.
+	tableHeadersSent := false
 	for {
 		var ev registry.WatchEvent
 		var ok bool
@@ -646,11 +655,13 @@ func (s *Scope) serveWatch(w http.ResponseWriter, r *http.Request, ns string, op
 		}
 		initEnded := initEnd && ev.Type == meta.Bookmark && initialEventsEnd(ev.Item)
 		buf.Reset()
-		if err := s.encodeEvent(&buf, r, ev, form); err != nil {
+		table, err := s.encodeEvent(&buf, r, ev, form, tableHeadersSent)
+		if err != nil {
 			ev = registry.WatchEvent{Type: meta.Error, Err: err}
 			buf.Reset()
-			_ = s.encodeEvent(&buf, r, ev, form)
+			_, _ = s.encodeEvent(&buf, r, ev, form, tableHeadersSent)
 		}
+		tableHeadersSent = tableHeadersSent || table
 		if _, err := w.Write(buf.Bytes()); err != nil {
 			return
 		}
@@ -673,9 +684,11 @@ func initialEventsEnd(it registry.Item) bool {
 	return err == nil && obj != nil && obj.GetObjectMeta().Annotations[meta.InitialEventsAnnotation] == "true"
 }
 
-func (s *Scope) encodeEvent(buf *bytes.Buffer, r *http.Request, ev registry.WatchEvent, form outputForm) error {
+// encodeEvent writes ev as a line of the watch stream, a Table without
+// column definitions when noHeaders is set; it reports whether it wrote a
+// Table.
+func (s *Scope) encodeEvent(buf *bytes.Buffer, r *http.Request, ev registry.WatchEvent, form outputForm, noHeaders bool) (table bool, err error) {
 	var obj []byte
-	var err error
 	switch {
 	case ev.Type == meta.Error:
 		obj, err = registry.EncodeJSON(meta.StatusOf(ev.Err))
@@ -684,15 +697,16 @@ func (s *Scope) encodeEvent(buf *bytes.Buffer, r *http.Request, ev registry.Watc
 		// of it would be a row without a name, so it goes as it is.
 		obj, err = ev.Item.JSON()
 	default:
-		obj, _, err = s.encodeItem(r, ev.Item, form, nil)
+		obj, _, err = s.encodeItemHeaders(r, ev.Item, form, nil, noHeaders)
+		table = form == formTable
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	buf.WriteString(`{"type":"`)
 	buf.WriteString(string(ev.Type))
 	buf.WriteString(`","object":`)
 	buf.Write(obj)
 	buf.WriteString("}\n")
-	return nil
+	return table, nil
 }

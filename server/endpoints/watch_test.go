@@ -185,6 +185,8 @@ func TestWatchForms(t *testing.T) {
 	ts.create(t, "a", `{"size":4}`)
 
 	t.Run("Table", func(t *testing.T) {
+		ts := newTestServer(t) // this one creates more
+		ts.create(t, "a", `{"size":4}`)
 		w := ts.watch(t, "", kubectlGet)
 		typ, obj := w.event()
 		rows, _ := obj["rows"].([]any)
@@ -193,6 +195,20 @@ func TestWatchForms(t *testing.T) {
 		}
 		if cells := rows[0].(map[string]any)["cells"].([]any); cells[0] != "a" || cells[1] != 4.0 {
 			t.Errorf("cells %v", cells)
+		}
+		if cols, _ := obj["columnDefinitions"].([]any); len(cols) == 0 {
+			t.Errorf("the first Table has no column definitions: %v", obj)
+		}
+		// Later Tables leave them out, as kube-apiserver's (kubectl
+		// keeps the first ones).
+		ts.create(t, "b", `{"size":5}`)
+		typ, obj = w.event()
+		rows, _ = obj["rows"].([]any)
+		if typ != "ADDED" || obj["kind"] != "Table" || len(rows) != 1 {
+			t.Fatalf("%s %v", typ, obj)
+		}
+		if cols, ok := obj["columnDefinitions"]; !ok || cols != nil {
+			t.Errorf("the second Table has columnDefinitions %v, want null", cols)
 		}
 	})
 
