@@ -278,6 +278,19 @@ func TestAggregation(t *testing.T) {
 		if code != http.StatusUnauthorized {
 			t.Errorf("forged headers without credentials: %d %s", code, body)
 		}
+		// The refusal is audited, by nobody: not as the user the headers name.
+		refused := false
+		for _, ev := range a.auditEvents(t) {
+			if ev.RequestURI == "/apis/wardle.example.com/v1beta1/namespaces/team/flunders" && ev.ResponseStatus.Code == http.StatusUnauthorized {
+				refused = ev.Stage == "ResponseStarted" && ev.User.Username == ""
+				if !refused {
+					t.Errorf("the refused request is audited as %+v", ev)
+				}
+			}
+		}
+		if !refused {
+			t.Error("wardle's audit log lacks the request it refused with 401")
+		}
 		// With bob's token, straight to wardle: bob, whatever the headers say.
 		forged["Authorization"] = "Bearer bob-token-0123456789"
 		code, body = rawRequest(t, backend, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",

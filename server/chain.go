@@ -17,6 +17,8 @@ func DefaultBuildHandlerChain(apiHandler http.Handler, c *CompletedConfig) http.
 		func(h http.Handler) http.Handler { return filters.WithRequestInfo(h, c.RequestInfoResolver) },
 		// Bound non-watch requests in time (504 when exceeded).
 		func(h http.Handler) http.Handler { return filters.WithTimeout(h, c.RequestTimeout, c.LongRunning) },
+		// Requests refused below for want of a user are audited here.
+		func(h http.Handler) http.Handler { return filters.WithFailedAuthenticationAudit(h, c.Audit) },
 		// Who is asking (401 when nobody we know).
 		func(h http.Handler) http.Handler {
 			return filters.WithAuthentication(h, c.Authenticator, c.PublicPaths)

@@ -1,6 +1,7 @@
 package filters
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"strings"
@@ -45,11 +46,42 @@ func WithAudit(h http.Handler, sink audit.Sink, longRunning func(*request.Info) 
 			// to the recovery filter.
 			sink.Log(finish(rec, audit.StagePanic, http.StatusInternalServerError))
 		}()
+		if reached, ok := r.Context().Value(auditReachedKey{}).(*bool); ok {
+			*reached = true
+		}
 		h.ServeHTTP(aw, r.WithContext(audit.WithRecorder(r.Context(), rec)))
 		completed = true
 		sink.Log(finish(rec, audit.StageResponseComplete, aw.code()))
 	})
 }
+
+// WithFailedAuthenticationAudit records the requests that authentication
+// refuses, which never reach WithAudit: it goes before authentication and
+// logs an Event at stage ResponseStarted with code 401 and no user, as
+// kube-apiserver's filter of the same name does, for each request that
+// was answered 401 without reaching WithAudit. A nil sink turns it off.
+func WithFailedAuthenticationAudit(h http.Handler, sink audit.Sink) http.Handler {
+	if sink == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached := false
+		aw := &auditWriter{ResponseWriter: w}
+		h.ServeHTTP(aw, r.WithContext(context.WithValue(r.Context(), auditReachedKey{}, &reached)))
+		if reached || aw.code() != http.StatusUnauthorized {
+			return
+		}
+		ev := newEvent(r)
+		ev.Stage = audit.StageResponseStarted
+		ev.StageTimestamp = audit.MicroTime(time.Now())
+		ev.ResponseStatus = &audit.ResponseStatus{Code: http.StatusUnauthorized}
+		sink.Log(&ev)
+	})
+}
+
+// auditReachedKey marks, in a request's context, a flag that WithAudit
+// sets when the request reaches it.
+type auditReachedKey struct{}
 
 // newEvent starts the event of r.
 func newEvent(r *http.Request) audit.Event {

@@ -225,3 +225,53 @@ func fileMode(t *testing.T, path string) os.FileMode {
 }
 
 func regexpMatch(pattern, s string) bool { return regexp.MustCompile(pattern).MatchString(s) }
+
+func TestFailedAuthenticationAudit(t *testing.T) {
+	alice := authn.User{Name: "alice", Groups: []string{"dev"}}
+	// Bearer "good" is alice; anything else is refused.
+	authenticator := authn.Func(func(r *http.Request) (*authn.Response, bool, error) {
+		if r.Header.Get("Authorization") == "Bearer good" {
+			return &authn.Response{User: alice}, true, nil
+		}
+		return nil, false, nil
+	})
+	chain := func(sink audit.Sink, code int) http.Handler {
+		inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(code) })
+		return filters.WithFailedAuthenticationAudit(
+			filters.WithAuthentication(filters.WithAudit(inner, sink, longRunning), authenticator, nil), sink)
+	}
+	for _, tc := range []struct {
+		name      string
+		token     string
+		code      int // what the handler answers
+		wantCode  int32
+		wantStage string
+		wantUser  string
+	}{
+		{name: "no credentials", code: 200, wantCode: 401, wantStage: audit.StageResponseStarted},
+		{name: "a bad token", token: "bad", code: 200, wantCode: 401, wantStage: audit.StageResponseStarted},
+		{name: "authenticated", token: "good", code: 200, wantCode: 200, wantStage: audit.StageResponseComplete, wantUser: "alice"},
+		{name: "authenticated, the handler answers 401", token: "good", code: 401, wantCode: 401, wantStage: audit.StageResponseComplete, wantUser: "alice"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sink := &memorySink{}
+			r := withInfo(httptest.NewRequest("GET", "/apis/wardle.example.com/v1beta1/flunders", nil))
+			if tc.token != "" {
+				r.Header.Set("Authorization", "Bearer "+tc.token)
+			}
+			rec := httptest.NewRecorder()
+			chain(sink, tc.code).ServeHTTP(rec, r)
+			evs := sink.all()
+			if len(evs) != 1 {
+				t.Fatalf("%d events, want one: %+v", len(evs), evs)
+			}
+			ev := evs[0]
+			if ev.ResponseStatus == nil || ev.ResponseStatus.Code != tc.wantCode || ev.Stage != tc.wantStage || ev.User.Username != tc.wantUser {
+				t.Errorf("event %+v (status %+v), want code %d at %s by %q", ev, ev.ResponseStatus, tc.wantCode, tc.wantStage, tc.wantUser)
+			}
+			if ev.AuditID == "" || ev.Verb != "list" || ev.ObjectRef == nil || ev.ObjectRef.Resource != "flunders" {
+				t.Errorf("event %+v lacks the request's identity", ev)
+			}
+		})
+	}
+}
