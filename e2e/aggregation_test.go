@@ -278,18 +278,21 @@ func TestAggregation(t *testing.T) {
 		if code != http.StatusUnauthorized {
 			t.Errorf("forged headers without credentials: %d %s", code, body)
 		}
-		// The refusal is audited, by nobody: not as the user the headers name.
-		refused := false
-		for _, ev := range a.auditEvents(t) {
-			if ev.RequestURI == "/apis/wardle.example.com/v1beta1/namespaces/team/flunders" && ev.ResponseStatus.Code == http.StatusUnauthorized {
-				refused = ev.Stage == "ResponseStarted" && ev.User.Username == ""
-				if !refused {
-					t.Errorf("the refused request is audited as %+v", ev)
+		// The refusal is audited, by nobody: not as the user the headers
+		// name. (The event is written once the response is out: wait.)
+		var refusal *auditEvent
+		for deadline := time.Now().Add(5 * time.Second); refusal == nil && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			for _, ev := range a.auditEvents(t) {
+				if ev.RequestURI == "/apis/wardle.example.com/v1beta1/namespaces/team/flunders" && ev.ResponseStatus.Code == http.StatusUnauthorized {
+					refusal = &ev
 				}
 			}
 		}
-		if !refused {
+		switch {
+		case refusal == nil:
 			t.Error("wardle's audit log lacks the request it refused with 401")
+		case refusal.Stage != "ResponseStarted" || refusal.User.Username != "":
+			t.Errorf("the refused request is audited as %+v", *refusal)
 		}
 		// With bob's token, straight to wardle: bob, whatever the headers say.
 		forged["Authorization"] = "Bearer bob-token-0123456789"
