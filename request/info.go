@@ -95,7 +95,11 @@ func (res *Resolver) resolve(method string, u *url.URL) *Info {
 		info.Query = u.Query()
 	}
 	parts := splitPath(u.Path)
-	if len(parts) < 3 || !contains(res.APIPrefixes, parts[0]) {
+	if len(parts) < 3 || !contains(res.APIPrefixes, parts[0]) || !cleanSegments(parts) {
+		// A path with "." or ".." or empty segments names no resource
+		// (the router answers it with a redirect to the clean path): it
+		// is authorized as the non-resource path it is, never as a
+		// namespace or name "..".
 		return info
 	}
 	info.APIPrefix = parts[0]
@@ -187,6 +191,16 @@ func (res *Resolver) resolve(method string, u *url.URL) *Info {
 // name as the request's: not "." or "..", no "/" or "%".
 func isPathSegmentName(name string) bool {
 	return name != "." && name != ".." && !strings.ContainsAny(name, "/%")
+}
+
+// cleanSegments reports whether no segment is empty, "." or "..".
+func cleanSegments(parts []string) bool {
+	for _, p := range parts {
+		if p == "" || p == "." || p == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 func splitPath(p string) []string {

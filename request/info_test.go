@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/apikit-dev/apikit/request"
@@ -23,6 +25,10 @@ func TestResolve(t *testing.T) {
 		{"GET", "/api/v1", request.Info{Verb: "get"}},
 		{"GET", "/apis", request.Info{Verb: "get"}},
 		{"GET", "/apis/wardle.example.com", request.Info{Verb: "get"}},
+		// Unclean paths name no resource: never a namespace or name "..".
+		{"DELETE", g + "/namespaces/../flunders/..", request.Info{Verb: "delete"}},
+		{"GET", g + "/namespaces/./flunders", request.Info{Verb: "get"}},
+		{"GET", "/apis/wardle.example.com//v1beta1/flunders", request.Info{Verb: "get"}},
 		// Group-version discovery, as kube-apiserver parses it: the
 		// prefix is known, the request is not a resource one.
 		{"GET", g, request.Info{Verb: "get", APIPrefix: "apis"}},
@@ -182,4 +188,53 @@ func TestQuery(t *testing.T) {
 	if q := request.Query(httptest.NewRequest("GET", "/x?a=b", nil)); q.Get("a") != "b" {
 		t.Errorf("without an Info: %v", q)
 	}
+}
+
+// FuzzResolve: any method and path (client input) resolves without a
+// panic, and a resource request names a version and a resource, and a
+// namespace and name that are path segments (no "/", never "." or "..").
+//
+//	go test ./request -run - -fuzz FuzzResolve -fuzztime 30s
+func FuzzResolve(f *testing.F) {
+	for _, s := range []struct{ method, target string }{
+		{"GET", "/apis/wardle.example.com/v1beta1/namespaces/ns/flunders/a/status"},
+		{"GET", "/api/v1/namespaces/ns"},
+		{"GET", "/apis/g/v/watch/namespaces/ns/things?fieldSelector=metadata.name%3Dx"},
+		{"DELETE", "/apis/g/v/namespaces/ns/things"},
+		{"POST", "/apis/g/v/namespaces/../things/.."},
+		{"PATCH", "/apis//v//things"},
+		{"GET", "/openapi/v3/apis/g/v"},
+	} {
+		f.Add(s.method, s.target)
+	}
+	f.Fuzz(func(t *testing.T, method, target string) {
+		u, err := url.ParseRequestURI(target)
+		if err != nil || method == "" || strings.ContainsAny(method, " \t\r\n") {
+			return
+		}
+		r := &http.Request{Method: method, URL: u, Header: http.Header{}}
+		info := request.DefaultResolver.Resolve(r)
+		if info == nil {
+			t.Fatalf("Resolve(%s %s) = nil", method, target)
+		}
+		if !info.IsResourceRequest {
+			return
+		}
+		if info.APIVersion == "" || info.Resource == "" {
+			t.Fatalf("Resolve(%s %s) = %+v: a resource request without a version or resource", method, target, info)
+		}
+		// Only a method Kubernetes has no verb for has none (as in
+		// kube-apiserver; the router then answers 405).
+		switch method {
+		case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE":
+			if info.Verb == "" {
+				t.Fatalf("Resolve(%s %s) = %+v: no verb", method, target, info)
+			}
+		}
+		for _, seg := range []string{info.Namespace, info.Name} {
+			if strings.Contains(seg, "/") || seg == "." || seg == ".." {
+				t.Fatalf("Resolve(%s %s) = %+v: %q is not a path segment", method, target, info, seg)
+			}
+		}
+	})
 }
