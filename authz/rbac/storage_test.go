@@ -2,6 +2,7 @@ package rbac
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -358,4 +359,35 @@ func TestProtobufToJSON(t *testing.T) {
 	if _, err := ProtobufToJSON(append([]byte("k8s\x00"), 0x0a, 0x7f), KindRole); err == nil {
 		t.Error("a truncated message decoded")
 	}
+}
+
+// FuzzProtobufToJSON: kubectl create role/rolebinding posts protobuf,
+// client input. Whatever the body, the decoder fails cleanly or yields a
+// JSON object of the kind asked for.
+//
+//	go test ./authz/rbac -run - -fuzz FuzzProtobufToJSON -fuzztime 30s
+func FuzzProtobufToJSON(f *testing.F) {
+	objectMeta := pb(nil).str(1, "rb").str(3, "ns").msg(11, pb(nil).str(1, "team").str(2, "a"))
+	rb := pb(nil).msg(1, objectMeta).
+		msg(2, pb(nil).str(1, "User").str(2, GroupName).str(3, "alice")).
+		msg(3, pb(nil).str(1, GroupName).str(2, "ClusterRole").str(3, "view"))
+	f.Add(envelope("rbac.authorization.k8s.io/v1", "RoleBinding", rb), KindRoleBinding)
+	cr := pb(nil).msg(1, pb(nil).str(1, "cr")).
+		msg(2, pb(nil).str(1, "get").str(2, "wardle.example.com").str(3, "flunders")).
+		msg(3, pb(nil).msg(1, pb(nil).msg(1, pb(nil).str(1, "x").str(2, "true"))))
+	f.Add(envelope("rbac.authorization.k8s.io/v1", "ClusterRole", cr), KindClusterRole)
+	f.Add(envelope("rbac.authorization.k8s.io/v1", "Role", pb(nil).msg(2, pb(nil).str(5, "/healthz"))), KindRole)
+	f.Fuzz(func(t *testing.T, body []byte, kind string) {
+		out, err := ProtobufToJSON(body, kind)
+		if err != nil {
+			return
+		}
+		var m map[string]any
+		if err := json.Unmarshal(out, &m); err != nil {
+			t.Fatalf("ProtobufToJSON(%x) = %s: not a JSON object: %v", body, out, err)
+		}
+		if m["kind"] != kind {
+			t.Fatalf("ProtobufToJSON(%x, %q) = kind %v", body, kind, m["kind"])
+		}
+	})
 }

@@ -2,6 +2,7 @@ package review_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -142,4 +143,39 @@ func object(t testing.TB, it registry.Item) meta.Object {
 		t.Fatal(err)
 	}
 	return obj
+}
+
+// FuzzProtobufToJSON: a protobuf body is client input (kubectl auth can-i
+// sends one). Whatever it holds, the decoder fails cleanly or yields a JSON
+// object of the kind asked for.
+//
+//	go test ./authz/review -run - -fuzz FuzzProtobufToJSON -fuzztime 30s
+func FuzzProtobufToJSON(f *testing.F) {
+	str := func(b []byte, n protowire.Number, v string) []byte {
+		return protowire.AppendString(protowire.AppendTag(b, n, protowire.BytesType), v)
+	}
+	msg := func(b []byte, n protowire.Number, m []byte) []byte {
+		return protowire.AppendBytes(protowire.AppendTag(b, n, protowire.BytesType), m)
+	}
+	attrs := str(str(str(str(nil, 1, "ns"), 2, "list"), 3, "wardle.example.com"), 5, "flunders")
+	envelope := func(kind string, obj []byte) []byte {
+		return append([]byte("k8s\x00"), msg(msg(nil, 1, str(str(nil, 1, "authorization.k8s.io/v1"), 2, kind)), 2, obj)...)
+	}
+	f.Add(envelope("SelfSubjectAccessReview", msg(msg(nil, 1, nil), 2, msg(nil, 1, attrs))), "SelfSubjectAccessReview")
+	f.Add(envelope("SubjectAccessReview", msg(nil, 2, msg(str(nil, 3, "bob"), 2, str(nil, 1, "/healthz")))), "SubjectAccessReview")
+	f.Add(envelope("SelfSubjectRulesReview", msg(nil, 2, str(nil, 1, "ns"))), "SelfSubjectRulesReview")
+	f.Add([]byte("k8s\x00\x0a\xff\xff\xff\xff\x0f"), "SubjectAccessReview")
+	f.Fuzz(func(t *testing.T, body []byte, kind string) {
+		out, err := review.ProtobufToJSON(body, kind)
+		if err != nil {
+			return
+		}
+		var m map[string]any
+		if err := json.Unmarshal(out, &m); err != nil {
+			t.Fatalf("ProtobufToJSON(%x) = %s: not a JSON object: %v", body, out, err)
+		}
+		if m["kind"] != kind {
+			t.Fatalf("ProtobufToJSON(%x, %q) = kind %v", body, kind, m["kind"])
+		}
+	})
 }
