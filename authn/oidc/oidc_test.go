@@ -459,3 +459,38 @@ jwt:
 		})
 	}
 }
+
+// FuzzAuthenticateToken: a bearer token is client input. Whatever it
+// holds, the authenticator answers without a panic, and a token it accepts
+// names the user the issuer signed for: the fuzzer cannot forge one.
+//
+//	go test ./authn/oidc -run - -fuzz FuzzAuthenticateToken -fuzztime 30s
+func FuzzAuthenticateToken(f *testing.F) {
+	ti := newTestIssuer(f)
+	key := ti.addKey(f, "rsa-1", true)
+	now := time.Now()
+	a, err := New(Issuer{
+		URL: ti.srv.URL, CAPEM: ti.caPEM(), Audiences: []string{"kubernetes"},
+		UsernameClaim: "sub", UsernamePrefix: "oidc:", GroupsClaim: "groups",
+		Now: func() time.Time { return now },
+	})
+	if err != nil {
+		f.Fatal(err)
+	}
+	valid := sign(f, key, "rsa-1", map[string]any{
+		"iss": ti.srv.URL, "aud": "kubernetes", "sub": "alice", "groups": []string{"dev"},
+		"exp": now.Add(time.Hour).Unix(), "iat": now.Unix(),
+	})
+	f.Add(valid)
+	f.Add(valid + "x")
+	f.Add(strings.Replace(valid, ".", "..", 1))
+	f.Add(sign(f, key, "unknown-kid", map[string]any{"iss": ti.srv.URL, "sub": "bob"}))
+	f.Add("e30.e30.")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, token string) {
+		resp, ok, err := a.AuthenticateToken(context.Background(), token)
+		if ok && (err != nil || resp == nil || resp.User.Name != "oidc:alice") {
+			t.Fatalf("AuthenticateToken(%q) = %+v, %v, %v: accepted as someone the issuer did not sign for", token, resp, ok, err)
+		}
+	})
+}
