@@ -34,8 +34,8 @@ func TestContinueRoundTrip(t *testing.T) {
 func TestDecodeContinueRefuses(t *testing.T) {
 	for name, token := range map[string]string{
 		"not base64":       "!!",
-		"not JSON":         "bm90IGpzb24",                                   // "not json"
-		"wrong version":    "eyJ2IjoidjIiLCJydiI6MSwic3RhcnQiOiJhIn0",       // {"v":"v2","rv":1,"start":"a"}
+		"not JSON":         "bm90IGpzb24",                                    // "not json"
+		"wrong version":    "eyJ2IjoidjIiLCJydiI6MSwic3RhcnQiOiJhIn0",        // {"v":"v2","rv":1,"start":"a"}
 		"no revision":      "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJzdGFydCI6ImEifQ", // {"v":"meta.k8s.io/v1","start":"a"}
 		"escapes the list": "eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MSwic3RhcnQiOiIuLi9zZWNyZXRzL3gifQ",
 	} {
