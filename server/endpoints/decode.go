@@ -91,6 +91,10 @@ func decodeObject(data []byte, obj meta.Object, gvk meta.GroupVersionKind, valid
 	// the validation level: encoding/json matches names case-insensitively
 	// ("Spec" fills spec), Kubernetes does not, so unknown fields must
 	// never reach the typed decode.
+	var dups []string
+	if validation != meta.FieldValidationIgnore {
+		dups = duplicateFields(data) // before data loses them below
+	}
 	var unknown []string
 	findUnknownFields(raw, reflect.TypeOf(obj), "", &unknown)
 	if len(unknown) > 0 {
@@ -111,21 +115,26 @@ func decodeObject(data []byte, obj meta.Object, gvk meta.GroupVersionKind, valid
 		return nil, meta.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (%s)", tm.Kind, gvk.Kind))
 	}
 	tm.APIVersion, tm.Kind = want, gvk.Kind
-	if validation == meta.FieldValidationIgnore || len(unknown) == 0 {
+	if validation == meta.FieldValidationIgnore {
 		return nil, nil
 	}
+	// As Kubernetes' strict decoding: unknown fields (sorted), then the
+	// fields given twice (in the order found; the last value is kept).
 	sort.Strings(unknown)
-	if validation == meta.FieldValidationStrict {
-		msgs := make([]string, len(unknown))
-		for i, u := range unknown {
-			msgs[i] = fmt.Sprintf("unknown field %q", u)
-		}
-		return nil, meta.NewBadRequest("strict decoding error: " + strings.Join(msgs, ", "))
-	}
+	var problems []string
 	for _, u := range unknown {
-		warnings = append(warnings, fmt.Sprintf("unknown field %q", u))
+		problems = append(problems, fmt.Sprintf("unknown field %q", u))
 	}
-	return warnings, nil
+	for _, d := range dups {
+		problems = append(problems, fmt.Sprintf("duplicate field %q", d))
+	}
+	if len(problems) == 0 {
+		return nil, nil
+	}
+	if validation == meta.FieldValidationStrict {
+		return nil, meta.NewBadRequest("strict decoding error: " + strings.Join(problems, ", "))
+	}
+	return problems, nil
 }
 
 // decodeErrorMessage phrases a json error the way users can act on.

@@ -95,7 +95,35 @@ func TestFieldValidation(t *testing.T) {
 		}
 	}
 
-	resp, b := ts.do(t, req{method: "POST", path: ns + "?fieldValidation=Loose", body: body("x")})
+	// A field given twice: an error under Strict, a warning under Warn
+	// (the last value is kept), nothing under Ignore; beside an unknown
+	// field, both are reported.
+	dup := `{"metadata":{"name":"dup-%s","name":"dup-%s","labels":{"a":"1","a":"2"}},"spec":{"size":1,"parts":[{"name":"x","name":"y"}],"size":4,"nope":1}}`
+	wantDup := []string{`unknown field "spec.nope"`, `duplicate field "metadata.name"`, `duplicate field "metadata.labels.a"`,
+		`duplicate field "spec.parts[0].name"`, `duplicate field "spec.size"`}
+	resp, b := ts.do(t, req{method: "POST", path: ns + "?fieldValidation=Strict", body: strings.ReplaceAll(dup, "%s", "strict")})
+	wantStatus(t, resp, b, 400, meta.StatusReasonBadRequest, "strict decoding error: "+strings.Join(wantDup, ", "))
+	for _, level := range []string{"Warn", "Ignore"} {
+		l := strings.ToLower(level)
+		resp, b := ts.do(t, req{method: "POST", path: ns + "?fieldValidation=" + level, body: strings.ReplaceAll(dup, "%s", l)})
+		if resp.StatusCode != 201 {
+			t.Fatalf("%s: %d %s", level, resp.StatusCode, b)
+		}
+		var want []string
+		if level == "Warn" {
+			for _, w := range wantDup {
+				want = append(want, `299 - "`+strings.ReplaceAll(w, `"`, `\"`)+`"`)
+			}
+		}
+		if got := resp.Header.Values("Warning"); !slices.Equal(got, want) {
+			t.Errorf("%s: warnings %q\nwant %q", level, got, want)
+		}
+		if got := decode(t, b); path(got, "spec.size") != 4.0 || path(got, "metadata.labels.a") != "2" {
+			t.Errorf("%s: the last values are not the ones kept: %s", level, b)
+		}
+	}
+
+	resp, b = ts.do(t, req{method: "POST", path: ns + "?fieldValidation=Loose", body: body("x")})
 	wantStatus(t, resp, b, 400, meta.StatusReasonBadRequest, `fieldValidation must be one of "Ignore", "Warn" or "Strict", got "Loose"`)
 
 	// PUT and PATCH validate the same way.
