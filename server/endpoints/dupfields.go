@@ -9,12 +9,14 @@ import (
 
 // duplicateFields returns the paths of the keys that appear more than once
 // in one object of data, in the order they repeat: "metadata.name",
-// "spec.items[1].port". data must be valid JSON (it was decoded before);
-// the scan allocates only for what it reports and for objects with many
-// keys. Kubernetes' strict decoding reports these as it reports unknown
-// fields; encoding/json keeps the last value silently.
+// "spec.items[1].port". data must be valid JSON (it was decoded before).
+// Besides what it reports, the scan allocates its path once, and more only
+// for objects of over 16 keys or paths over 8 deep. Kubernetes' strict
+// decoding reports these as it reports unknown fields; encoding/json keeps
+// the last value silently.
 func duplicateFields(data []byte) []string {
-	s := dupScanner{data: data}
+	var depth [8]pathElem // deeper paths grow it on the heap
+	s := dupScanner{data: data, path: depth[:0]}
 	s.value()
 	return s.dups
 }
