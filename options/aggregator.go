@@ -40,6 +40,8 @@ type AggregatorOptions struct {
 
 	// ProxyClientCertificate is the front-proxy client certificate.
 	ProxyClientCertificate *tls.Certificate
+	// proxyKeyPair reloads --proxy-client-cert-file and -key-file.
+	proxyKeyPair *certs.KeyPairFiles
 	// FrontProxyCA signed a development front-proxy certificate; nil when
 	// the certificate came from the flags. Its certificate is in
 	// <cert-dir>/front-proxy-ca.crt, what backends trust with
@@ -95,7 +97,7 @@ func (o *AggregatorOptions) Validate() []error {
 // load reads the front-proxy certificate and the kubeconfig the flags
 // name.
 func (o *AggregatorOptions) load() error {
-	o.ProxyClientCertificate, o.FrontProxyCA = nil, nil
+	o.ProxyClientCertificate, o.FrontProxyCA, o.proxyKeyPair = nil, nil, nil
 	if o.ServicesKubeconfigFile != "" {
 		k, err := certs.ReadKubeconfig(o.ServicesKubeconfigFile)
 		if err == nil {
@@ -109,11 +111,11 @@ func (o *AggregatorOptions) load() error {
 	if o.ProxyClientCertFile == "" || o.ProxyClientKeyFile == "" {
 		return nil
 	}
-	cert, err := tls.LoadX509KeyPair(o.ProxyClientCertFile, o.ProxyClientKeyFile)
+	kp, err := certs.NewKeyPairFiles(o.ProxyClientCertFile, o.ProxyClientKeyFile)
 	if err != nil {
 		return fmt.Errorf("--proxy-client-cert-file/--proxy-client-key-file: %w", err)
 	}
-	o.ProxyClientCertificate = &cert
+	o.ProxyClientCertificate, o.proxyKeyPair = kp.Current(), kp
 	return nil
 }
 
@@ -162,7 +164,11 @@ func (o *AggregatorOptions) complete(devPKI bool, certDir, self string, log *slo
 // Config is the aggregator.Config the flags make (after Complete).
 func (o *AggregatorOptions) Config() aggregator.Config {
 	c := aggregator.Config{ServiceResolver: o.ServiceResolver}
-	if cert := o.ProxyClientCertificate; cert != nil {
+	if o.proxyKeyPair != nil {
+		// A rotated --proxy-client-cert-file is presented from the next
+		// connection to a backend.
+		c.ProxyClientCertificate = o.proxyKeyPair.GetClientCertificate
+	} else if cert := o.ProxyClientCertificate; cert != nil {
 		c.ProxyClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
 	}
 	return c

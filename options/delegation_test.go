@@ -392,3 +392,53 @@ func newTestCA(t *testing.T, name string) *certs.CA {
 	}
 	return ca
 }
+
+// TestProxyClientCertificateReload rotates --proxy-client-cert-file and
+// --proxy-client-key-file: the aggregator presents the new certificate to
+// backends within seconds, without a restart.
+func TestProxyClientCertificateReload(t *testing.T) {
+	ca, err := certs.NewCA("front-proxy-ca", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	certPath, keyPath := filepath.Join(dir, "proxy.crt"), filepath.Join(dir, "proxy.key")
+	install := func(user string) {
+		p, err := ca.IssueClient(user, nil, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(keyPath, p.KeyPEM, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(certPath, p.CertPEM, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	install("front-proxy-one")
+	o := newAggregatorOptions(t, "--storage-backend=memory", "--secure-port=0",
+		"--proxy-client-cert-file="+certPath, "--proxy-client-key-file="+keyPath)
+	if _, err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	defer o.SecureServing.Listener.Close()
+	get := o.Aggregator.Config().ProxyClientCertificate
+	presented := func() string {
+		c, err := get(&tls.CertificateRequestInfo{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Leaf.Subject.CommonName
+	}
+	if got := presented(); got != "front-proxy-one" {
+		t.Fatalf("presents %s", got)
+	}
+	install("front-proxy-two")
+	deadline := time.Now().Add(10 * time.Second)
+	for presented() != "front-proxy-two" {
+		if time.Now().After(deadline) {
+			t.Fatal("the rotated proxy client certificate is not presented after 10 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -58,6 +58,8 @@ type SecureServingOptions struct {
 	Certificate *tls.Certificate
 	// CA signed a generated serving certificate; nil when CertFile is set.
 	CA *certs.CA
+	// keyPair reloads --tls-cert-file and --tls-private-key-file.
+	keyPair *certs.KeyPairFiles
 	// AdminKubeconfig is the kubeconfig the development PKI wrote, if any.
 	AdminKubeconfig string
 }
@@ -140,11 +142,11 @@ func (o *SecureServingOptions) loadCertificate() error {
 	if o.CertFile == "" || o.KeyFile == "" {
 		return nil // none given, or Validate reports the missing one
 	}
-	cert, err := tls.LoadX509KeyPair(o.CertFile, o.KeyFile)
+	kp, err := certs.NewKeyPairFiles(o.CertFile, o.KeyFile)
 	if err != nil {
 		return fmt.Errorf("--tls-cert-file/--tls-private-key-file: %w", err)
 	}
-	o.Certificate, o.CA = &cert, nil
+	o.Certificate, o.CA, o.keyPair = kp.Current(), nil, kp
 	return nil
 }
 
@@ -212,6 +214,10 @@ func (o *SecureServingOptions) ApplyTo(c *server.Config) error {
 	ss.BindAddress = o.bindHost()
 	ss.Port = o.BindPort
 	ss.Certificate = o.Certificate
+	if o.keyPair != nil {
+		// A rotated --tls-cert-file is served from the next handshake.
+		ss.GetCertificate = o.keyPair.GetCertificate
+	}
 	ss.CertDir = o.CertDirectory
 	ss.AlternateDNS = append(ss.AlternateDNS, o.AlternateDNS...)
 	ss.AlternateIPs = append(ss.AlternateIPs, o.AlternateIPs...)

@@ -134,6 +134,10 @@ type SecureServing struct {
 	// Certificate is the serving certificate. When it is nil, Complete
 	// makes a self-signed one (kept in CertDir when that is set).
 	Certificate *tls.Certificate
+	// GetCertificate, when set, gives each handshake its certificate
+	// (certs.KeyPairFiles reloads rotated files), in place of Certificate,
+	// which then only describes the certificate the server started with.
+	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	// CertDir holds generated serving certificates across restarts.
 	CertDir string
 	// AlternateDNS and AlternateIPs are added to a generated certificate.

@@ -147,11 +147,17 @@ func (p PreparedServer) Run(ctx context.Context) error {
 	tlsConfig := &tls.Config{
 		MinVersion:   c.SecureServing.MinTLSVersion,
 		CipherSuites: c.SecureServing.CipherSuites,
-		Certificates: []tls.Certificate{*c.SecureServing.Certificate},
 		// Client certificates are verified by the authenticator, against
 		// a CA pool that may be reloaded, not by the handshake.
 		ClientAuth: tls.RequestClientCert,
 		NextProtos: []string{"h2", "http/1.1"},
+	}
+	if c.SecureServing.GetCertificate != nil {
+		// crypto/tls asks GetCertificate only when Certificates is empty
+		// or the client sent a server name: IP clients send none.
+		tlsConfig.GetCertificate = c.SecureServing.GetCertificate
+	} else {
+		tlsConfig.Certificates = []tls.Certificate{*c.SecureServing.Certificate}
 	}
 	srv := &http.Server{
 		Handler:           s.Handler,
