@@ -1,13 +1,16 @@
 // Package audit records what an API server was asked and what it answered,
-// as audit.k8s.io/v1 Events at the Metadata level: who asked (and whom they
-// impersonated), from where, which verb on which object, the response
-// code and when. Never the request or response bodies, never credentials.
+// as audit.k8s.io/v1 Events: who asked (and whom they impersonated), from
+// where, which verb on which object, the response code and when, and, at
+// the Request and RequestResponse levels of a Policy (--audit-policy-file),
+// the request's and response's bodies. Never credentials: they travel in
+// headers, which no Event holds.
 //
 // The server's audit filter (server/filters.WithAudit) starts an Event for
-// every authenticated request and puts it in the request's context;
-// filters after it add to it (the impersonation filter records the
-// impersonated user), and when the response is complete the filter hands
-// the Event to a Sink, such as the JSON-lines log file of --audit-log-path.
+// every authenticated request the policy does not give the level None, and
+// puts it in the request's context; filters after it add to it (the
+// impersonation filter records the impersonated user), and when the
+// response is complete the filter hands the Event to a Sink, such as the
+// JSON-lines log file of --audit-log-path.
 package audit
 
 import (
@@ -18,9 +21,10 @@ import (
 	"time"
 )
 
-// Levels and stages, as audit.k8s.io names them. apikit logs at the
-// Metadata level.
+// Levels and stages, as audit.k8s.io names them (the other levels are in
+// policy.go).
 const (
+	// LevelMetadata records who asked what, and the answer's code.
 	LevelMetadata = "Metadata"
 
 	StageResponseStarted  = "ResponseStarted"
@@ -40,14 +44,18 @@ type Event struct {
 	User       UserInfo `json:"user"`
 	// ImpersonatedUser is who the user acted as, with Impersonate-*
 	// headers.
-	ImpersonatedUser         *UserInfo         `json:"impersonatedUser,omitempty"`
-	SourceIPs                []string          `json:"sourceIPs,omitempty"`
-	UserAgent                string            `json:"userAgent,omitempty"`
-	ObjectRef                *ObjectReference  `json:"objectRef,omitempty"`
-	ResponseStatus           *ResponseStatus   `json:"responseStatus,omitempty"`
-	RequestReceivedTimestamp MicroTime         `json:"requestReceivedTimestamp"`
-	StageTimestamp           MicroTime         `json:"stageTimestamp"`
-	Annotations              map[string]string `json:"annotations,omitempty"`
+	ImpersonatedUser         *UserInfo        `json:"impersonatedUser,omitempty"`
+	SourceIPs                []string         `json:"sourceIPs,omitempty"`
+	UserAgent                string           `json:"userAgent,omitempty"`
+	ObjectRef                *ObjectReference `json:"objectRef,omitempty"`
+	ResponseStatus           *ResponseStatus  `json:"responseStatus,omitempty"`
+	RequestReceivedTimestamp MicroTime        `json:"requestReceivedTimestamp"`
+	// RequestObject and ResponseObject are the bodies, as JSON, at the
+	// Request and RequestResponse levels.
+	RequestObject  json.RawMessage   `json:"requestObject,omitempty"`
+	ResponseObject json.RawMessage   `json:"responseObject,omitempty"`
+	StageTimestamp MicroTime         `json:"stageTimestamp"`
+	Annotations    map[string]string `json:"annotations,omitempty"`
 }
 
 // UserInfo is a user as the audit log writes it

@@ -12,31 +12,37 @@ import (
 	"github.com/apikit-dev/apikit/server"
 )
 
-// AuditOptions turn the audit log on: every authenticated request, with
-// who made it (and whom they impersonated), the verb, the object, the
-// response code and the times, as audit.k8s.io/v1 Events at the Metadata
-// level, one JSON line each. kube-apiserver also needs an audit policy
-// file; apikit logs every request at the Metadata level, which records no
-// bodies and no credentials.
+// AuditOptions turn the audit log on: requests with who made them (and
+// whom they impersonated), the verb, the object, the response code and the
+// times, and the bodies when the policy asks, as audit.k8s.io/v1 Events,
+// one JSON line each. Without --audit-policy-file apikit logs every request
+// at the Metadata level (kube-apiserver logs nothing without a policy);
+// with one, the policy decides, as in kube-apiserver.
 type AuditOptions struct {
 	// LogPath is the file events are appended to; "-" is standard output,
 	// "" turns auditing off.
 	LogPath string
+	// PolicyFile is an audit.k8s.io/v1 Policy (YAML or JSON).
+	PolicyFile string
 
 	// Set by Complete.
 
 	// Sink writes the events; nil when auditing is off.
 	Sink *audit.LogSink
+	// Policy is the parsed PolicyFile; nil without one.
+	Policy *audit.Policy
 }
 
 // NewAuditOptions returns the default: no audit log.
 func NewAuditOptions() *AuditOptions { return &AuditOptions{} }
 
-// AddFlags adds --audit-log-path.
+// AddFlags adds --audit-log-path and --audit-policy-file.
 func (o *AuditOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LogPath, "audit-log-path", o.LogPath,
 		"If set, all requests coming to the apiserver will be logged to this file.  '-' means standard out. "+
-			"Events are audit.k8s.io/v1 Events at the Metadata level, one JSON object per line.")
+			"Events are audit.k8s.io/v1 Events, one JSON object per line, at the levels of --audit-policy-file (without one, every request at the Metadata level).")
+	fs.StringVar(&o.PolicyFile, "audit-policy-file", o.PolicyFile,
+		"Path to the file that defines the audit policy configuration (an audit.k8s.io/v1 Policy: the first rule a request matches gives its level: None, Metadata, Request or RequestResponse).")
 }
 
 // Validate checks the path.
@@ -52,7 +58,14 @@ func (o *AuditOptions) Complete() error {
 	if o.Sink != nil {
 		_ = o.Sink.Close()
 	}
-	o.Sink = nil
+	o.Sink, o.Policy = nil, nil
+	if o.PolicyFile != "" {
+		p, err := audit.ReadPolicyFile(o.PolicyFile)
+		if err != nil {
+			return fmt.Errorf("--audit-policy-file: %w", err)
+		}
+		o.Policy = p
+	}
 	if o.LogPath == "" {
 		return nil
 	}
@@ -68,6 +81,9 @@ func (o *AuditOptions) Complete() error {
 func (o *AuditOptions) ApplyTo(c *server.Config) error {
 	if o.Sink != nil {
 		c.Audit = o.Sink
+	}
+	if o.Policy != nil {
+		c.AuditPolicy = o.Policy
 	}
 	return nil
 }

@@ -408,3 +408,66 @@ func TestAuditLogOption(t *testing.T) {
 		t.Error("auditing on by default")
 	}
 }
+
+// TestAuditPolicyOption runs a server with --audit-policy-file: requests
+// are logged at the levels the policy gives, bodies included at
+// RequestResponse, nothing at None.
+func TestAuditPolicyOption(t *testing.T) {
+	dir := t.TempDir()
+	logPath, policyPath := filepath.Join(dir, "audit.log"), filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(policyPath, []byte(`apiVersion: audit.k8s.io/v1
+kind: Policy
+rules:
+- level: None
+  nonResourceURLs: ["/readyz", "/healthz*", "/livez*"]
+- level: RequestResponse
+  resources: [{group: test.example.com, resources: [widgets]}]
+- level: Metadata
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runCommand(t, "--storage-backend=memory", "--audit-log-path="+logPath, "--audit-policy-file="+policyPath)
+	if code, body := r.do("POST", "/apis/test.example.com/v1/widgets", `{"metadata":{"name":"w"}}`); code != 201 {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	if code, body := r.do("GET", "/apis", ""); code != 200 {
+		t.Fatalf("discovery: %d %s", code, body)
+	}
+	var create, discovery *audit.Event
+	deadline := time.Now().Add(5 * time.Second)
+	for (create == nil || discovery == nil) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		data, _ := os.ReadFile(logPath)
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var ev audit.Event
+			if json.Unmarshal([]byte(line), &ev) != nil {
+				continue
+			}
+			if strings.HasPrefix(ev.RequestURI, "/readyz") {
+				t.Errorf("a request the policy gives None was logged: %s", line)
+			}
+			switch {
+			case ev.Verb == "create" && ev.Stage == audit.StageResponseComplete:
+				create = &ev
+			case ev.RequestURI == "/apis":
+				discovery = &ev
+			}
+		}
+	}
+	if create == nil || create.Level != audit.LevelRequestResponse || string(create.RequestObject) != `{"metadata":{"name":"w"}}` ||
+		!strings.Contains(string(create.ResponseObject), `"name":"w"`) || !strings.Contains(string(create.ResponseObject), `"uid":`) {
+		t.Errorf("the create's event: %+v", create)
+	}
+	if discovery == nil || discovery.Level != audit.LevelMetadata || discovery.RequestObject != nil || discovery.ResponseObject != nil {
+		t.Errorf("the discovery request's event: %+v", discovery)
+	}
+
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: [{level: Loud}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o, _ := newTestOptions(t, "--storage-backend=memory", "--audit-policy-file="+bad)
+	if _, err := o.Complete(); err == nil || !strings.Contains(err.Error(), `--audit-policy-file: `+bad+`: rules[0].level: "Loud" is not one of`) {
+		t.Errorf("a bad policy: %v", err)
+	}
+}

@@ -18,13 +18,15 @@ func DefaultBuildHandlerChain(apiHandler http.Handler, c *CompletedConfig) http.
 		// Bound non-watch requests in time (504 when exceeded).
 		func(h http.Handler) http.Handler { return filters.WithTimeout(h, c.RequestTimeout, c.LongRunning) },
 		// Requests refused below for want of a user are audited here.
-		func(h http.Handler) http.Handler { return filters.WithFailedAuthenticationAudit(h, c.Audit) },
+		func(h http.Handler) http.Handler {
+			return filters.WithFailedAuthenticationAudit(h, c.Audit, c.AuditPolicy)
+		},
 		// Who is asking (401 when nobody we know).
 		func(h http.Handler) http.Handler {
 			return filters.WithAuthentication(h, c.Authenticator, c.PublicPaths)
 		},
 		// Record who asked what, and the answer (when an audit sink is set).
-		func(h http.Handler) http.Handler { return filters.WithAudit(h, c.Audit, c.LongRunning) },
+		func(h http.Handler) http.Handler { return filters.WithAudit(h, c.Audit, c.AuditPolicy, c.LongRunning) },
 		// Act as another user if the authorizer allows it (Impersonate-*).
 		func(h http.Handler) http.Handler { return filters.WithImpersonation(h, c.Authorizer) },
 		// Whether it may run now (429 + Retry-After when overloaded).

@@ -54,6 +54,9 @@ type Config struct {
 	// Audit, when set, receives an audit Event for every authenticated
 	// request (--audit-log-path); nil turns auditing off.
 	Audit audit.Sink
+	// AuditPolicy gives each request its audit level (--audit-policy-file);
+	// nil records every request at the Metadata level.
+	AuditPolicy audit.PolicyChecker
 	// PublicPaths may be requested without credentials (as
 	// system:anonymous); the authorizer still decides. The default is the
 	// health endpoints, so that probes work.

@@ -1,13 +1,19 @@
 package filters
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"mime"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
+	"sigs.k8s.io/yaml"
 
 	"github.com/apikit-dev/apikit/audit"
 	"github.com/apikit-dev/apikit/authn"
@@ -18,24 +24,51 @@ import (
 // correlate its own logs), and every audited response has one.
 const AuditIDHeader = "Audit-ID"
 
-// WithAudit records every request that reaches it (authenticated ones: it
-// sits after authentication) as an audit Event at the Metadata level and
-// hands it to sink when the response is complete; a long-running request
-// (a watch) is also recorded when its response starts, and a request whose
-// handler panics with stage Panic. A nil sink turns auditing off and costs
-// nothing.
-func WithAudit(h http.Handler, sink audit.Sink, longRunning func(*request.Info) bool) http.Handler {
+// WithAudit records the requests that reach it (authenticated ones: it
+// sits after authentication) as audit Events, handed to sink when the
+// response is complete; a long-running request (a watch) is also recorded
+// when its response starts, and a request whose handler panics with stage
+// Panic. policy gives each request its level and the stages to leave out,
+// as kube-apiserver's --audit-policy-file does: None records nothing,
+// Metadata who asked what and the answer's code, Request also the request's
+// body (JSON; YAML converted), RequestResponse also the response's (not of
+// long-running requests). A nil policy records every request at Metadata;
+// a nil sink turns auditing off and costs nothing.
+func WithAudit(h http.Handler, sink audit.Sink, policy audit.PolicyChecker, longRunning func(*request.Info) bool) http.Handler {
 	if sink == nil {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := audit.NewRecorder(newEvent(r))
-		id := rec.Snapshot().AuditID
-		w.Header().Set(AuditIDHeader, id)
+		if reached, ok := r.Context().Value(auditReachedKey{}).(*bool); ok {
+			*reached = true
+		}
 		info, _ := request.InfoFrom(r.Context())
+		level, omit := levelOf(policy, r, info)
+		if level == audit.LevelNone {
+			h.ServeHTTP(w, r)
+			return
+		}
+		ev := newEvent(r)
+		ev.Level = level
+		rec := audit.NewRecorder(ev)
+		w.Header().Set(AuditIDHeader, ev.AuditID)
+		log := func(stage string, code int) {
+			if !slices.Contains(omit, stage) {
+				e := finish(rec, stage, code)
+				sink.Log(e)
+			}
+		}
 		aw := &auditWriter{ResponseWriter: w}
-		if info != nil && longRunning != nil && longRunning(info) {
-			aw.started = func(code int) { sink.Log(finish(rec, audit.StageResponseStarted, code)) }
+		longRun := info != nil && longRunning != nil && longRunning(info)
+		if longRun {
+			aw.started = func(code int) { log(audit.StageResponseStarted, code) }
+		} else if level == audit.LevelRequestResponse {
+			aw.capture = &limitedBuffer{limit: maxAuditedBody}
+		}
+		var body *limitedBuffer
+		if (level == audit.LevelRequest || level == audit.LevelRequestResponse) && r.Body != nil && r.Body != http.NoBody {
+			body = &limitedBuffer{limit: maxAuditedBody}
+			r.Body = teeBody{Reader: io.TeeReader(r.Body, body), Closer: r.Body}
 		}
 		completed := false
 		defer func() {
@@ -44,23 +77,99 @@ func WithAudit(h http.Handler, sink audit.Sink, longRunning func(*request.Info) 
 			}
 			// The handler panicked: record it, and let the panic go on
 			// to the recovery filter.
-			sink.Log(finish(rec, audit.StagePanic, http.StatusInternalServerError))
+			log(audit.StagePanic, http.StatusInternalServerError)
 		}()
-		if reached, ok := r.Context().Value(auditReachedKey{}).(*bool); ok {
-			*reached = true
-		}
 		h.ServeHTTP(aw, r.WithContext(audit.WithRecorder(r.Context(), rec)))
 		completed = true
-		sink.Log(finish(rec, audit.StageResponseComplete, aw.code()))
+		if body != nil || aw.capture != nil {
+			rec.Update(func(ev *audit.Event) {
+				if body != nil {
+					ev.RequestObject = auditedObject(body, r.Header.Get("Content-Type"))
+				}
+				if aw.capture != nil {
+					ev.ResponseObject = auditedObject(aw.capture, aw.Header().Get("Content-Type"))
+				}
+			})
+		}
+		log(audit.StageResponseComplete, aw.code())
 	})
+}
+
+// maxAuditedBody bounds the request or response body an Event holds: a
+// larger one (a big LIST at RequestResponse) is left out of the Event.
+const maxAuditedBody = 4 << 20
+
+// levelOf is the audit level of a request, with the stages to omit.
+func levelOf(policy audit.PolicyChecker, r *http.Request, info *request.Info) (string, []string) {
+	if policy == nil {
+		return audit.LevelMetadata, nil
+	}
+	a := audit.Attributes{Verb: strings.ToLower(r.Method), Path: r.URL.Path}
+	if u, ok := authn.UserFrom(r.Context()); ok {
+		a.User, a.Groups = u.Name, u.Groups
+	}
+	if info != nil {
+		a.Verb, a.IsResourceRequest = info.Verb, info.IsResourceRequest
+		a.APIGroup, a.Resource, a.Subresource = info.APIGroup, info.Resource, info.Subresource
+		a.Namespace, a.Name = info.Namespace, info.Name
+	}
+	return policy.LevelOf(a)
+}
+
+// auditedObject is a captured body as an Event holds it: JSON as it came,
+// YAML as JSON, nothing for other forms (protobuf) or a body over the limit.
+func auditedObject(b *limitedBuffer, contentType string) json.RawMessage {
+	if b.overflow || b.buf.Len() == 0 {
+		return nil
+	}
+	data := b.buf.Bytes()
+	mt, _, _ := mime.ParseMediaType(contentType)
+	switch mt {
+	case "application/yaml", "application/x-yaml", "text/yaml":
+		j, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			return nil
+		}
+		data = j
+	case "application/vnd.kubernetes.protobuf":
+		return nil
+	}
+	if !json.Valid(data) {
+		return nil
+	}
+	return json.RawMessage(bytes.Clone(data))
+}
+
+// limitedBuffer keeps what is written to it up to limit bytes, and notes
+// that more came.
+type limitedBuffer struct {
+	buf      bytes.Buffer
+	limit    int
+	overflow bool
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if b.overflow || b.buf.Len()+len(p) > b.limit {
+		b.overflow = true
+		b.buf = bytes.Buffer{}
+		return len(p), nil
+	}
+	return b.buf.Write(p)
+}
+
+// teeBody is a request body that copies what the handler reads.
+type teeBody struct {
+	io.Reader
+	io.Closer
 }
 
 // WithFailedAuthenticationAudit records the requests that authentication
 // refuses, which never reach WithAudit: it goes before authentication and
 // logs an Event at stage ResponseStarted with code 401 and no user, as
 // kube-apiserver's filter of the same name does, for each request that
-// was answered 401 without reaching WithAudit. A nil sink turns it off.
-func WithFailedAuthenticationAudit(h http.Handler, sink audit.Sink) http.Handler {
+// was answered 401 without reaching WithAudit, unless policy gives such a
+// request the level None or omits the stage. A nil sink turns it off.
+func WithFailedAuthenticationAudit(h http.Handler, sink audit.Sink, policy audit.PolicyChecker) http.Handler {
 	if sink == nil {
 		return h
 	}
@@ -71,7 +180,13 @@ func WithFailedAuthenticationAudit(h http.Handler, sink audit.Sink) http.Handler
 		if reached || aw.code() != http.StatusUnauthorized {
 			return
 		}
+		info, _ := request.InfoFrom(r.Context())
+		level, omit := levelOf(policy, r, info)
+		if level == audit.LevelNone || slices.Contains(omit, audit.StageResponseStarted) {
+			return
+		}
 		ev := newEvent(r)
+		ev.Level = audit.LevelMetadata // the request was not read
 		ev.Stage = audit.StageResponseStarted
 		ev.StageTimestamp = audit.MicroTime(time.Now())
 		ev.ResponseStatus = &audit.ResponseStatus{Code: http.StatusUnauthorized}
@@ -159,6 +274,8 @@ type auditWriter struct {
 	http.ResponseWriter
 	status  int
 	started func(code int)
+	// capture, when set, keeps the response body (RequestResponse).
+	capture *limitedBuffer
 }
 
 func (a *auditWriter) WriteHeader(code int) {
@@ -174,6 +291,9 @@ func (a *auditWriter) WriteHeader(code int) {
 func (a *auditWriter) Write(b []byte) (int, error) {
 	if a.status == 0 {
 		a.WriteHeader(http.StatusOK)
+	}
+	if a.capture != nil {
+		_, _ = a.capture.Write(b)
 	}
 	return a.ResponseWriter.Write(b)
 }

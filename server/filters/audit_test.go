@@ -3,6 +3,7 @@ package filters_test
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -53,7 +54,7 @@ func TestAudit(t *testing.T) {
 		sink := &memorySink{}
 		h := filters.WithAudit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusCreated)
-		}), sink, longRunning)
+		}), sink, nil, longRunning)
 		r := auditedRequest("POST", "/apis/wardle.example.com/v1beta1/namespaces/ns/flunders?fieldManager=kubectl", alice)
 		r.Header.Set("X-Forwarded-For", "203.0.113.9, 198.51.100.2")
 		r.Header.Set("Authorization", "Bearer secret-token")
@@ -96,7 +97,7 @@ func TestAudit(t *testing.T) {
 
 	t.Run("the client's audit ID", func(t *testing.T) {
 		sink := &memorySink{}
-		h := filters.WithAudit(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), sink, longRunning)
+		h := filters.WithAudit(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), sink, nil, longRunning)
 		r := auditedRequest("GET", "/version", alice)
 		r.Header.Set("Audit-ID", "my-trace-1")
 		rec := httptest.NewRecorder()
@@ -111,7 +112,7 @@ func TestAudit(t *testing.T) {
 		sink := &memorySink{}
 		h := filters.WithAudit(filters.WithImpersonation(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.WriteHeader(204)
-		}), &impersonationPolicy{}), sink, longRunning)
+		}), &impersonationPolicy{}), sink, nil, longRunning)
 		r := auditedRequest("GET", "/apis/g/v/things", alice)
 		r.Header.Set("Impersonate-User", "bob")
 		r.Header.Set("Impersonate-Group", "dev")
@@ -138,7 +139,7 @@ func TestAudit(t *testing.T) {
 			if len(sink.all()) != 1 {
 				t.Error("no ResponseStarted event while the watch runs")
 			}
-		}), sink, longRunning)
+		}), sink, nil, longRunning)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, auditedRequest("GET", "/apis/g/v/things?watch=true", alice))
 		evs := sink.all()
@@ -154,7 +155,7 @@ func TestAudit(t *testing.T) {
 		sink := &memorySink{}
 		h := filters.WithPanicRecovery(filters.WithAudit(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 			panic("boom")
-		}), sink, longRunning))
+		}), sink, nil, longRunning))
 		restore := slog.Default()
 		slog.SetDefault(slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
 		defer slog.SetDefault(restore)
@@ -167,7 +168,7 @@ func TestAudit(t *testing.T) {
 
 	t.Run("off", func(t *testing.T) {
 		inner := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
-		h := filters.WithAudit(inner, nil, longRunning)
+		h := filters.WithAudit(inner, nil, nil, longRunning)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, auditedRequest("GET", "/", alice))
 		if rec.Header().Get("Audit-Id") != "" {
@@ -182,7 +183,7 @@ func TestAuditLogFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := filters.WithAudit(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), sink, longRunning)
+	h := filters.WithAudit(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), sink, nil, longRunning)
 	for range 3 {
 		h.ServeHTTP(httptest.NewRecorder(), auditedRequest("GET", "/apis", &authn.User{Name: "alice"}))
 	}
@@ -238,7 +239,7 @@ func TestFailedAuthenticationAudit(t *testing.T) {
 	chain := func(sink audit.Sink, code int) http.Handler {
 		inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(code) })
 		return filters.WithFailedAuthenticationAudit(
-			filters.WithAuthentication(filters.WithAudit(inner, sink, longRunning), authenticator, nil), sink)
+			filters.WithAuthentication(filters.WithAudit(inner, sink, nil, longRunning), authenticator, nil), sink, nil)
 	}
 	for _, tc := range []struct {
 		name      string
@@ -274,4 +275,98 @@ func TestFailedAuthenticationAudit(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestAuditPolicy(t *testing.T) {
+	policy, err := audit.ParsePolicy([]byte(`
+apiVersion: audit.k8s.io/v1
+kind: Policy
+rules:
+- level: None
+  resources: [{group: wardle.example.com, resources: [fischers]}]
+- level: RequestResponse
+  resources: [{group: wardle.example.com, resources: [flunders]}]
+  namespaces: [full]
+- level: Request
+  resources: [{group: wardle.example.com, resources: [flunders]}]
+  omitStages: [ResponseStarted]
+- level: Metadata
+  omitStages: [ResponseComplete]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := &authn.User{Name: "alice", Groups: []string{"system:authenticated"}}
+	const created = `{"kind":"Flunder","metadata":{"name":"f","uid":"u"}}`
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil {
+			_, _ = io.ReadAll(r.Body) // as a handler reads it
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, created)
+	})
+	for _, tc := range []struct {
+		name, target, contentType, body string
+		wantLevel                       string // "" for no event
+		wantRequest, wantResponse       string
+	}{
+		{name: "None", target: "/apis/wardle.example.com/v1beta1/fischers", body: `{"a":1}`},
+		{name: "RequestResponse", target: "/apis/wardle.example.com/v1beta1/namespaces/full/flunders", contentType: "application/json",
+			body: `{"metadata":{"name":"f"}}`, wantLevel: audit.LevelRequestResponse, wantRequest: `{"metadata":{"name":"f"}}`, wantResponse: created},
+		{name: "Request, a YAML body as JSON", target: "/apis/wardle.example.com/v1beta1/namespaces/ns/flunders", contentType: "application/yaml",
+			body: "metadata:\n  name: f\n", wantLevel: audit.LevelRequest, wantRequest: `{"metadata":{"name":"f"}}`},
+		{name: "Request, a body over the limit is left out", target: "/apis/wardle.example.com/v1beta1/namespaces/ns/flunders", contentType: "application/json",
+			body: `{"a":"` + strings.Repeat("x", 4<<20) + `"}`, wantLevel: audit.LevelRequest},
+		{name: "Request, protobuf is left out", target: "/apis/wardle.example.com/v1beta1/namespaces/ns/flunders", contentType: "application/vnd.kubernetes.protobuf",
+			body: "k8s\x00\x0a\x00", wantLevel: audit.LevelRequest},
+		{name: "Metadata, its ResponseComplete omitted", target: "/apis/other.example.com/v1/things", body: `{}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sink := &memorySink{}
+			h := filters.WithAudit(handler, sink, policy, longRunning)
+			r := withInfo(httptest.NewRequest("POST", tc.target, strings.NewReader(tc.body)))
+			if tc.contentType != "" {
+				r.Header.Set("Content-Type", tc.contentType)
+			}
+			r = r.WithContext(authn.WithUser(r.Context(), alice))
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			if rec.Code != http.StatusCreated || rec.Body.String() != created {
+				t.Fatalf("the response changed: %d %s", rec.Code, rec.Body)
+			}
+			evs := sink.all()
+			if tc.wantLevel == "" {
+				if len(evs) != 0 {
+					t.Fatalf("events %+v, want none", evs)
+				}
+				return
+			}
+			if len(evs) != 1 {
+				t.Fatalf("%d events, want one", len(evs))
+			}
+			ev := evs[0]
+			if ev.Level != tc.wantLevel || ev.Stage != audit.StageResponseComplete || string(ev.RequestObject) != tc.wantRequest || string(ev.ResponseObject) != tc.wantResponse {
+				t.Errorf("event level %s stage %s request %s response %s\nwant %s %s %s", ev.Level, ev.Stage, ev.RequestObject, ev.ResponseObject,
+					tc.wantLevel, tc.wantRequest, tc.wantResponse)
+			}
+		})
+	}
+
+	t.Run("failed authentication under a policy", func(t *testing.T) {
+		sink := &memorySink{}
+		refuse := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusUnauthorized) })
+		for target, want := range map[string]int{
+			"/apis/wardle.example.com/v1beta1/fischers":                 0, // None
+			"/apis/wardle.example.com/v1beta1/namespaces/x/flunders":    0, // its rule omits ResponseStarted
+			"/apis/wardle.example.com/v1beta1/namespaces/full/flunders": 1, // RequestResponse: at Metadata, bodies unread
+		} {
+			before := len(sink.all())
+			filters.WithFailedAuthenticationAudit(refuse, sink, policy).ServeHTTP(httptest.NewRecorder(), withInfo(httptest.NewRequest("GET", target, nil)))
+			evs := sink.all()[before:]
+			if len(evs) != want || (want == 1 && (evs[0].Level != audit.LevelMetadata || evs[0].RequestObject != nil)) {
+				t.Errorf("%s: events %+v, want %d at Metadata", target, evs, want)
+			}
+		}
+	})
 }
