@@ -64,6 +64,16 @@ func DecodeContinue(token, prefix string) (startKey string, rev int64, err error
 	return prefix + t.StartKey, t.Revision, nil
 }
 
+// ListPrefix is the key prefix a list or watch of prefix covers: prefix
+// with a trailing "/", so that "/flunders" does not cover "/flunderspecs".
+// Every backend and the watch cache read prefixes this way.
+func ListPrefix(prefix string) string {
+	if !strings.HasSuffix(prefix, "/") {
+		return prefix + "/"
+	}
+	return prefix
+}
+
 func invalidContinue(format string, args ...any) error {
 	return &Error{Code: CodeInvalidObject, Message: "invalid continue token: " + fmt.Sprintf(format, args...)}
 }

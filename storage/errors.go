@@ -107,6 +107,13 @@ func NewTooLargeResourceVersion(rev, current int64) error {
 // NewUnavailable wraps a backend failure.
 func NewUnavailable(err error) error { return &Error{Code: CodeUnavailable, Err: err} }
 
+// NewInvalidObject is a request a backend cannot serve as asked (a bad
+// continue token, a limit with a revision it cannot page at), with the
+// message the client sees.
+func NewInvalidObject(format string, args ...any) error {
+	return &Error{Code: CodeInvalidObject, Message: fmt.Sprintf(format, args...)}
+}
+
 // CodeOf returns the Code of err, or 0 when it is not a storage error.
 func CodeOf(err error) Code {
 	var e *Error

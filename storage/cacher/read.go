@@ -11,17 +11,6 @@ import (
 )
 
 // listPrefix makes prefix end in "/", so that "/a" never lists "/ab/x".
-func listPrefix(prefix string) string {
-	if !strings.HasSuffix(prefix, "/") {
-		return prefix + "/"
-	}
-	return prefix
-}
-
-func invalid(format string, args ...any) error {
-	return &storage.Error{Code: storage.CodeInvalidObject, Message: fmt.Sprintf(format, args...)}
-}
-
 // sync waits until the cache has seen rev or, when rev is 0, everything
 // the backend had when sync was called (a consistent read: one quorum read
 // of the backend's revision, shared with concurrent callers). With
@@ -251,7 +240,7 @@ func (c *Cacher) List(ctx context.Context, prefix string, opts storage.ListOptio
 	if c.isClosed() {
 		return storage.ListResult{}, errClosed()
 	}
-	prefix = listPrefix(prefix)
+	prefix = storage.ListPrefix(prefix)
 	if !c.ready.Load() || !c.covers(prefix) {
 		return c.delegateList(ctx, prefix, opts)
 	}
@@ -264,7 +253,7 @@ func (c *Cacher) List(ctx context.Context, prefix string, opts storage.ListOptio
 	switch {
 	case opts.Continue != "":
 		if opts.Revision != 0 {
-			return storage.ListResult{}, invalid("specifying resource version is not allowed when using continue")
+			return storage.ListResult{}, storage.NewInvalidObject("specifying resource version is not allowed when using continue")
 		}
 		if start, rev, err = storage.DecodeContinue(opts.Continue, prefix); err != nil {
 			return storage.ListResult{}, err
@@ -279,7 +268,7 @@ func (c *Cacher) List(ctx context.Context, prefix string, opts storage.ListOptio
 	case opts.Match == storage.MatchNotOlderThan || opts.Match == storage.MatchDefault:
 		delegate, err = c.sync(ctx, opts.Revision, true)
 	default:
-		return storage.ListResult{}, invalid("unknown resourceVersionMatch %q", opts.Match)
+		return storage.ListResult{}, storage.NewInvalidObject("unknown resourceVersionMatch %q", opts.Match)
 	}
 	if err != nil {
 		return storage.ListResult{}, err

@@ -78,7 +78,7 @@ func (c *Cacher) Watch(ctx context.Context, prefix string, opts storage.WatchOpt
 	if c.isClosed() {
 		return nil, errClosed()
 	}
-	prefix = listPrefix(prefix)
+	prefix = storage.ListPrefix(prefix)
 	if !c.ready.Load() || !c.covers(prefix) {
 		return c.delegateWatch(ctx, prefix, opts)
 	}

@@ -81,7 +81,7 @@ func (s *store) Watch(ctx context.Context, prefix string, opts storage.WatchOpti
 		s:      s,
 		ctx:    wctx,
 		cancel: cancel,
-		prefix: listPrefix(prefix),
+		prefix: storage.ListPrefix(prefix),
 		opts:   opts,
 		out:    make(chan storage.Event, 32),
 		done:   make(chan struct{}),

@@ -9,29 +9,18 @@ import (
 )
 
 // listPrefix makes prefix end in "/", so that "/a" never lists "/ab/x".
-func listPrefix(prefix string) string {
-	if !strings.HasSuffix(prefix, "/") {
-		return prefix + "/"
-	}
-	return prefix
-}
-
-func invalid(format string, args ...any) error {
-	return &storage.Error{Code: storage.CodeInvalidObject, Message: fmt.Sprintf(format, args...)}
-}
-
 // List implements storage.Interface.
 func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOptions) (storage.ListResult, error) {
 	if err := ctx.Err(); err != nil {
 		return storage.ListResult{}, err
 	}
-	prefix = listPrefix(prefix)
+	prefix = storage.ListPrefix(prefix)
 	start := prefix
 	var rev int64 // 0: the latest
 	switch {
 	case opts.Continue != "":
 		if opts.Revision != 0 {
-			return storage.ListResult{}, invalid("specifying resource version is not allowed when using continue")
+			return storage.ListResult{}, storage.NewInvalidObject("specifying resource version is not allowed when using continue")
 		}
 		var err error
 		if start, rev, err = storage.DecodeContinue(opts.Continue, prefix); err != nil {
@@ -45,7 +34,7 @@ func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOption
 			return storage.ListResult{}, err
 		}
 	default:
-		return storage.ListResult{}, invalid("unknown resourceVersionMatch %q", opts.Match)
+		return storage.ListResult{}, storage.NewInvalidObject("unknown resourceVersionMatch %q", opts.Match)
 	}
 
 	s.mu.RLock()

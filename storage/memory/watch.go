@@ -70,7 +70,7 @@ func (s *Store) Watch(ctx context.Context, prefix string, opts storage.WatchOpti
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	prefix = listPrefix(prefix)
+	prefix = storage.ListPrefix(prefix)
 	if opts.SendInitialEvents && opts.Revision > 0 {
 		// The state at a revision the store has not reached does not exist
 		// yet: wait for it, as a list would.
