@@ -40,6 +40,20 @@ func (p Pair) TLSCertificate() (tls.Certificate, error) {
 	return tls.X509KeyPair(p.CertPEM, p.KeyPEM)
 }
 
+// WriteFiles writes the pair to keyPath (mode 0600) and certPath (0644),
+// each atomically: the key first, so that a reader of the certificate,
+// such as KeyPairFiles during a rotation, finds the two match once it has
+// the new certificate.
+func (p Pair) WriteFiles(certPath, keyPath string) error {
+	if err := WriteFile(keyPath, p.KeyPEM, 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", keyPath, err)
+	}
+	if err := WriteFile(certPath, p.CertPEM, 0o644); err != nil {
+		return fmt.Errorf("writing %s: %w", certPath, err)
+	}
+	return nil
+}
+
 func serial() (*big.Int, error) {
 	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 }

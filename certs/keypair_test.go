@@ -100,28 +100,21 @@ func TestKeyPairFilesLazyReload(t *testing.T) {
 	}
 	dir := t.TempDir()
 	certPath, keyPath := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
-	first, err := ca.IssueServing([]string{"one.example.com"}, time.Hour)
-	if err != nil {
-		t.Fatal(err)
+	issue := func(host string) certs.Pair {
+		p, err := ca.IssueServing([]string{host}, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
-	if err := os.WriteFile(keyPath, first.KeyPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(certPath, first.CertPEM, 0o600); err != nil {
+	if err := issue("one.example.com").WriteFiles(certPath, keyPath); err != nil {
 		t.Fatal(err)
 	}
 	kp, err := certs.NewKeyPairFiles(certPath, keyPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := ca.IssueServing([]string{"three.example.com"}, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyPath, p.KeyPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(certPath, p.CertPEM, 0o600); err != nil {
+	if err := issue("three.example.com").WriteFiles(certPath, keyPath); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)

@@ -405,13 +405,10 @@ func TestProxyClientCertificateReload(t *testing.T) {
 	certPath, keyPath := filepath.Join(dir, "proxy.crt"), filepath.Join(dir, "proxy.key")
 	install := func(user string) {
 		p, err := ca.IssueClient(user, nil, time.Hour)
+		if err == nil {
+			err = p.WriteFiles(certPath, keyPath)
+		}
 		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(keyPath, p.KeyPEM, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(certPath, p.CertPEM, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
