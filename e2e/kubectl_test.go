@@ -95,6 +95,12 @@ func TestKubectl(t *testing.T) {
 		if strings.TrimSpace(out) != "flunder.wardle.example.com/alpha" {
 			t.Errorf("label selector: %q", out)
 		}
+		// kubectl patch without --type sends a strategic merge patch.
+		w.Kubectl("patch", "flunder", "alpha", "-p", `{"metadata":{"labels":{"tier":null,"zone":"b"}}}`)
+		if out := w.Kubectl("get", "flunder", "alpha", "-o", "jsonpath={.metadata.labels}"); out != `{"app":"e2e","zone":"b"}` {
+			t.Errorf("after a strategic merge patch: %s", out)
+		}
+		w.Kubectl("label", "flunder", "alpha", "tier=gold", "zone-")
 		errOut := w.KubectlFail("patch", "flunder", "alpha", "--type=merge", "-p", `{"spec":{"referenceType":"Nope"}}`)
 		if !strings.Contains(errOut, `spec.referenceType: Invalid value: "Nope": must be Flunder or Fischer`) {
 			t.Errorf("invalid patch error: %s", errOut)

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"mime"
 	"net/http"
+	"reflect"
 	"strconv"
 	"sync"
 	"time"
@@ -431,13 +432,13 @@ const (
 	applyPatchType     = "application/apply-patch+yaml"
 )
 
-var supportedPatchTypes = []string{jsonPatchType, mergePatchType}
+var supportedPatchTypes = []string{jsonPatchType, mergePatchType, strategicPatchType}
 
-// Patch serves PATCH on a named object or its status: JSON patch and JSON
-// merge patch. Strategic merge patch needs per-field merge keys that only
-// compiled-in Kubernetes types have, so it is answered 415, as
-// kube-apiserver answers it for custom resources; kubectl then uses a merge
-// patch for types it does not know.
+// Patch serves PATCH on a named object or its status: JSON patch, JSON
+// merge patch, and strategic merge patch with the merge strategies of the
+// Go type's patchStrategy and patchMergeKey tags, as k8s.io/apiserver
+// serves it for its types (kubectl patch sends it by default). Server-side
+// apply is answered 415.
 func (s *Scope) Patch(w http.ResponseWriter, r *http.Request, ns, name, subresource string) {
 	form, err := negotiate(r.Header.Get("Accept"), false)
 	if err != nil {
@@ -451,7 +452,7 @@ func (s *Scope) Patch(w http.ResponseWriter, r *http.Request, ns, name, subresou
 	}
 	ct := r.Header.Get("Content-Type")
 	pt, _, _ := mime.ParseMediaType(ct)
-	if pt != jsonPatchType && pt != mergePatchType {
+	if pt != jsonPatchType && pt != mergePatchType && pt != strategicPatchType {
 		respond.Error(w, r, meta.NewUnsupportedMediaType(ct, supportedPatchTypes))
 		return
 	}
@@ -470,6 +471,7 @@ func (s *Scope) Patch(w http.ResponseWriter, r *http.Request, ns, name, subresou
 		respond.Error(w, r, meta.NewBadRequest("error decoding patch: invalid JSON"))
 		return
 	}
+	objType := reflect.TypeOf(s.Resource.New())
 	dryRun := len(opts.DryRun) > 0
 	admit, validate := s.admissionFuncs(r.Context(), admission.Update, ns, name, subresource, dryRun)
 	var warnings []string
@@ -482,9 +484,12 @@ func (s *Scope) Patch(w http.ResponseWriter, r *http.Request, ns, name, subresou
 			return nil, meta.NewInternalError(err)
 		}
 		var patched []byte
-		if pt == jsonPatchType {
+		switch pt {
+		case jsonPatchType:
 			patched, err = decodedJSONPatch.Apply(cur)
-		} else {
+		case strategicPatchType:
+			patched, err = strategicMergePatch(cur, patch, objType)
+		default:
 			patched, err = jsonpatch.MergePatch(cur, patch)
 		}
 		if err != nil {
@@ -505,6 +510,10 @@ func (s *Scope) Patch(w http.ResponseWriter, r *http.Request, ns, name, subresou
 // patchError classifies a patch failure: a patch that does not apply to the
 // object is unprocessable (422), anything else a bad request.
 func patchError(err error) error {
+	var bad errBadStrategicPatch
+	if errors.As(err, &bad) {
+		return meta.NewBadRequest(bad.Error())
+	}
 	for _, e := range []error{jsonpatch.ErrTestFailed, jsonpatch.ErrMissing, jsonpatch.ErrInvalidIndex, jsonpatch.ErrUnknownType, jsonpatch.ErrInvalid} {
 		if errors.Is(err, e) {
 			se := meta.NewInvalid(meta.GroupKind{}, "", nil)

@@ -39,10 +39,10 @@ type Common struct {
 type WidgetSpec struct {
 	Common `json:",inline"`
 	Size   int             `json:"size,omitempty"`
-	Parts  []Part          `json:"parts,omitempty"`
+	Parts  []Part          `json:"parts,omitempty" patchStrategy:"merge" patchMergeKey:"name"`
 	Named  map[string]Part `json:"named,omitempty"`
 	Main   *Part           `json:"main,omitempty"`
-	Tags   []string        `json:"tags,omitempty"`
+	Tags   []string        `json:"tags,omitempty" patchStrategy:"merge"`
 	Blob   []byte          `json:"blob,omitempty"`
 	Free   map[string]any  `json:"free,omitempty"`
 	Raw    json.RawMessage `json:"raw,omitempty"`

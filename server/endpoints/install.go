@@ -14,8 +14,13 @@ import (
 // Media types routes declare; the handlers negotiate the exact form.
 var (
 	objectMediaTypes = []string{"application/json", "application/yaml"}
-	patchMediaTypes  = []string{jsonPatchType, mergePatchType}
-	readMediaTypes   = []string{"application/json", "application/yaml", "application/json;stream=watch"}
+	// Strategic merge patch is served but not advertised: kubectl apply
+	// reads the OpenAPI document and, where it lists strategic merge
+	// patch, computes one from the schema's patch extensions (which
+	// apikit's schemas do not carry); a JSON merge patch is right for
+	// these types.
+	patchMediaTypes = []string{jsonPatchType, mergePatchType}
+	readMediaTypes  = []string{"application/json", "application/yaml", "application/json;stream=watch"}
 )
 
 // OperationID builds kube-apiserver style operation ids, e.g.

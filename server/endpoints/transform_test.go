@@ -2,6 +2,7 @@ package endpoints_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -151,13 +152,31 @@ func TestPatch(t *testing.T) {
 	resp, b := ts.do(t, req{method: "PATCH", path: ns + "/missing", body: `{}`, contentType: "application/merge-patch+json"})
 	wantStatus(t, resp, b, 404, meta.StatusReasonNotFound, `widgets.test.example.com "missing" not found`)
 
-	// Strategic merge patch needs compiled-in merge keys: kube-apiserver
-	// refuses it for custom resources the same way, and kubectl then
-	// falls back to a merge patch.
-	for _, ct := range []string{"application/strategic-merge-patch+json", "application/apply-patch+yaml", "application/json"} {
+	// Strategic merge patch, with the Go type's merge keys: tags merge
+	// as a set, parts by name; what kubectl patch sends by default.
+	if resp, b := ts.do(t, req{method: "PATCH", path: ns + "/w", contentType: "application/merge-patch+json",
+		body: `{"spec":{"parts":[{"name":"p1"},{"name":"p2"}],"tags":["a","b","c"]}}`}); resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+	resp, b = ts.do(t, req{method: "PATCH", path: ns + "/w", contentType: "application/strategic-merge-patch+json",
+		body: `{"spec":{"tags":["c","d"],"parts":[{"name":"p1","count":7},{"name":"p9"}],"$setElementOrder/tags":["a","b","c","d"]}}`})
+	if got := decode(t, b); resp.StatusCode != 200 || fmt.Sprint(path(got, "spec.tags")) != "[a b c d]" ||
+		fmt.Sprint(path(got, "spec.parts")) != "[map[count:7 name:p1] map[name:p2] map[name:p9]]" {
+		t.Errorf("strategic merge patch: %d %s", resp.StatusCode, b)
+	}
+	resp, b = ts.do(t, req{method: "PATCH", path: ns + "/w", contentType: "application/strategic-merge-patch+json",
+		body: `{"spec":{"$deleteFromPrimitiveList/tags":["a"],"parts":[{"name":"p2","$patch":"delete"}]}}`})
+	if got := decode(t, b); resp.StatusCode != 200 || fmt.Sprint(path(got, "spec.tags")) != "[b c d]" ||
+		fmt.Sprint(path(got, "spec.parts")) != "[map[count:7 name:p1] map[name:p9]]" {
+		t.Errorf("strategic merge patch directives: %d %s", resp.StatusCode, b)
+	}
+	resp, b = ts.do(t, req{method: "PATCH", path: ns + "/w", contentType: "application/strategic-merge-patch+json", body: `{"spec":{"$patch":"sideways"}}`})
+	wantStatus(t, resp, b, http.StatusBadRequest, meta.StatusReasonBadRequest, `unknown patch type sideways in "$patch"`)
+	// Server-side apply is not served.
+	for _, ct := range []string{"application/apply-patch+yaml", "application/json"} {
 		resp, b := ts.do(t, req{method: "PATCH", path: ns + "/w", body: `{"spec":{"size":2}}`, contentType: ct})
 		wantStatus(t, resp, b, http.StatusUnsupportedMediaType, meta.StatusReasonUnsupportedMediaType,
-			"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json")
+			"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json")
 	}
 
 	// A dry-run patch answers the result and keeps the object.
