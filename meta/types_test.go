@@ -54,7 +54,7 @@ func TestObjectJSON(t *testing.T) {
 		v    any
 		want string
 	}{
-		{"zero ObjectMeta writes a null creationTimestamp", ObjectMeta{}, `{"creationTimestamp":null}`},
+		{"zero ObjectMeta omits creationTimestamp, as Kubernetes 1.33+", ObjectMeta{}, `{}`},
 		{"zero TypeMeta", TypeMeta{}, `{}`},
 		{"TypeMeta", TypeMeta{Kind: "Flunder", APIVersion: "wardle.example.com/v1alpha1"}, `{"kind":"Flunder","apiVersion":"wardle.example.com/v1alpha1"}`},
 		{"zero ListMeta", ListMeta{}, `{}`},
@@ -77,11 +77,11 @@ func TestObjectJSON(t *testing.T) {
 		{"owner reference without pointers", OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "p", UID: "u"},
 			`{"apiVersion":"v1","kind":"Pod","name":"p","uid":"u"}`},
 		{"object", flunder{TypeMeta: TypeMeta{Kind: "Flunder", APIVersion: "wardle.example.com/v1alpha1"}, ObjectMeta: ObjectMeta{Name: "x", Namespace: "default"}},
-			`{"kind":"Flunder","apiVersion":"wardle.example.com/v1alpha1","metadata":{"name":"x","namespace":"default","creationTimestamp":null},"spec":{}}`},
+			`{"kind":"Flunder","apiVersion":"wardle.example.com/v1alpha1","metadata":{"name":"x","namespace":"default"},"spec":{}}`},
 		{"empty list", flunderList{TypeMeta: TypeMeta{Kind: "FlunderList", APIVersion: "wardle.example.com/v1alpha1"}, Items: []flunder{}},
 			`{"kind":"FlunderList","apiVersion":"wardle.example.com/v1alpha1","metadata":{},"items":[]}`},
 		{"list", flunderList{ListMeta: ListMeta{ResourceVersion: "9", Continue: "c"}, Items: []flunder{{ObjectMeta: ObjectMeta{Name: "a"}}}},
-			`{"metadata":{"resourceVersion":"9","continue":"c"},"items":[{"metadata":{"name":"a","creationTimestamp":null},"spec":{}}]}`},
+			`{"metadata":{"resourceVersion":"9","continue":"c"},"items":[{"metadata":{"name":"a"},"spec":{}}]}`},
 		{"partial object metadata", PartialObjectMetadata{TypeMeta: TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/v1"}, ObjectMeta: ObjectMeta{Name: "a", CreationTimestamp: at}},
 			`{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"a","creationTimestamp":"2024-01-02T03:04:05Z"}}`},
 	}

@@ -78,11 +78,14 @@ func storedPrefix(kind, apiVersion string) []byte {
 }
 
 // beforeResourceVersion are the metadata fields that ObjectMeta encodes
-// before resourceVersion, all strings; afterResourceVersion are those that
-// may come next (creationTimestamp is always there).
+// before resourceVersion, all strings; afterResourceVersion are those it
+// encodes after it, in its field order (each may be absent: all are
+// omitted when empty or zero).
 var (
-	beforeResourceVersion = map[string]bool{"name": true, "generateName": true, "namespace": true, "selfLink": true, "uid": true}
-	afterResourceVersion  = map[string]bool{"generation": true, "creationTimestamp": true}
+	beforeResourceVersion = map[string]int{"name": 1, "generateName": 2, "namespace": 3, "selfLink": 4, "uid": 5} // their order
+	afterResourceVersion  = map[string]bool{"generation": true, "creationTimestamp": true, "deletionTimestamp": true,
+		"deletionGracePeriodSeconds": true, "labels": true, "annotations": true, "ownerReferences": true,
+		"finalizers": true, "managedFields": true}
 )
 
 // storedJSON returns a stored value's JSON as a response carries it in the
@@ -91,8 +94,8 @@ var (
 // it (after uid), so the bytes are those of decode and encode. It returns
 // nil, for the caller to decode and encode instead, unless the value
 // starts as encodeForStorage writes it: the exact prefix, the string fields
-// before resourceVersion, then generation or creationTimestamp; and is
-// valid JSON.
+// before resourceVersion, then a field ObjectMeta encodes after it or the
+// end of the metadata; and is valid JSON.
 //
 // Unlike decode and encode, it passes through what a decode would drop or
 // normalize after that: fields T no longer has (stored by an older version
@@ -102,8 +105,16 @@ func (s *Store[T]) storedJSON(value []byte, rev int64) []byte {
 	if rev <= 0 || !bytes.HasPrefix(value, s.storedPrefix) {
 		return nil
 	}
-	at := len(s.storedPrefix) // where resourceVersion goes: before a key
+	// at is where resourceVersion goes: before a key, or before the "}"
+	// that ends the metadata (then without a comma after it, and with one
+	// before it when a field precedes).
+	at := len(s.storedPrefix)
+	last, order := false, 0
 	for {
+		if at < len(value) && value[at] == '}' {
+			last = true
+			break
+		}
 		key, j := jsonString(value, at)
 		if j < 0 {
 			return nil
@@ -111,22 +122,34 @@ func (s *Store[T]) storedJSON(value []byte, rev int64) []byte {
 		if afterResourceVersion[string(key)] {
 			break
 		}
-		if !beforeResourceVersion[string(key)] || j >= len(value) || value[j] != ':' {
+		n := beforeResourceVersion[string(key)]
+		if n <= order || j >= len(value) || value[j] != ':' {
+			return nil // unknown, or out of ObjectMeta's order
+		}
+		order = n
+		if _, j = jsonString(value, j+1); j < 0 || j >= len(value) || (value[j] != ',' && value[j] != '}') {
 			return nil
 		}
-		if _, j = jsonString(value, j+1); j < 0 || j >= len(value) || value[j] != ',' {
-			return nil
+		if value[j] == '}' {
+			at, last = j, true
+			break
 		}
 		at = j + 1
 	}
 	if !json.Valid(value) {
 		return nil
 	}
-	out := make([]byte, 0, len(value)+len(`"resourceVersion":"",`)+20)
+	out := make([]byte, 0, len(value)+len(`,"resourceVersion":"",`)+20)
 	out = append(out, value[:at]...)
+	if last && at > len(s.storedPrefix) {
+		out = append(out, ',')
+	}
 	out = append(out, `"resourceVersion":"`...)
 	out = strconv.AppendInt(out, rev, 10)
-	out = append(out, `",`...)
+	out = append(out, '"')
+	if !last {
+		out = append(out, ',')
+	}
 	return append(out, value[at:]...)
 }
 

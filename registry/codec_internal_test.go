@@ -74,9 +74,9 @@ func TestStoredJSONFallsBack(t *testing.T) {
 		{"apiVersion first", `{"apiVersion":"wardle.example.com/v1beta1","kind":"Flunder","metadata":{"name":"a","creationTimestamp":null}}`},
 		{"spaces", `{"kind": "Flunder","apiVersion":"wardle.example.com/v1beta1","metadata":{"name":"a","creationTimestamp":null}}`},
 		{"a resourceVersion already", head + `"name":"a","resourceVersion":"3","creationTimestamp":null}}`},
-		{"empty metadata", head + `}}`},
 		{"an unknown field first", head + `"zone":"a","creationTimestamp":null}}`},
 		{"a field out of order", head + `"uid":"u","name":"a","labels":{}}}`},
+		{"a field twice", head + `"name":"a","name":"b"}}`},
 		{"a non-string name", head + `"name":1,"creationTimestamp":null}}`},
 		{"invalid after the metadata", head + `"name":"a","creationTimestamp":null},"spec":{]}`},
 		{"truncated", head + `"name":"a`},
@@ -175,4 +175,29 @@ func TestLazyItem(t *testing.T) {
 func itoa(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// FuzzStoredJSON: stored bytes may come from any writer of the etcd
+// prefix. Whatever they hold, storedJSON yields nil (decode and encode
+// then) or valid JSON carrying the resourceVersion once.
+func FuzzStoredJSON(f *testing.F) {
+	st := benchFlunderStore(f)
+	const head = `{"kind":"Flunder","apiVersion":"wardle.example.com/v1beta1","metadata":{`
+	for _, s := range []string{head + `}}`, head + `"name":"a"},"spec":{}}`, head + `"name":"a","uid":"u","generation":2}}`,
+		head + `"namespace":"n","labels":{"a":"b"}}}`, head + `"name":"a","resourceVersion":"1"}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, value []byte) {
+		got := st.storedJSON(value, 77)
+		if got == nil {
+			return
+		}
+		if !json.Valid(got) {
+			t.Fatalf("storedJSON(%s) = %s: not JSON", value, got)
+		}
+		rv := []byte(`"resourceVersion":"77"`)
+		if n := bytes.Count(got, rv) - bytes.Count(value, rv); n != 1 {
+			t.Fatalf("storedJSON(%s) = %s: %d resourceVersions added", value, got, n)
+		}
+	})
 }

@@ -41,7 +41,7 @@ func TestCreateOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"kind":"Review","apiVersion":"reviews.example.com/v1","metadata":{"creationTimestamp":null},"spec":"x","status":"seen x"}`; string(b) != want {
+	if want := `{"kind":"Review","apiVersion":"reviews.example.com/v1","metadata":{},"spec":"x","status":"seen x"}`; string(b) != want {
 		t.Errorf("JSON = %s\nwant   %s", b, want)
 	}
 	admitted := false
