@@ -22,44 +22,21 @@ type (
 	priorityLevel = flowcontrol.PriorityLevelConfiguration
 )
 
-type flowSchemaStrategy struct {
-	registry.DefaultStrategy[*flowSchema]
+// strategy defaults and validates an object the same way on create and
+// update, as kube-apiserver's flowcontrol strategies do.
+type strategy[T meta.Object] struct {
+	registry.DefaultStrategy[T]
+	defaults func(T)
+	validate func(T) meta.FieldErrors
 }
 
-func (flowSchemaStrategy) PrepareForCreate(_ context.Context, fs *flowSchema) {
-	flowcontrol.SetFlowSchemaDefaults(fs)
-}
+func (s strategy[T]) PrepareForCreate(_ context.Context, obj T)    { s.defaults(obj) }
+func (s strategy[T]) PrepareForUpdate(_ context.Context, obj, _ T) { s.defaults(obj) }
 
-func (flowSchemaStrategy) PrepareForUpdate(_ context.Context, fs, _ *flowSchema) {
-	flowcontrol.SetFlowSchemaDefaults(fs)
-}
+func (s strategy[T]) Validate(_ context.Context, obj T) meta.FieldErrors { return s.validate(obj) }
 
-func (flowSchemaStrategy) Validate(_ context.Context, fs *flowSchema) meta.FieldErrors {
-	return flowcontrol.ValidateFlowSchema(fs)
-}
-
-func (flowSchemaStrategy) ValidateUpdate(_ context.Context, fs, _ *flowSchema) meta.FieldErrors {
-	return flowcontrol.ValidateFlowSchema(fs)
-}
-
-type priorityLevelStrategy struct {
-	registry.DefaultStrategy[*priorityLevel]
-}
-
-func (priorityLevelStrategy) PrepareForCreate(_ context.Context, pl *priorityLevel) {
-	flowcontrol.SetPriorityLevelDefaults(pl)
-}
-
-func (priorityLevelStrategy) PrepareForUpdate(_ context.Context, pl, _ *priorityLevel) {
-	flowcontrol.SetPriorityLevelDefaults(pl)
-}
-
-func (priorityLevelStrategy) Validate(_ context.Context, pl *priorityLevel) meta.FieldErrors {
-	return flowcontrol.ValidatePriorityLevel(pl)
-}
-
-func (priorityLevelStrategy) ValidateUpdate(_ context.Context, pl, _ *priorityLevel) meta.FieldErrors {
-	return flowcontrol.ValidatePriorityLevel(pl)
+func (s strategy[T]) ValidateUpdate(_ context.Context, obj, _ T) meta.FieldErrors {
+	return s.validate(obj)
 }
 
 // API is one server's flowcontrol.apiserver.k8s.io/v1 resources.
@@ -83,7 +60,7 @@ func New(f storage.Factory) (*API, error) {
 		Kind:              "FlowSchema",
 		StorageVersion:    flowcontrol.Version,
 		StatusSubresource: true,
-		Strategy:          flowSchemaStrategy{},
+		Strategy:          strategy[*flowSchema]{defaults: flowcontrol.SetFlowSchemaDefaults, validate: flowcontrol.ValidateFlowSchema},
 		Storage:           fsStorage,
 		NameValidator:     flowcontrol.ValidateName,
 		Columns: []registry.Column[*flowSchema]{
@@ -115,7 +92,7 @@ func New(f storage.Factory) (*API, error) {
 		Kind:              "PriorityLevelConfiguration",
 		StorageVersion:    flowcontrol.Version,
 		StatusSubresource: true,
-		Strategy:          priorityLevelStrategy{},
+		Strategy:          strategy[*priorityLevel]{defaults: flowcontrol.SetPriorityLevelDefaults, validate: flowcontrol.ValidatePriorityLevel},
 		Storage:           plStorage,
 		NameValidator:     flowcontrol.ValidateName,
 		Columns: []registry.Column[*priorityLevel]{
