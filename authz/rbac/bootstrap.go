@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 
 	"github.com/apikit-dev/apikit/authn"
+	"github.com/apikit-dev/apikit/internal/workgroup"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
 )
@@ -145,33 +145,26 @@ func DefaultPolicy() Policy {
 // round trip per default object and a few in all, before the server is
 // ready.
 func Reconcile(ctx context.Context, s *Stores, p Policy) error {
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		sem  = make(chan struct{}, reconcileWorkers)
-	)
-	run := func(kind, name string, reconcile func() error) {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := reconcile(); err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("reconciling %s %s: %w", kind, name, err))
-				mu.Unlock()
-			}
-		})
-	}
+	g := workgroup.New(reconcileWorkers)
 	for i := range p.ClusterRoles {
 		want := &p.ClusterRoles[i]
-		run("ClusterRole", want.Name, func() error { return reconcileClusterRole(ctx, s.ClusterRoles, want) })
+		g.Go(func() error {
+			if err := reconcileClusterRole(ctx, s.ClusterRoles, want); err != nil {
+				return fmt.Errorf("reconciling ClusterRole %s: %w", want.Name, err)
+			}
+			return nil
+		})
 	}
 	for i := range p.ClusterRoleBindings {
 		want := &p.ClusterRoleBindings[i]
-		run("ClusterRoleBinding", want.Name, func() error { return reconcileClusterRoleBinding(ctx, s.ClusterRoleBindings, want) })
+		g.Go(func() error {
+			if err := reconcileClusterRoleBinding(ctx, s.ClusterRoleBindings, want); err != nil {
+				return fmt.Errorf("reconciling ClusterRoleBinding %s: %w", want.Name, err)
+			}
+			return nil
+		})
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return g.Wait()
 }
 
 // reconcileWorkers bounds the objects Reconcile writes at once.

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 
 	"github.com/apikit-dev/apikit/flowcontrol"
+	"github.com/apikit-dev/apikit/internal/workgroup"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
 )
@@ -31,29 +31,13 @@ import (
 // fresh store that spares the server most of a round trip per default
 // object before it is ready.
 func (a *API) Ensure(ctx context.Context) error {
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		sem  = make(chan struct{}, ensureWorkers)
-	)
-	run := func(f func() error) {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := f(); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		})
-	}
+	g := workgroup.New(ensureWorkers)
 	bootFS := map[string]bool{}
 	bootPL := map[string]bool{}
 	for i, list := range [][]*priorityLevel{flowcontrol.MandatoryPriorityLevels(), flowcontrol.SuggestedPriorityLevels()} {
 		for _, pl := range list {
 			bootPL[pl.Name] = true
-			run(func() error {
+			g.Go(func() error {
 				return ensure(ctx, a.PriorityLevels, pl, i == 0, plSpec, setPLSpec, flowcontrol.SetPriorityLevelDefaults)
 			})
 		}
@@ -61,14 +45,12 @@ func (a *API) Ensure(ctx context.Context) error {
 	for i, list := range [][]*flowSchema{flowcontrol.MandatoryFlowSchemas(), flowcontrol.SuggestedFlowSchemas()} {
 		for _, fs := range list {
 			bootFS[fs.Name] = true
-			run(func() error {
+			g.Go(func() error {
 				return ensure(ctx, a.FlowSchemas, fs, i == 0, fsSpec, setFSSpec, flowcontrol.SetFlowSchemaDefaults)
 			})
 		}
 	}
-	wg.Wait()
-	errs = append(errs, removeStale(ctx, a.FlowSchemas, bootFS), removeStale(ctx, a.PriorityLevels, bootPL))
-	return errors.Join(errs...)
+	return errors.Join(g.Wait(), removeStale(ctx, a.FlowSchemas, bootFS), removeStale(ctx, a.PriorityLevels, bootPL))
 }
 
 // ensureWorkers bounds the objects Ensure writes at once.
