@@ -15,7 +15,8 @@ import (
 // again when either changes, as kube-apiserver reloads --tls-cert-file and
 // --proxy-client-cert-file: a rotated certificate is served (or presented)
 // from the next handshake on, without a restart. The files are looked at
-// lazily, by the handshakes that use them, at most once per second. A pair
+// lazily, by the handshakes that use them, at most once per second, and
+// read only when they look changed (or a minute has passed). A pair
 // that does not load (a half-written rotation: the new certificate beside
 // the old key) leaves the last good one in place, and is tried again.
 type KeyPairFiles struct {
@@ -26,6 +27,11 @@ type KeyPairFiles struct {
 	cur       atomic.Pointer[tls.Certificate]
 	nextCheck atomic.Int64 // UnixNano
 	mu        sync.Mutex   // held by the one checking
+	// seen is what the files looked like when last read, and readAt
+	// when: an unchanged look skips the read, but for a read each
+	// minute in case a file system reports changes coarsely.
+	seen   [2]os.FileInfo
+	readAt time.Time
 	// certData and keyData are the pair in use; bad is the content of
 	// the files when they last failed to load, and why, so that a bad
 	// pair is parsed and logged once, not every second.
@@ -43,6 +49,7 @@ const keyPairCheckInterval = time.Second
 // naming the files.
 func NewKeyPairFiles(certPath, keyPath string) (*KeyPairFiles, error) {
 	k := &KeyPairFiles{certPath: certPath, keyPath: keyPath, interval: keyPairCheckInterval, now: time.Now}
+	k.remember() // before the read, as in check
 	certData, keyData, err := k.read()
 	if err != nil {
 		return nil, err
@@ -71,7 +78,7 @@ func (k *KeyPairFiles) read() (certData, keyData []byte, err error) {
 func (k *KeyPairFiles) Current() *tls.Certificate {
 	now := k.now()
 	if now.UnixNano() >= k.nextCheck.Load() && k.mu.TryLock() {
-		if now.UnixNano() >= k.nextCheck.Load() {
+		if now.UnixNano() >= k.nextCheck.Load() && !k.unchanged() {
 			_ = k.check()
 			k.nextCheck.Store(now.Add(k.interval).UnixNano())
 		}
@@ -88,8 +95,35 @@ func (k *KeyPairFiles) Reload() error {
 	return k.check()
 }
 
+// rereadEvery forces a read now and then even when the files look
+// unchanged.
+const rereadEvery = time.Minute
+
+// unchanged reports whether both files look as when last read.
+func (k *KeyPairFiles) unchanged() bool {
+	for i, path := range [2]string{k.certPath, k.keyPath} {
+		info, err := os.Stat(path)
+		if err != nil || k.seen[i] == nil || !os.SameFile(info, k.seen[i]) ||
+			info.Size() != k.seen[i].Size() || !info.ModTime().Equal(k.seen[i].ModTime()) {
+			return false
+		}
+	}
+	return k.now().Sub(k.readAt) < rereadEvery
+}
+
+// remember records what the files look like now, as just read.
+func (k *KeyPairFiles) remember() {
+	for i, path := range [2]string{k.certPath, k.keyPath} {
+		k.seen[i], _ = os.Stat(path)
+	}
+	k.readAt = k.now()
+}
+
 // check reloads the pair if the files hold another one; k.mu is held.
+// Reload forces the read; the lazy check skips it while the files look
+// unchanged.
 func (k *KeyPairFiles) check() error {
+	k.remember() // before the read: a change during it is seen next time
 	certData, keyData, err := k.read()
 	if err != nil {
 		return k.keep(nil, nil, fmt.Errorf("reading the key pair: %w", err))
