@@ -148,16 +148,16 @@ func decodeErrorMessage(err error) string {
 
 var (
 	unmarshalerType = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
-	fieldMaps       sync.Map // reflect.Type -> map[string]reflect.Type
+	fieldMaps       sync.Map // reflect.Type -> map[string]reflect.StructField
 )
 
-// jsonFields returns the JSON field names of a struct type (inline embedded
-// structs flattened) and their types.
-func jsonFields(t reflect.Type) map[string]reflect.Type {
+// jsonFields returns the JSON fields of a struct type by name (inline
+// embedded structs flattened), as encoding/json sees them.
+func jsonFields(t reflect.Type) map[string]reflect.StructField {
 	if m, ok := fieldMaps.Load(t); ok {
-		return m.(map[string]reflect.Type)
+		return m.(map[string]reflect.StructField)
 	}
-	m := map[string]reflect.Type{}
+	m := map[string]reflect.StructField{}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		tag := f.Tag.Get("json")
@@ -183,7 +183,7 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 		if name == "" {
 			name = f.Name
 		}
-		m[name] = ft
+		m[name] = f
 	}
 	fieldMaps.Store(t, m)
 	return m
@@ -206,7 +206,7 @@ func findUnknownFields(v any, t reflect.Type, path string, out *[]string) {
 		}
 		fields := jsonFields(t)
 		for k, child := range obj {
-			ft, ok := fields[k]
+			f, ok := fields[k]
 			p := k
 			if path != "" {
 				p = path + "." + k
@@ -216,7 +216,7 @@ func findUnknownFields(v any, t reflect.Type, path string, out *[]string) {
 				delete(obj, k)
 				continue
 			}
-			findUnknownFields(child, ft, p, out)
+			findUnknownFields(child, f.Type, p, out)
 		}
 	case reflect.Map:
 		obj, ok := v.(map[string]any)

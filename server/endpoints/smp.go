@@ -255,47 +255,23 @@ func newPatchField(ft reflect.Type, strategy, mergeKey string) patchField {
 	return pf
 }
 
-var patchFieldCache sync.Map // reflect.Type -> map[string]patchField
-
-// patchFields returns the JSON fields of struct type t (inline embedded
-// structs flattened) with their merge strategies; nil for other types.
-// A list field merges only with patchStrategy "merge"; without a
-// patchMergeKey its elements are scalars and merge as a set.
+// patchFields returns the JSON fields of struct type t with their merge
+// strategies; nil for other types. A list field merges only with
+// patchStrategy "merge"; without a patchMergeKey its elements are scalars
+// and merge as a set.
 func patchFields(t reflect.Type) map[string]patchField {
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t == nil || t.Kind() != reflect.Struct {
+	if t.Kind() != reflect.Struct {
 		return nil
 	}
 	if m, ok := patchFieldCache.Load(t); ok {
 		return m.(map[string]patchField)
 	}
 	m := map[string]patchField{}
-	for i := 0; i < t.NumField(); i++ {
-		sf := t.Field(i)
-		name, opts, _ := strings.Cut(sf.Tag.Get("json"), ",")
-		if name == "-" && opts == "" {
-			continue
-		}
-		ft := sf.Type
-		for ft.Kind() == reflect.Pointer {
-			ft = ft.Elem()
-		}
-		if sf.Anonymous && (name == "" || strings.Contains(opts, "inline")) && ft.Kind() == reflect.Struct {
-			for k, v := range patchFields(ft) {
-				m[k] = v
-			}
-			continue
-		}
-		if !sf.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = sf.Name
-		}
-		m[name] = newPatchField(ft, sf.Tag.Get("patchStrategy"), sf.Tag.Get("patchMergeKey"))
+	for name, sf := range jsonFields(t) {
+		m[name] = newPatchField(sf.Type, sf.Tag.Get("patchStrategy"), sf.Tag.Get("patchMergeKey"))
 	}
 	patchFieldCache.Store(t, m)
 	return m
 }
+
+var patchFieldCache sync.Map // reflect.Type -> map[string]patchField
