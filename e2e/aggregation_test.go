@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -171,45 +170,12 @@ func TestAggregation(t *testing.T) {
 	})
 
 	t.Run("watch", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "kubectl", "get", "flunders", "-n", "watched", "-w", "--output-watch-events",
-			"-o", "custom-columns=EVENT:.type,NAME:.object.metadata.name,REF:.object.spec.flunderReference", "--no-headers")
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+agg.Kubeconfig(), "HOME="+agg.DataDir)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { cancel(); _ = cmd.Wait() }()
-		lines := make(chan string, 16)
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				lines <- strings.Join(strings.Fields(sc.Text()), " ")
-			}
-			close(lines)
-		}()
-		time.Sleep(time.Second)
+		watch := watchFlunders(t, agg.Kubeconfig(), agg.DataDir, "watched")
 		// Changes made on wardle directly reach the watch through the aggregator.
 		backend.KubectlStdin(fmt.Sprintf(aggFlunder, "w1", "a"), "create", "-n", "watched", "-f", "-")
 		agg.Kubectl("patch", "flunder", "w1", "-n", "watched", "--type=merge", "-p", `{"spec":{"flunderReference":"b"}}`)
 		agg.Kubectl("delete", "flunder", "w1", "-n", "watched")
-		for _, wl := range []string{"ADDED w1 a", "MODIFIED w1 b", "DELETED w1 b"} {
-			select {
-			case got, ok := <-lines:
-				if !ok {
-					t.Fatalf("watch ended early, want %q", wl)
-				}
-				if got != wl {
-					t.Errorf("watch line %q, want %q", got, wl)
-				}
-			case <-ctx.Done():
-				t.Fatalf("no watch line, want %q", wl)
-			}
-		}
+		watch.expect("ADDED w1 a", "MODIFIED w1 b", "DELETED w1 b")
 	})
 
 	t.Run("chunk-size", func(t *testing.T) {

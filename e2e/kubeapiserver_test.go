@@ -14,7 +14,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/ecdsa"
@@ -358,41 +357,11 @@ ports: [{name: https, port: %[1]d, protocol: TCP}]
 	})
 
 	t.Run("watch", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "kubectl", "get", "flunders", "-n", "watched", "-w", "--output-watch-events",
-			"-o", "custom-columns=EVENT:.type,NAME:.object.metadata.name,REF:.object.spec.flunderReference", "--no-headers")
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+k.kubeconfig, "HOME="+k.dir)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { cancel(); _ = cmd.Wait() }()
-		lines := make(chan string, 16)
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				lines <- strings.Join(strings.Fields(sc.Text()), " ")
-			}
-			close(lines)
-		}()
-		time.Sleep(time.Second)
+		watch := watchFlunders(t, k.kubeconfig, k.dir, "watched")
 		k.must(t, fmt.Sprintf(aggFlunder, "w1", "a"), "create", "-n", "watched", "-f", "-")
 		k.must(t, "", "patch", "flunder", "w1", "-n", "watched", "--type=merge", "-p", `{"spec":{"flunderReference":"b"}}`)
 		k.must(t, "", "delete", "flunder", "w1", "-n", "watched")
-		for _, wl := range []string{"ADDED w1 a", "MODIFIED w1 b", "DELETED w1 b"} {
-			select {
-			case got, ok := <-lines:
-				if !ok || got != wl {
-					t.Fatalf("watch line %q (%v), want %q", got, ok, wl)
-				}
-			case <-ctx.Done():
-				t.Fatalf("no watch line, want %q", wl)
-			}
-		}
+		watch.expect("ADDED w1 a", "MODIFIED w1 b", "DELETED w1 b")
 	})
 
 	t.Run("chunk-size", func(t *testing.T) {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -128,45 +127,11 @@ func TestKubectl(t *testing.T) {
 	})
 
 	t.Run("watch", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "kubectl", "get", "flunders", "-n", "watched", "-w", "--output-watch-events", "-o", "custom-columns=EVENT:.type,NAME:.object.metadata.name,REF:.object.spec.flunderReference", "--no-headers")
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+w.Kubeconfig(), "HOME="+w.DataDir)
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { cancel(); _ = cmd.Wait() }()
-		lines := make(chan string, 16)
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				lines <- strings.Join(strings.Fields(sc.Text()), " ")
-			}
-			close(lines)
-		}()
-		// Give the watch a moment to be established, then change things.
-		time.Sleep(time.Second)
+		watch := watchFlunders(t, w.Kubeconfig(), w.DataDir, "watched")
 		w.KubectlStdin(fmt.Sprintf(flunderYAML, "w1", "a"), "create", "-n", "watched", "-f", "-")
 		w.Kubectl("patch", "flunder", "w1", "-n", "watched", "--type=merge", "-p", `{"spec":{"flunderReference":"b"}}`)
 		w.Kubectl("delete", "flunder", "w1", "-n", "watched")
-		want := []string{"ADDED w1 a", "MODIFIED w1 b", "DELETED w1 b"}
-		for _, wl := range want {
-			select {
-			case got, ok := <-lines:
-				if !ok {
-					t.Fatalf("watch ended early, want %q", wl)
-				}
-				if got != wl {
-					t.Errorf("watch line %q, want %q", got, wl)
-				}
-			case <-ctx.Done():
-				t.Fatalf("no watch line, want %q", wl)
-			}
-		}
+		watch.expect("ADDED w1 a", "MODIFIED w1 b", "DELETED w1 b")
 	})
 
 	t.Run("delete", func(t *testing.T) {
