@@ -102,37 +102,44 @@ func NewTime(t time.Time) Time { return Time{t} }
 // IsZero reports whether t is unset; it is safe on a nil receiver.
 func (t *Time) IsZero() bool { return t == nil || t.Time.IsZero() }
 
-// MarshalJSON implements json.Marshaler.
-func (t Time) MarshalJSON() ([]byte, error) {
-	if t.Time.IsZero() {
-		return []byte("null"), nil
-	}
-	b := make([]byte, 0, len(time.RFC3339)+2)
-	b = append(b, '"')
-	b = t.UTC().AppendFormat(b, time.RFC3339)
-	return append(b, '"'), nil
-}
+// MarshalJSON implements json.Marshaler: RFC 3339 in UTC, null when zero.
+func (t Time) MarshalJSON() ([]byte, error) { return marshalTime(t.Time, time.RFC3339), nil }
 
 // UnmarshalJSON implements json.Unmarshaler.
-func (t *Time) UnmarshalJSON(b []byte) error {
+func (t *Time) UnmarshalJSON(b []byte) (err error) {
+	t.Time, err = unmarshalTime(b, time.RFC3339)
+	return err
+}
+
+// marshalTime writes t as a JSON string in layout, in UTC; null when zero.
+func marshalTime(t time.Time, layout string) []byte {
+	if t.IsZero() {
+		return []byte("null")
+	}
+	b := make([]byte, 0, len(layout)+2)
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, layout)
+	return append(b, '"')
+}
+
+// unmarshalTime reads a JSON string in layout (null or "" is the zero
+// time), in local time as Kubernetes reads it.
+func unmarshalTime(b []byte, layout string) (time.Time, error) {
 	if bytes.Equal(b, []byte("null")) {
-		t.Time = time.Time{}
-		return nil
+		return time.Time{}, nil
 	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("time must be an RFC 3339 string: %w", err)
+		return time.Time{}, fmt.Errorf("time must be an RFC 3339 string: %w", err)
 	}
 	if s == "" {
-		t.Time = time.Time{}
-		return nil
+		return time.Time{}, nil
 	}
-	p, err := time.Parse(time.RFC3339, s)
+	p, err := time.Parse(layout, s)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
-	t.Time = p.Local()
-	return nil
+	return p.Local(), nil
 }
 
 // MicroTime is a timestamp with microsecond precision, as used by
@@ -143,35 +150,12 @@ type MicroTime struct {
 
 const rfc3339Micro = "2006-01-02T15:04:05.000000Z07:00"
 
-// MarshalJSON implements json.Marshaler.
-func (t MicroTime) MarshalJSON() ([]byte, error) {
-	if t.Time.IsZero() {
-		return []byte("null"), nil
-	}
-	b := make([]byte, 0, len(rfc3339Micro)+2)
-	b = append(b, '"')
-	b = t.UTC().AppendFormat(b, rfc3339Micro)
-	return append(b, '"'), nil
-}
+// MarshalJSON implements json.Marshaler: RFC 3339 with microseconds, in
+// UTC; null when zero.
+func (t MicroTime) MarshalJSON() ([]byte, error) { return marshalTime(t.Time, rfc3339Micro), nil }
 
 // UnmarshalJSON implements json.Unmarshaler.
-func (t *MicroTime) UnmarshalJSON(b []byte) error {
-	if bytes.Equal(b, []byte("null")) {
-		t.Time = time.Time{}
-		return nil
-	}
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("time must be an RFC 3339 string: %w", err)
-	}
-	if s == "" {
-		t.Time = time.Time{}
-		return nil
-	}
-	p, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return err
-	}
-	t.Time = p.Local()
-	return nil
+func (t *MicroTime) UnmarshalJSON(b []byte) (err error) {
+	t.Time, err = unmarshalTime(b, time.RFC3339Nano)
+	return err
 }
