@@ -74,6 +74,55 @@ func ListPrefix(prefix string) string {
 	return prefix
 }
 
+// ListPlan is where and at which revision a List starts, read from its
+// options the same way by every backend and the watch cache.
+type ListPlan struct {
+	// Start is the first key: the prefix, or where a continue token
+	// resumes.
+	Start string
+	// Revision is the revision to list at exactly (a continue token's,
+	// or resourceVersionMatch=Exact, or a limited list with a
+	// resourceVersion); 0 when the list is of the latest state.
+	Revision int64
+	// Continued is set when Start and Revision come from a token.
+	Continued bool
+	// NotOlderThan, when set, is a revision the state listed must have
+	// reached (resourceVersionMatch=NotOlderThan, or a resourceVersion
+	// without a limit).
+	NotOlderThan int64
+	// Consistent is set for a list of the latest state that must reflect
+	// every write made before it (no resourceVersion and not AnyRevision).
+	Consistent bool
+}
+
+// PlanList reads opts for a list under prefix (already a ListPrefix).
+// Errors are InvalidObject: a continue token with a revision, a bad token,
+// an unknown resourceVersionMatch.
+func PlanList(prefix string, opts ListOptions) (ListPlan, error) {
+	p := ListPlan{Start: prefix}
+	switch {
+	case opts.Continue != "":
+		if opts.Revision != 0 {
+			return p, NewInvalidObject("specifying resource version is not allowed when using continue")
+		}
+		start, rev, err := DecodeContinue(opts.Continue, prefix)
+		if err != nil {
+			return p, err
+		}
+		p.Start, p.Revision, p.Continued = start, rev, true
+	case opts.AnyRevision:
+	case opts.Revision == 0:
+		p.Consistent = true
+	case opts.Match == MatchExact || (opts.Match == MatchDefault && opts.Limit > 0):
+		p.Revision = opts.Revision
+	case opts.Match == MatchNotOlderThan || opts.Match == MatchDefault:
+		p.NotOlderThan = opts.Revision
+	default:
+		return p, NewInvalidObject("unknown resourceVersionMatch %q", opts.Match)
+	}
+	return p, nil
+}
+
 func invalidContinue(format string, args ...any) error {
 	return &Error{Code: CodeInvalidObject, Message: "invalid continue token: " + fmt.Sprintf(format, args...)}
 }

@@ -75,3 +75,41 @@ func FuzzDecodeContinue(f *testing.F) {
 		}
 	})
 }
+
+func TestPlanList(t *testing.T) {
+	const prefix = "/flunders/"
+	token, err := storage.EncodeContinue("/flunders/ns/a", prefix, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		opts storage.ListOptions
+		want storage.ListPlan
+		err  string
+	}{
+		{"consistent", storage.ListOptions{}, storage.ListPlan{Start: prefix, Consistent: true}, ""},
+		{"any", storage.ListOptions{AnyRevision: true}, storage.ListPlan{Start: prefix}, ""},
+		{"exact", storage.ListOptions{Revision: 5, Match: storage.MatchExact}, storage.ListPlan{Start: prefix, Revision: 5}, ""},
+		{"a limit at a revision is exact", storage.ListOptions{Revision: 5, Limit: 2}, storage.ListPlan{Start: prefix, Revision: 5}, ""},
+		{"not older than", storage.ListOptions{Revision: 5, Match: storage.MatchNotOlderThan, Limit: 2}, storage.ListPlan{Start: prefix, NotOlderThan: 5}, ""},
+		{"a revision without a limit is not older than", storage.ListOptions{Revision: 5}, storage.ListPlan{Start: prefix, NotOlderThan: 5}, ""},
+		{"continue", storage.ListOptions{Continue: token, Limit: 2}, storage.ListPlan{Start: "/flunders/ns/a\x00", Revision: 9, Continued: true}, ""},
+		{"continue with a revision", storage.ListOptions{Continue: token, Revision: 3}, storage.ListPlan{}, "specifying resource version is not allowed when using continue"},
+		{"a bad token", storage.ListOptions{Continue: "!!"}, storage.ListPlan{}, "invalid continue token"},
+		{"an unknown match", storage.ListOptions{Revision: 5, Match: "Sometime"}, storage.ListPlan{}, `unknown resourceVersionMatch "Sometime"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := storage.PlanList(prefix, tc.opts)
+			if tc.err != "" {
+				if storage.CodeOf(err) != storage.CodeInvalidObject || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want an invalid-object error with %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Errorf("PlanList = %+v %v, want %+v", got, err, tc.want)
+			}
+		})
+	}
+}

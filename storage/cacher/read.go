@@ -10,7 +10,6 @@ import (
 	"github.com/apikit-dev/apikit/storage"
 )
 
-// listPrefix makes prefix end in "/", so that "/a" never lists "/ab/x".
 // sync waits until the cache has seen rev or, when rev is 0, everything
 // the backend had when sync was called (a consistent read: one quorum read
 // of the backend's revision, shared with concurrent callers). With
@@ -244,31 +243,19 @@ func (c *Cacher) List(ctx context.Context, prefix string, opts storage.ListOptio
 	if !c.ready.Load() || !c.covers(prefix) {
 		return c.delegateList(ctx, prefix, opts)
 	}
-	start := prefix
-	var (
-		rev      int64 // 0: the latest
-		delegate bool
-		err      error
-	)
+	plan, err := storage.PlanList(prefix, opts)
+	if err != nil {
+		return storage.ListResult{}, err
+	}
+	start, rev := plan.Start, plan.Revision // rev 0: the latest
+	var delegate bool
 	switch {
-	case opts.Continue != "":
-		if opts.Revision != 0 {
-			return storage.ListResult{}, storage.NewInvalidObject("specifying resource version is not allowed when using continue")
-		}
-		if start, rev, err = storage.DecodeContinue(opts.Continue, prefix); err != nil {
-			return storage.ListResult{}, err
-		}
-		delegate, err = c.sync(ctx, rev, false)
-	case opts.AnyRevision:
-	case opts.Revision == 0:
+	case plan.NotOlderThan > 0:
+		delegate, err = c.sync(ctx, plan.NotOlderThan, true)
+	case plan.Consistent:
 		delegate, err = c.sync(ctx, 0, false)
-	case opts.Match == storage.MatchExact || (opts.Match == storage.MatchDefault && opts.Limit > 0):
-		rev = opts.Revision
+	case rev > 0:
 		delegate, err = c.sync(ctx, rev, false)
-	case opts.Match == storage.MatchNotOlderThan || opts.Match == storage.MatchDefault:
-		delegate, err = c.sync(ctx, opts.Revision, true)
-	default:
-		return storage.ListResult{}, storage.NewInvalidObject("unknown resourceVersionMatch %q", opts.Match)
 	}
 	if err != nil {
 		return storage.ListResult{}, err

@@ -13,36 +13,23 @@ import (
 // for enough matching items, as kube-apiserver does.
 const maxFetch = 10000
 
-// listPrefix makes prefix end in "/", so that "/a" never lists "/ab/x".
 // List implements storage.Interface.
 func (s *store) List(ctx context.Context, prefix string, opts storage.ListOptions) (storage.ListResult, error) {
 	if err := s.checkOpen(); err != nil {
 		return storage.ListResult{}, err
 	}
 	prefix = storage.ListPrefix(prefix)
-	start := prefix
-	var rev int64 // 0: the latest
-	fromContinue := false
-	switch {
-	case opts.Continue != "":
-		if opts.Revision != 0 {
-			return storage.ListResult{}, storage.NewInvalidObject("specifying resource version is not allowed when using continue")
-		}
-		var err error
-		if start, rev, err = storage.DecodeContinue(opts.Continue, prefix); err != nil {
-			return storage.ListResult{}, err
-		}
-		fromContinue = true
-	case opts.AnyRevision || opts.Revision == 0:
-	case opts.Match == storage.MatchExact || (opts.Match == storage.MatchDefault && opts.Limit > 0):
-		rev = opts.Revision
-	case opts.Match == storage.MatchNotOlderThan || opts.Match == storage.MatchDefault:
-		if err := s.waitForRevision(ctx, opts.Revision); err != nil {
-			return storage.ListResult{}, err
-		}
-	default:
-		return storage.ListResult{}, storage.NewInvalidObject("unknown resourceVersionMatch %q", opts.Match)
+	plan, err := storage.PlanList(prefix, opts)
+	if err != nil {
+		return storage.ListResult{}, err
 	}
+	if plan.NotOlderThan > 0 {
+		if err := s.waitForRevision(ctx, plan.NotOlderThan); err != nil {
+			return storage.ListResult{}, err
+		}
+	}
+	// etcd's ranges are linearizable: the latest state is a consistent one.
+	start, rev, fromContinue := plan.Start, plan.Revision, plan.Continued
 
 	end := clientv3.GetPrefixRangeEnd(s.full(prefix))
 	key := s.full(start)

@@ -8,34 +8,22 @@ import (
 	"github.com/apikit-dev/apikit/storage"
 )
 
-// listPrefix makes prefix end in "/", so that "/a" never lists "/ab/x".
 // List implements storage.Interface.
 func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOptions) (storage.ListResult, error) {
 	if err := ctx.Err(); err != nil {
 		return storage.ListResult{}, err
 	}
 	prefix = storage.ListPrefix(prefix)
-	start := prefix
-	var rev int64 // 0: the latest
-	switch {
-	case opts.Continue != "":
-		if opts.Revision != 0 {
-			return storage.ListResult{}, storage.NewInvalidObject("specifying resource version is not allowed when using continue")
-		}
-		var err error
-		if start, rev, err = storage.DecodeContinue(opts.Continue, prefix); err != nil {
-			return storage.ListResult{}, err
-		}
-	case opts.AnyRevision || opts.Revision == 0:
-	case opts.Match == storage.MatchExact || (opts.Match == storage.MatchDefault && opts.Limit > 0):
-		rev = opts.Revision
-	case opts.Match == storage.MatchNotOlderThan || opts.Match == storage.MatchDefault:
-		if err := s.waitForRevision(ctx, opts.Revision); err != nil {
-			return storage.ListResult{}, err
-		}
-	default:
-		return storage.ListResult{}, storage.NewInvalidObject("unknown resourceVersionMatch %q", opts.Match)
+	plan, err := storage.PlanList(prefix, opts)
+	if err != nil {
+		return storage.ListResult{}, err
 	}
+	if plan.NotOlderThan > 0 {
+		if err := s.waitForRevision(ctx, plan.NotOlderThan); err != nil {
+			return storage.ListResult{}, err
+		}
+	}
+	start, rev := plan.Start, plan.Revision // rev 0: the latest
 
 	s.mu.RLock()
 	defer s.mu.RUnlock()
