@@ -12,7 +12,6 @@ const (
 	AllAuthenticated      = "system:authenticated"
 	AllUnauthenticated    = "system:unauthenticated"
 	SystemPrivilegedGroup = "system:masters"
-	APIServerUser         = "system:apiserver"
 )
 
 // CredentialIDKey is the user extra under which authenticators record

@@ -61,7 +61,6 @@ func TestApplyTo(t *testing.T) {
 		{"priority and fairness", cfg.EnablePriorityAndFairness, false},
 		{"queue wait limit", cfg.RequestWaitLimit, 7500 * time.Millisecond},
 		{"storage", cfg.Storage, any(o.Etcd.Storage)},
-		{"watch cache", cfg.WatchCache.Sizes, map[meta.GroupResource]int{{Resource: "pods"}: 0}},
 		{"wardle v1alpha1 off", cfg.APIEnabled(meta.GroupVersion{Group: "wardle.example.com", Version: "v1alpha1"}), false},
 		{"wardle v1beta1 on", cfg.APIEnabled(meta.GroupVersion{Group: "wardle.example.com", Version: "v1beta1"}), true},
 		{"logger", cfg.Logger, o.Logger},

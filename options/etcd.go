@@ -177,7 +177,6 @@ func (o *EtcdOptions) ApplyTo(c *server.Config) error {
 		return fmt.Errorf("etcd options: ApplyTo before Complete")
 	}
 	c.Storage = o.Storage
-	c.WatchCache = o.WatchCache
 	if o.Backend() != BackendMemory {
 		c.ReadyzChecks = append(c.ReadyzChecks, server.HealthCheck{Name: "etcd", Check: o.Storage.Check})
 	}

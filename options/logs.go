@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
-
-	"github.com/apikit-dev/apikit/server"
 )
 
 // LogsOptions choose what the server logs.
@@ -33,11 +31,6 @@ func (o *LogsOptions) Validate() []error {
 	}
 	return nil
 }
-
-// ApplyTo has nothing to set: the level applies to the logger NewLogger
-// makes, which the command installs and CompletedOptions.ApplyTo hands to
-// the server.
-func (o *LogsOptions) ApplyTo(*server.Config) error { return nil }
 
 // NewLogger returns a text logger writing to w at the chosen level.
 func (o *LogsOptions) NewLogger(w io.Writer) (*slog.Logger, error) {

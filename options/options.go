@@ -295,13 +295,11 @@ func (c CompletedOptions) ApplyTo(cfg *server.Config) error {
 		o.SecureServing.ApplyTo, // after Generic: adds the port to the external address
 		o.Etcd.ApplyTo,
 		o.Authentication.ApplyTo, // after SecureServing: sets its client CA
-		o.ServiceAccount.ApplyTo,
 		o.Authorization.ApplyTo,
 		o.Audit.ApplyTo,
 		o.FlowControl.ApplyTo,
 		o.APIEnablement.ApplyTo,
 		o.ServiceIPRange.ApplyTo,
-		o.Logs.ApplyTo,
 	} {
 		if err := apply(cfg); err != nil {
 			return err

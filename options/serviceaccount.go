@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/apikit-dev/apikit/authn/serviceaccount"
-	"github.com/apikit-dev/apikit/server"
 )
 
 // Bounds and constants of service-account tokens, as kube-apiserver has
@@ -193,9 +192,3 @@ func (o *ServiceAccountOptions) Complete(log *slog.Logger) error {
 	}
 	return nil
 }
-
-// ApplyTo has nothing to set: the token authenticator (built by
-// AuthenticationOptions from PublicKeys and Issuers) is part of the
-// server's authenticator, and Generator is for programs and the token
-// command.
-func (o *ServiceAccountOptions) ApplyTo(*server.Config) error { return nil }

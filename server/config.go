@@ -35,10 +35,6 @@ type Config struct {
 	// themselves: it is where code building stores gets storage from, so
 	// that flags (backend, prefix, watch cache sizes) apply everywhere.
 	Storage storage.Factory
-	// WatchCache says which resources get a watch cache and how large
-	// (--watch-cache, --watch-cache-sizes). It is read where storage is
-	// wrapped in a cache (storage/cacher); nothing else uses it.
-	WatchCache storage.WatchCacheConfig
 
 	// APIEnabled, when set, decides whether InstallAPIGroup serves a
 	// group-version (--runtime-config); nil serves every version. A group

@@ -429,7 +429,6 @@ const (
 	jsonPatchType      = "application/json-patch+json"
 	mergePatchType     = "application/merge-patch+json"
 	strategicPatchType = "application/strategic-merge-patch+json"
-	applyPatchType     = "application/apply-patch+yaml"
 )
 
 var supportedPatchTypes = []string{jsonPatchType, mergePatchType, strategicPatchType}
