@@ -160,11 +160,24 @@ func (s *Store[T]) listKV(ctx context.Context, ns string, opts meta.ListOptions)
 	res, err := s.opts.Storage.List(ctx, s.prefix(ns), so)
 	if err != nil {
 		if errors.Is(err, storage.ErrExpired) && opts.Continue != "" {
-			return res, meta.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+			return res, continueExpired(err)
 		}
 		return res, s.storageError(err, "")
 	}
 	return res, nil
+}
+
+// continueExpired is the 410 of a continued list whose revision is gone,
+// as kube-apiserver answers it: with the storage's "inconsistent continue"
+// token in metadata.continue when it made one.
+func continueExpired(err error) error {
+	var e *storage.Error
+	if errors.As(err, &e) && e.Continue != "" {
+		st := meta.NewResourceExpired(e.Message)
+		st.ErrStatus.Continue = e.Continue
+		return st
+	}
+	return meta.NewResourceExpired("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
 }
 
 // Event is one change to a watched object.

@@ -218,7 +218,20 @@ func TestListExpired(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = st.List(ctx, "ns", meta.ListOptions{Limit: 1, Continue: res.Continue})
-	wantStatus(t, err, 410, meta.StatusReasonExpired, "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
+	wantStatus(t, err, 410, meta.StatusReasonExpired, "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")
+	// The Status carries kube-apiserver's "inconsistent continue" token,
+	// which lists the rest at the latest revision.
+	token := meta.StatusOf(err).Continue
+	if token == "" {
+		t.Fatal("the 410 of an expired continue token carries no metadata.continue")
+	}
+	rest, err := st.List(ctx, "ns", meta.ListOptions{Continue: token})
+	if err != nil {
+		t.Fatalf("list with the inconsistent continue token: %v", err)
+	}
+	if len(rest.Items) != 2 || rest.Items[0].Object.Name != "b" || rest.Items[1].Object.Name != "c" || rest.ResourceVersion != strconv.FormatInt(latest, 10) {
+		t.Errorf("list with the inconsistent continue token: %d items at %s, want b and c at %d", len(rest.Items), rest.ResourceVersion, latest)
+	}
 	_, err = st.List(ctx, "ns", meta.ListOptions{ResourceVersion: first.ResourceVersion, ResourceVersionMatch: meta.ResourceVersionMatchExact})
 	if !meta.IsResourceExpired(err) {
 		t.Errorf("exact list at a compacted revision: %v, want 410 Expired", err)

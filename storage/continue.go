@@ -18,16 +18,27 @@ type continueToken struct {
 
 const continueAPIVersion = "meta.k8s.io/v1"
 
+// latestRevision is the revision of an "inconsistent continue" token: the
+// list resumes at the latest revision. kube-apiserver uses -1 rather than 0
+// so that such a token differs from a bad one without a revision.
+const latestRevision = -1
+
 // EncodeContinue returns a token that resumes a list under prefix right
 // after lastKey, at revision rev.
 func EncodeContinue(lastKey, prefix string, rev int64) (string, error) {
-	if !strings.HasPrefix(lastKey, prefix) {
-		return "", fmt.Errorf("key %q is not under prefix %q", lastKey, prefix)
+	return encodeStart(lastKey+"\x00", prefix, rev)
+}
+
+// encodeStart returns a token that resumes a list under prefix at start
+// (inclusive), at revision rev.
+func encodeStart(start, prefix string, rev int64) (string, error) {
+	if !strings.HasPrefix(start, prefix) {
+		return "", fmt.Errorf("key %q is not under prefix %q", start, prefix)
 	}
 	b, err := json.Marshal(continueToken{
 		APIVersion: continueAPIVersion,
 		Revision:   rev,
-		StartKey:   strings.TrimPrefix(lastKey, prefix) + "\x00",
+		StartKey:   strings.TrimPrefix(start, prefix),
 	})
 	if err != nil {
 		return "", err
@@ -35,8 +46,38 @@ func EncodeContinue(lastKey, prefix string, rev int64) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
+// Messages of a continued list whose revision was compacted, as
+// kube-apiserver words them.
+const (
+	continueExpiredMessage = "The provided continue parameter is too old to display a consistent list result. " +
+		"You can start a new list without the continue parameter."
+	inconsistentContinueMessage = "The provided continue parameter is too old to display a consistent list result. " +
+		"You can start a new list without the continue parameter, or use the continue token in this response to " +
+		"retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - " +
+		"objects that were created, modified, or deleted between the time the first chunk was returned and now may " +
+		"show up in the list."
+)
+
+// NewContinueExpired is the ErrExpired of a continued list (plan.Continued)
+// whose revision is compacted: as kube-apiserver's, it carries in Continue
+// an "inconsistent continue" token that resumes the list where it stopped,
+// at the latest revision. cause is the backend's error.
+func NewContinueExpired(plan ListPlan, prefix string, cause error) error {
+	e := &Error{Code: CodeExpired, Revision: plan.Revision, Err: cause}
+	token, err := encodeStart(plan.Start, prefix, latestRevision)
+	if err != nil {
+		// A start outside the prefix cannot come from PlanList: report
+		// the plain expiry rather than a token that would not decode.
+		e.Message = continueExpiredMessage
+		return e
+	}
+	e.Message, e.Continue = inconsistentContinueMessage, token
+	return e
+}
+
 // DecodeContinue returns the key to resume from (inclusive) and the revision
-// of a token made by EncodeContinue for prefix. A malformed token is an
+// of a token made by EncodeContinue for prefix; a negative revision (from
+// NewContinueExpired) means the latest. A malformed token is an
 // ErrInvalidObject-coded error whose message the registry shows as a 400.
 func DecodeContinue(token, prefix string) (startKey string, rev int64, err error) {
 	b, err := base64.RawURLEncoding.DecodeString(token)
@@ -50,8 +91,10 @@ func DecodeContinue(token, prefix string) (startKey string, rev int64, err error
 	if t.APIVersion != continueAPIVersion {
 		return "", 0, invalidContinue("continue key is not valid: incorrect encoded start resourceVersion (version %s)", t.APIVersion)
 	}
-	if t.Revision <= 0 {
-		return "", 0, invalidContinue("continue key is not valid: incorrect encoded start resourceVersion (resourceVersion %d)", t.Revision)
+	if t.Revision == 0 {
+		// A negative revision (an "inconsistent continue" token) resumes
+		// at the latest revision; zero is no revision at all.
+		return "", 0, invalidContinue("continue key is not valid: incorrect encoded start resourceVersion (version %s)", t.APIVersion)
 	}
 	if t.StartKey == "" {
 		return "", 0, invalidContinue("continue key is not valid: encoded start key is empty")
@@ -84,7 +127,8 @@ type ListPlan struct {
 	// or resourceVersionMatch=Exact, or a limited list with a
 	// resourceVersion); 0 when the list is of the latest state.
 	Revision int64
-	// Continued is set when Start and Revision come from a token.
+	// Continued is set when Start (and Revision, unless the token resumes
+	// at the latest revision) come from a token.
 	Continued bool
 	// NotOlderThan, when set, is a revision the state listed must have
 	// reached (resourceVersionMatch=NotOlderThan, or a resourceVersion
@@ -109,7 +153,14 @@ func PlanList(prefix string, opts ListOptions) (ListPlan, error) {
 		if err != nil {
 			return p, err
 		}
-		p.Start, p.Revision, p.Continued = start, rev, true
+		p.Start, p.Continued = start, true
+		if rev > 0 {
+			p.Revision = rev
+		} else {
+			// An inconsistent continue token: the rest of the list as
+			// it is now.
+			p.Consistent = true
+		}
 	case opts.AnyRevision:
 	case opts.Revision == 0:
 		p.Consistent = true

@@ -1,6 +1,7 @@
 package storage_test
 
 import (
+	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"
@@ -82,6 +83,11 @@ func TestPlanList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var expired *storage.Error
+	if !errors.As(storage.NewContinueExpired(storage.ListPlan{Start: "/flunders/ns/a\x00", Revision: 9, Continued: true}, prefix, nil), &expired) {
+		t.Fatal("NewContinueExpired returned no *storage.Error")
+	}
+	inconsistent := expired.Continue
 	for _, tc := range []struct {
 		name string
 		opts storage.ListOptions
@@ -95,6 +101,7 @@ func TestPlanList(t *testing.T) {
 		{"not older than", storage.ListOptions{Revision: 5, Match: storage.MatchNotOlderThan, Limit: 2}, storage.ListPlan{Start: prefix, NotOlderThan: 5}, ""},
 		{"a revision without a limit is not older than", storage.ListOptions{Revision: 5}, storage.ListPlan{Start: prefix, NotOlderThan: 5}, ""},
 		{"continue", storage.ListOptions{Continue: token, Limit: 2}, storage.ListPlan{Start: "/flunders/ns/a\x00", Revision: 9, Continued: true}, ""},
+		{"an inconsistent continue token", storage.ListOptions{Continue: inconsistent, Limit: 2}, storage.ListPlan{Start: "/flunders/ns/a\x00", Consistent: true, Continued: true}, ""},
 		{"continue with a revision", storage.ListOptions{Continue: token, Revision: 3}, storage.ListPlan{}, "specifying resource version is not allowed when using continue"},
 		{"a bad token", storage.ListOptions{Continue: "!!"}, storage.ListPlan{}, "invalid continue token"},
 		{"an unknown match", storage.ListOptions{Revision: 5, Match: "Sometime"}, storage.ListPlan{}, `unknown resourceVersionMatch "Sometime"`},
@@ -111,5 +118,29 @@ func TestPlanList(t *testing.T) {
 				t.Errorf("PlanList = %+v %v, want %+v", got, err, tc.want)
 			}
 		})
+	}
+}
+
+func TestNewContinueExpired(t *testing.T) {
+	const prefix = "/flunders/"
+	err := storage.NewContinueExpired(storage.ListPlan{Start: "/flunders/ns/b\x00", Revision: 7, Continued: true}, prefix, storage.NewExpired(7, 9))
+	var se *storage.Error
+	if !errors.As(err, &se) || se.Code != storage.CodeExpired {
+		t.Fatalf("got %v, want an ErrExpired *storage.Error", err)
+	}
+	// kube-apiserver's wording, and its token: revision -1, the same start.
+	if want := "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."; se.Message != want {
+		t.Errorf("message %q, want %q", se.Message, want)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(se.Continue)
+	if err != nil {
+		t.Fatalf("token %q: %v", se.Continue, err)
+	}
+	if want := `{"v":"meta.k8s.io/v1","rv":-1,"start":"ns/b\u0000"}`; string(raw) != want {
+		t.Errorf("token body %s, want %s", raw, want)
+	}
+	start, rev, err := storage.DecodeContinue(se.Continue, prefix)
+	if err != nil || start != "/flunders/ns/b\x00" || rev != -1 {
+		t.Errorf("DecodeContinue = %q %d %v, want the same start at revision -1", start, rev, err)
 	}
 }

@@ -29,6 +29,9 @@ type Error struct {
 	Revision int64
 	Message  string
 	Err      error
+	// Continue, on the ErrExpired of a continued list, is a token that
+	// resumes the list at the latest revision (see NewContinueExpired).
+	Continue string
 }
 
 // Sentinel values for errors.Is; only Code is compared.

@@ -29,7 +29,7 @@ func (s *store) List(ctx context.Context, prefix string, opts storage.ListOption
 		}
 	}
 	// etcd's ranges are linearizable: the latest state is a consistent one.
-	start, rev, fromContinue := plan.Start, plan.Revision, plan.Continued
+	start, rev := plan.Start, plan.Revision
 
 	end := clientv3.GetPrefixRangeEnd(s.full(prefix))
 	key := s.full(start)
@@ -55,9 +55,8 @@ func (s *store) List(ctx context.Context, prefix string, opts storage.ListOption
 		resp, err := s.client.Get(ctx, key, ropts...)
 		if err != nil {
 			err = s.mapErr(ctx, "list", prefix, rev, err)
-			if fromContinue && storage.CodeOf(err) == storage.CodeExpired {
-				err = &storage.Error{Code: storage.CodeExpired, Revision: rev, Err: err,
-					Message: "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter."}
+			if plan.Continued && storage.CodeOf(err) == storage.CodeExpired {
+				err = storage.NewContinueExpired(plan, prefix, err)
 			}
 			return storage.ListResult{}, err
 		}

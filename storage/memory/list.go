@@ -33,6 +33,8 @@ func (s *Store) List(ctx context.Context, prefix string, opts storage.ListOption
 	switch {
 	case rev == 0:
 		rev = s.rev
+	case rev < s.compacted && plan.Continued:
+		return storage.ListResult{}, storage.NewContinueExpired(plan, prefix, storage.NewExpired(rev, s.compacted))
 	case rev < s.compacted:
 		return storage.ListResult{}, storage.NewExpired(rev, s.compacted)
 	case rev > s.rev:

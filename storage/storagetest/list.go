@@ -122,6 +122,29 @@ func testList(t *testing.T, f Factory) {
 		wantCode(t, "List with a limit at a compacted revision", err, storage.ErrExpired)
 		_, err = s.List(ctx, "/list/", storage.ListOptions{Limit: 1, Continue: page.Continue})
 		wantCode(t, "List with a continue token older than compaction", err, storage.ErrExpired)
+		// As kube-apiserver's, the error carries an "inconsistent
+		// continue" token: the rest of the list, at the latest revision.
+		var se *storage.Error
+		if !errors.As(err, &se) || se.Continue == "" {
+			t.Fatalf("the Expired error of a continued list carries no continue token: %#v", err)
+		}
+		rd := mustCreate(t, ctx, s, "/list/d", value("d", 1))
+		rest := mustList(t, ctx, s, "/list/", storage.ListOptions{Limit: 2, Continue: se.Continue})
+		if rest.Revision < rd {
+			t.Fatalf("the inconsistent continue token listed at revision %d, want the latest (>= %d)", rest.Revision, rd)
+		}
+		sameItems(t, "List with the inconsistent continue token", items(rest.Items), []item{
+			{"/list/b", string(value("b", 1)), rb},
+			{"/list/c", string(value("c", 1)), rc},
+		})
+		if rest.Continue == "" {
+			t.Fatal("the page after an inconsistent continue token has no continue token; /list/d remains")
+		}
+		last := mustList(t, ctx, s, "/list/", storage.ListOptions{Limit: 2, Continue: rest.Continue})
+		sameItems(t, "the page after the inconsistent one", items(last.Items), []item{{"/list/d", string(value("d", 1)), rd}})
+		if last.Revision != rest.Revision || last.Continue != "" {
+			t.Fatalf("last page at revision %d with continue %q; want revision %d and no token", last.Revision, last.Continue, rest.Revision)
+		}
 		l := mustList(t, ctx, s, "/list/", storage.ListOptions{Revision: rc, Match: storage.MatchExact})
 		sameItems(t, "List Exact at the compacted revision", items(l.Items), []item{
 			{"/list/a", string(value("a", 1)), ra},
@@ -130,8 +153,8 @@ func testList(t *testing.T, f Factory) {
 		})
 		// NotOlderThan an old revision serves the latest data: no history needed.
 		l = mustList(t, ctx, s, "/list/", storage.ListOptions{Revision: rb, Match: storage.MatchNotOlderThan})
-		if len(l.Items) != 3 {
-			t.Fatalf("List NotOlderThan a compacted revision returned %d items, want 3", len(l.Items))
+		if len(l.Items) != 4 {
+			t.Fatalf("List NotOlderThan a compacted revision returned %d items, want 4", len(l.Items))
 		}
 	})
 }
