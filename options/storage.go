@@ -121,9 +121,17 @@ func (s *Storage) open(ctx context.Context) (storage.Interface, error) {
 	return s.store, nil
 }
 
+var _ storage.RootedFactory = (*Storage)(nil)
+
 // For returns the resource's storage, opening the backend if needed: the
 // backend behind the resource's watch cache when it has one.
 func (s *Storage) For(resource meta.GroupResource) (storage.Interface, error) {
+	return s.ForRoot(resource, storage.KeyRoot(resource))
+}
+
+// ForRoot is For for a resource whose keys live under root (a registry
+// store with a custom KeyRoot): its watch cache holds that root.
+func (s *Storage) ForRoot(resource meta.GroupResource, root string) (storage.Interface, error) {
 	st, err := s.open(context.Background())
 	if err != nil {
 		return nil, fmt.Errorf("opening %s storage: %w", s.backend, err)
@@ -132,7 +140,7 @@ func (s *Storage) For(resource meta.GroupResource) (storage.Interface, error) {
 	caches := s.caches
 	s.mu.Unlock()
 	if caches != nil {
-		return caches.For(resource)
+		return caches.ForRoot(resource, root)
 	}
 	return st, nil
 }

@@ -52,7 +52,7 @@ func TestStorageWatchCache(t *testing.T) {
 					t.Fatalf("For(%v) = %T; want a cache: %v", r, s, want)
 				}
 				if ok {
-					if c.Prefix() != cacher.KeyRoot(r) {
+					if c.Prefix() != storage.KeyRoot(r)+"/" {
 						t.Fatalf("the cache of %v holds %q", r, c.Prefix())
 					}
 					caches = append(caches, c)

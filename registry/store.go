@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -35,8 +36,12 @@ type Options[T meta.Object] struct {
 	Strategy Strategy[T]
 	// Storage holds the objects. Required.
 	Storage storage.Interface
-	// KeyRoot is the storage key prefix of this resource; the default is
-	// "/<group>/<resource>", as kube-apiserver lays out etcd.
+	// KeyRoot is the storage key prefix of this resource. The default is
+	// the root of Storage when it serves one root (storage.Rooted: a watch
+	// cache), else storage.KeyRoot(Resource), "/<group>/<resource>", as
+	// kube-apiserver lays out etcd. A store refuses a KeyRoot other than
+	// its Rooted storage's, whose cache would not hold its keys: get
+	// storage for a custom root with storage.ForRoot.
 	KeyRoot string
 	// StatusSubresource serves <name>/status: the main resource ignores
 	// status changes and the subresource ignores everything else.
@@ -97,11 +102,8 @@ func NewStore[T meta.Object](opts Options[T]) (*Store[T], error) {
 	if opts.SingularName == "" {
 		opts.SingularName = lower(opts.Kind)
 	}
-	if opts.KeyRoot == "" {
-		opts.KeyRoot = "/" + opts.Resource.Resource
-		if opts.Resource.Group != "" {
-			opts.KeyRoot = "/" + opts.Resource.Group + opts.KeyRoot
-		}
+	if err := resolveKeyRoot(&opts.KeyRoot, opts.Resource, opts.Storage); err != nil {
+		return nil, err
 	}
 	if opts.NameValidator == nil {
 		opts.NameValidator = ValidateDNSSubdomainName
@@ -158,18 +160,37 @@ func (s *Store[T]) GroupKind() meta.GroupKind { return s.gk }
 // NamespaceScoped reports whether objects live in namespaces.
 func (s *Store[T]) NamespaceScoped() bool { return s.opts.NamespaceScoped }
 
-func (s *Store[T]) key(ns, name string) string {
-	if s.opts.NamespaceScoped {
-		return s.opts.KeyRoot + "/" + ns + "/" + name
+// resolveKeyRoot fills in the default key root and checks that rooted
+// storage (a watch cache) holds the keys under root: before, a custom root
+// silently went past the cache to the backend.
+func resolveKeyRoot(root *string, resource meta.GroupResource, st storage.Interface) error {
+	r, rooted := st.(storage.Rooted)
+	switch {
+	case *root == "" && rooted:
+		*root = r.KeyRoot()
+	case *root == "":
+		*root = storage.KeyRoot(resource)
+	case rooted && strings.TrimSuffix(*root, "/") != r.KeyRoot():
+		return fmt.Errorf("registry: KeyRoot %q of %v is not the root %q its storage caches; get its storage with storage.ForRoot", *root, resource, r.KeyRoot())
 	}
-	return s.opts.KeyRoot + "/" + name
+	*root = strings.TrimSuffix(*root, "/")
+	return nil
+}
+
+// key is the storage key of one object; the storage package owns the
+// layout (storage.Key).
+func (s *Store[T]) key(ns, name string) string {
+	if !s.opts.NamespaceScoped {
+		ns = ""
+	}
+	return storage.Key(s.opts.KeyRoot, ns, name)
 }
 
 func (s *Store[T]) prefix(ns string) string {
-	if s.opts.NamespaceScoped && ns != "" {
-		return s.opts.KeyRoot + "/" + ns + "/"
+	if !s.opts.NamespaceScoped {
+		ns = ""
 	}
-	return s.opts.KeyRoot + "/"
+	return storage.KeyPrefix(s.opts.KeyRoot, ns)
 }
 
 func (s *Store[T]) now() meta.Time { return meta.NewTime(s.opts.Now().UTC().Truncate(time.Second)) }

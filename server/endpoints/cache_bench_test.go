@@ -61,7 +61,7 @@ func benchBackends(b *testing.B) []benchBackend {
 		return etcd3.New(client, etcd3.WithPrefix(fmt.Sprintf("/bench-%d", n)))
 	}
 	cached := func(sb *testing.B, s storage.Interface) storage.Interface {
-		c := cacher.New(s, cacher.KeyRoot(flunders))
+		c := cacher.New(s, storage.KeyRoot(flunders))
 		sb.Cleanup(func() { c.Close() })
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()

@@ -185,7 +185,10 @@ type Cacher struct {
 	delegated atomic.Int64
 }
 
-var _ storage.Interface = (*Cacher)(nil)
+var (
+	_ storage.Interface = (*Cacher)(nil)
+	_ storage.Rooted    = (*Cacher)(nil)
+)
 
 // New starts a cache of the keys under prefix (which gets a trailing "/")
 // in backend: a goroutine lists and watches them and keeps the cache
@@ -232,6 +235,10 @@ func New(backend storage.Interface, prefix string, opts ...Option) *Cacher {
 
 // Prefix returns the prefix whose keys the cache holds.
 func (c *Cacher) Prefix() string { return c.root }
+
+// KeyRoot implements storage.Rooted: the prefix without its trailing "/".
+// A registry store given the cache keeps its objects under it.
+func (c *Cacher) KeyRoot() string { return strings.TrimSuffix(c.root, "/") }
 
 // Ready reports whether the cache holds a complete state and serves reads.
 func (c *Cacher) Ready() bool { return c.ready.Load() }

@@ -9,21 +9,11 @@ import (
 	"github.com/apikit-dev/apikit/storage"
 )
 
-// KeyRoot returns the prefix of a resource's keys when its registry store
-// keeps the default layout, "/<group>/<resource>/" ("/<resource>/" for the
-// core group): the keys a resource's cache holds.
-func KeyRoot(resource meta.GroupResource) string {
-	if resource.Group == "" {
-		return "/" + resource.Resource + "/"
-	}
-	return "/" + resource.Group + "/" + resource.Resource + "/"
-}
-
 // Factory is a storage.Factory that puts a Cacher in front of the storage
 // another Factory gives each resource, as a storage.WatchCacheConfig says
 // (--watch-cache, --watch-cache-sizes): the cache of a resource is made on
-// its first For, holds the keys under KeyRoot(resource), and lives until
-// Close. A resource the configuration does not cache, or asked for without
+// its first For, holds the keys under storage.KeyRoot(resource) (or the
+// root ForRoot names), and lives until Close. A resource the configuration does not cache, or asked for without
 // a resource name (a group's shared storage, whose keys the factory cannot
 // know), gets the backend's storage as it is.
 type Factory struct {
@@ -31,21 +21,30 @@ type Factory struct {
 	config  storage.WatchCacheConfig
 	opts    []Option
 
-	mu     sync.Mutex
-	caches map[meta.GroupResource]*Cacher
+	mu sync.Mutex
+	// caches holds one cache per key root: a resource asked for under two
+	// roots has two caches, as its objects live in two places.
+	caches map[string]*Cacher
 	closed bool
 }
 
-var _ storage.Factory = (*Factory)(nil)
+var _ storage.RootedFactory = (*Factory)(nil)
 
 // NewFactory returns a Factory of caches over backend; opts apply to every
 // cache, before the size config gives the resource.
 func NewFactory(backend storage.Factory, config storage.WatchCacheConfig, opts ...Option) *Factory {
-	return &Factory{backend: backend, config: config, opts: opts, caches: map[meta.GroupResource]*Cacher{}}
+	return &Factory{backend: backend, config: config, opts: opts, caches: map[string]*Cacher{}}
 }
 
-// For implements storage.Factory.
+// For implements storage.Factory: the resource's storage for the keys
+// under storage.KeyRoot(resource).
 func (f *Factory) For(resource meta.GroupResource) (storage.Interface, error) {
+	return f.ForRoot(resource, storage.KeyRoot(resource))
+}
+
+// ForRoot implements storage.RootedFactory: the resource's storage for the
+// keys under root, cached as the configuration says for the resource.
+func (f *Factory) ForRoot(resource meta.GroupResource, root string) (storage.Interface, error) {
 	size, cached := f.config.Size(resource)
 	if !cached || resource.Resource == "" {
 		return f.backend.For(resource)
@@ -55,15 +54,15 @@ func (f *Factory) For(resource meta.GroupResource) (storage.Interface, error) {
 	if f.closed {
 		return nil, errors.New("watch cache factory is closed")
 	}
-	if c := f.caches[resource]; c != nil {
+	if c := f.caches[root]; c != nil {
 		return c, nil
 	}
 	s, err := f.backend.For(resource)
 	if err != nil {
 		return nil, err
 	}
-	c := New(s, KeyRoot(resource), append(append([]Option(nil), f.opts...), WithCapacity(size))...)
-	f.caches[resource] = c
+	c := New(s, root, append(append([]Option(nil), f.opts...), WithCapacity(size))...)
+	f.caches[root] = c
 	return c, nil
 }
 
@@ -72,12 +71,12 @@ func (f *Factory) For(resource meta.GroupResource) (storage.Interface, error) {
 func (f *Factory) Close() error {
 	f.mu.Lock()
 	caches := f.caches
-	f.caches, f.closed = map[meta.GroupResource]*Cacher{}, true
+	f.caches, f.closed = map[string]*Cacher{}, true
 	f.mu.Unlock()
 	var errs []error
-	for r, c := range caches {
+	for root, c := range caches {
 		if err := c.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("closing the watch cache of %s: %w", r, err))
+			errs = append(errs, fmt.Errorf("closing the watch cache of %s: %w", root, err))
 		}
 	}
 	return errors.Join(errs...)

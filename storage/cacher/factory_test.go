@@ -2,6 +2,7 @@ package cacher_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,16 +95,64 @@ func TestFactory(t *testing.T) {
 	}
 }
 
-func TestKeyRoot(t *testing.T) {
-	for _, tc := range []struct {
-		r    meta.GroupResource
-		want string
-	}{
-		{meta.GroupResource{Group: "wardle.example.com", Resource: "flunders"}, "/wardle.example.com/flunders/"},
-		{meta.GroupResource{Resource: "pods"}, "/pods/"},
-	} {
-		if got := cacher.KeyRoot(tc.r); got != tc.want {
-			t.Errorf("KeyRoot(%v) = %q, want %q", tc.r, got, tc.want)
-		}
+// TestFactoryCustomRoot: a store whose KeyRoot is not the default one is
+// served by a cache of that root when its storage comes from ForRoot, and
+// refuses, rather than silently going past, a cache of another root.
+func TestFactoryCustomRoot(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mem := memory.New()
+	defer mem.Close()
+	notes := meta.GroupResource{Group: "example.com", Resource: "notes"}
+	f := cacher.NewFactory(storage.Shared(mem), storage.WatchCacheConfig{Enabled: true})
+	defer f.Close()
+	const root = "/custom/notes"
+	newStore := func(s storage.Interface) (*registry.Store[*note], error) {
+		return registry.NewStore(registry.Options[*note]{
+			Resource: notes, Kind: "Note", NamespaceScoped: true, StorageVersion: "v1",
+			Strategy: registry.DefaultStrategy[*note]{}, Storage: s, KeyRoot: root,
+		})
+	}
+
+	defaultRoot, err := f.For(notes)
+	if err != nil {
+		t.Fatalf("For: %v", err)
+	}
+	if _, err := newStore(defaultRoot); err == nil || !strings.Contains(err.Error(), "storage.ForRoot") {
+		t.Fatalf("NewStore with KeyRoot %q over the cache of %q: %v; want an error naming storage.ForRoot", root, defaultRoot.(*cacher.Cacher).Prefix(), err)
+	}
+
+	s, err := storage.ForRoot(f, notes, root)
+	if err != nil {
+		t.Fatalf("ForRoot: %v", err)
+	}
+	c, ok := s.(*cacher.Cacher)
+	if !ok || c.KeyRoot() != root {
+		t.Fatalf("ForRoot(%v, %q) = %T; want a Cacher of %s", notes, root, s, root)
+	}
+	if again, _ := storage.ForRoot(f, notes, root); again != s {
+		t.Fatal("a second ForRoot made another cache")
+	}
+	if err := c.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	store, err := newStore(s)
+	if err != nil {
+		t.Fatalf("NewStore: %v", err)
+	}
+	if _, err := store.Create(ctx, "ns", &note{ObjectMeta: meta.ObjectMeta{Name: "a"}}, registry.WriteOptions{}); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if _, err := mem.Get(ctx, root+"/ns/a", storage.GetOptions{}); err != nil {
+		t.Fatalf("the object is not under the custom root: %v", err)
+	}
+	if l, err := store.List(ctx, "ns", meta.ListOptions{}); err != nil || len(l.Items) != 1 {
+		t.Fatalf("List: %v, %v", l, err)
+	}
+	if _, _, err := store.Get(ctx, "ns", "a", meta.GetOptions{}); err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if n := c.Delegated(); n != 0 {
+		t.Fatalf("%d of the store's reads went past the cache to the backend", n)
 	}
 }
