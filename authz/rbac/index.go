@@ -261,48 +261,6 @@ func (x *Index) deleteClusterRoleBindingLocked(name string) {
 	}
 }
 
-// replaceRoles, replaceClusterRoles, replaceRoleBindings and
-// replaceClusterRoleBindings swap in a fresh list of one kind after a
-// (re)list, under one lock: no decision sees a half-filled index.
-func (x *Index) replaceRoles(items []*Role) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.roles = map[string]map[string]*Role{}
-	for _, r := range items {
-		x.putRoleLocked(r)
-	}
-}
-
-func (x *Index) replaceClusterRoles(items []*ClusterRole) {
-	x.mu.Lock()
-	x.clusterRoles = make(map[string]*ClusterRole, len(items))
-	for _, r := range items {
-		x.clusterRoles[r.Name] = r
-	}
-	x.mu.Unlock()
-	x.notifyClusterRoles()
-}
-
-func (x *Index) replaceRoleBindings(items []*RoleBinding) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.roleBindings = map[string]map[string]*RoleBinding{}
-	x.rbBySubject = map[nsSubjectKey]map[string]*RoleBinding{}
-	for _, b := range items {
-		x.putRoleBindingLocked(b)
-	}
-}
-
-func (x *Index) replaceClusterRoleBindings(items []*ClusterRoleBinding) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.clusterRoleBindings = map[string]*ClusterRoleBinding{}
-	x.crbBySubject = map[subjectKey]map[string]*ClusterRoleBinding{}
-	for _, b := range items {
-		x.putClusterRoleBindingLocked(b)
-	}
-}
-
 // ClusterRoles returns every ClusterRole (shared: read-only).
 func (x *Index) ClusterRoles() []*ClusterRole {
 	x.mu.RLock()

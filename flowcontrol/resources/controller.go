@@ -4,9 +4,11 @@ import (
 	"context"
 	"log/slog"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/apikit-dev/apikit/flowcontrol"
+	"github.com/apikit-dev/apikit/informer"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
 )
@@ -15,104 +17,83 @@ import (
 // kube-apiserver does (and at once when a mandatory object disappears).
 const EnsurePeriod = time.Minute
 
-// Run keeps apf in step with the stored configuration until ctx ends: it
-// watches both resources, applies
-// every change to apf as it comes, keeps each FlowSchema's Dangling
-// condition, restores deleted mandatory objects and ensures the defaults
-// (see Ensure) every EnsurePeriod. Failures are logged
-// and retried; Run returns when ctx ends.
+// Run keeps apf in step with the stored configuration until ctx ends: an
+// informer of each resource follows the stored objects, and after every
+// change (once both have listed) Run applies the configuration to apf,
+// keeps each FlowSchema's Dangling condition and restores deleted
+// mandatory objects; it ensures the defaults (see Ensure) every
+// EnsurePeriod. Failures are logged and retried; Run returns when ctx
+// ends.
 func (a *API) Run(ctx context.Context, apf *flowcontrol.APF, log *slog.Logger) {
 	if log == nil {
 		log = slog.Default()
 	}
-	for ctx.Err() == nil {
-		if err := a.watch(ctx, apf, log); err != nil && ctx.Err() == nil {
-			log.Warn("priority and fairness: configuration watch ended", "err", err)
-		}
+	// changed holds at most one pending change: a burst of changes costs
+	// one reconcile of the state after it.
+	changed := make(chan struct{}, 1)
+	fsInf := newInformer(a.FlowSchemas, "flowschemas", log, changed)
+	plInf := newInformer(a.PriorityLevels, "prioritylevelconfigurations", log, changed)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { fsInf.Run(ctx) })
+	wg.Go(func() { plInf.Run(ctx) })
+	if fsInf.WaitForSync(ctx) != nil || plInf.WaitForSync(ctx) != nil {
+		return
+	}
+	ensureTick := time.NewTicker(EnsurePeriod)
+	defer ensureTick.Stop()
+	a.reconcile(ctx, apf, newConfigState(fsInf.List(), plInf.List()), log)
+	for {
 		select {
 		case <-ctx.Done():
-		case <-time.After(time.Second):
+			return
+		case <-ensureTick.C:
+			// What Ensure writes comes back as changes.
+			if err := a.Ensure(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("priority and fairness: ensuring the default configuration", "err", err)
+			}
+		case <-changed:
+			a.reconcile(ctx, apf, newConfigState(fsInf.List(), plInf.List()), log)
 		}
 	}
+}
+
+// newInformer returns an informer of one resource that signals changed on
+// every change.
+func newInformer[T meta.Object](st *registry.Store[T], name string, log *slog.Logger, changed chan<- struct{}) *informer.Informer[T] {
+	notify := func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	return informer.New(informer.Config[T]{
+		Source: st,
+		Name:   "priority and fairness " + name,
+		Logger: log,
+		Handlers: informer.Handlers[T]{
+			OnAdd:    func(T) { notify() },
+			OnUpdate: func(_, _ T) { notify() },
+			OnDelete: func(T) { notify() },
+		},
+	})
 }
 
 // configState is what the controller has seen of the stored objects.
 type configState struct {
-	fs     map[string]*flowSchema
-	pl     map[string]*priorityLevel
-	fsSync bool
-	plSync bool
+	fs map[string]*flowSchema
+	pl map[string]*priorityLevel
 }
 
-func watchOptions() meta.ListOptions {
-	t := true
-	return meta.ListOptions{Watch: true, SendInitialEvents: &t, AllowWatchBookmarks: true,
-		ResourceVersionMatch: meta.ResourceVersionMatchNotOlderThan}
-}
-
-// watch runs one watch of both resources; it returns when either ends.
-func (a *API) watch(ctx context.Context, apf *flowcontrol.APF, log *slog.Logger) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	fsEvents, err := a.FlowSchemas.Watch(ctx, "", watchOptions())
-	if err != nil {
-		return err
+func newConfigState(schemas []*flowSchema, levels []*priorityLevel) *configState {
+	st := &configState{fs: make(map[string]*flowSchema, len(schemas)), pl: make(map[string]*priorityLevel, len(levels))}
+	for _, fs := range schemas {
+		st.fs[fs.Name] = fs
 	}
-	plEvents, err := a.PriorityLevels.Watch(ctx, "", watchOptions())
-	if err != nil {
-		return err
+	for _, pl := range levels {
+		st.pl[pl.Name] = pl
 	}
-	st := &configState{fs: map[string]*flowSchema{}, pl: map[string]*priorityLevel{}}
-	ensureTick := time.NewTicker(EnsurePeriod)
-	defer ensureTick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ensureTick.C:
-			if err := a.Ensure(ctx); err != nil && ctx.Err() == nil {
-				log.Warn("priority and fairness: ensuring the default configuration", "err", err)
-			}
-			continue
-		case ev, ok := <-fsEvents:
-			if !ok {
-				return nil
-			}
-			if ev.Type == meta.Error {
-				return ev.Err
-			}
-			if applyEvent(st.fs, ev) {
-				st.fsSync = true
-			}
-		case ev, ok := <-plEvents:
-			if !ok {
-				return nil
-			}
-			if ev.Type == meta.Error {
-				return ev.Err
-			}
-			if applyEvent(st.pl, ev) {
-				st.plSync = true
-			}
-		}
-		if st.fsSync && st.plSync {
-			a.reconcile(ctx, apf, st, log)
-		}
-	}
-}
-
-// applyEvent updates a map from a watch event; it reports whether the
-// event ends the initial events.
-func applyEvent[T meta.Object](m map[string]T, ev registry.Event[T]) bool {
-	switch ev.Type {
-	case meta.Added, meta.Modified:
-		m[ev.Object.GetObjectMeta().Name] = ev.Object
-	case meta.Deleted:
-		delete(m, ev.Object.GetObjectMeta().Name)
-	case meta.Bookmark:
-		return ev.Object.GetObjectMeta().Annotations[meta.InitialEventsAnnotation] == "true"
-	}
-	return false
+	return st
 }
 
 // reconcile applies the seen configuration and fixes what it must.

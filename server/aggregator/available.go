@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
+	"sync"
 	"time"
 
+	"github.com/apikit-dev/apikit/informer"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
 )
@@ -46,89 +48,30 @@ func (a *Aggregator) runController(ctx context.Context) error {
 	}
 }
 
-// watchAPIServices keeps a.services equal to the store: a list, then a
-// watch from its revision, again after the watch ends. synced is closed
-// after the first list.
+// watchAPIServices keeps a.services equal to the store through an
+// informer: a list, then a watch from its revision (resumed when it ends,
+// a new list after a 410). synced is closed after the first list.
 func (a *Aggregator) watchAPIServices(ctx context.Context, synced chan struct{}) {
-	log := a.cfg.Logger
-	backoff := 100 * time.Millisecond
-	wait := func() bool {
+	inf := informer.New(informer.Config[*APIService]{
+		Source: a.Store,
+		Name:   "apiservices",
+		Logger: a.cfg.Logger,
+		Handlers: informer.Handlers[*APIService]{
+			OnAdd:    a.put,
+			OnUpdate: func(_, s *APIService) { a.put(s) },
+			OnDelete: func(s *APIService) { a.remove(s.Name) },
+		},
+	})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
 		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(backoff):
-			backoff = min(2*backoff, 5*time.Second)
-			return true
-		}
-	}
-	first := true
-	for ctx.Err() == nil {
-		res, err := a.Store.List(ctx, "", meta.ListOptions{})
-		if err != nil {
-			if ctx.Err() == nil {
-				log.Warn("aggregator: listing APIServices failed; retrying", "err", err)
-			}
-			if !wait() {
-				return
-			}
-			continue
-		}
-		items := make([]*APIService, 0, len(res.Items))
-		for _, e := range res.Items {
-			items = append(items, e.Object)
-		}
-		a.replace(items)
-		if first {
+		case <-inf.Synced():
 			close(synced)
-			first = false
+		case <-ctx.Done():
 		}
-		backoff = 100 * time.Millisecond
-		events, err := a.Store.Watch(ctx, "", meta.ListOptions{ResourceVersion: res.ResourceVersion})
-		if err != nil {
-			if ctx.Err() == nil {
-				log.Warn("aggregator: watching APIServices failed; listing again", "err", err)
-			}
-			if !wait() {
-				return
-			}
-			continue
-		}
-		for ev := range events {
-			switch ev.Type {
-			case meta.Added, meta.Modified:
-				a.put(ev.Object)
-			case meta.Deleted:
-				a.remove(ev.Object.Name)
-			case meta.Error:
-				if ctx.Err() == nil {
-					log.Info("aggregator: APIService watch ended; listing again", "err", ev.Err)
-				}
-			}
-		}
-		if !wait() {
-			return
-		}
-	}
-}
-
-// replace sets the APIServices to items.
-func (a *Aggregator) replace(items []*APIService) {
-	seen := map[string]bool{}
-	for _, s := range items {
-		seen[s.Name] = true
-		a.put(s)
-	}
-	a.mu.RLock()
-	var gone []string
-	for name := range a.services {
-		if !seen[name] {
-			gone = append(gone, name)
-		}
-	}
-	a.mu.RUnlock()
-	for _, name := range gone {
-		a.remove(name)
-	}
+	})
+	inf.Run(ctx)
 }
 
 // put records an APIService as the store has it now. A changed spec

@@ -1,0 +1,386 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/registry"
+)
+
+// Source is what an Informer reads: a registry.Store, or anything with its
+// List and Watch.
+type Source[T meta.Object] interface {
+	List(ctx context.Context, ns string, opts meta.ListOptions) (*registry.ListResult[T], error)
+	Watch(ctx context.Context, ns string, opts meta.ListOptions) (<-chan registry.Event[T], error)
+}
+
+var _ Source[*meta.PartialObjectMetadata] = (*registry.Store[*meta.PartialObjectMetadata])(nil)
+
+// Handlers are told of changes, in the order storage made them, from the
+// informer's goroutine, after the local store has them. A nil function is
+// skipped. Handlers must not block for long: the next change waits.
+type Handlers[T meta.Object] struct {
+	// OnAdd is called for an object the informer had not seen.
+	OnAdd func(obj T)
+	// OnUpdate is called for a changed object (a new resourceVersion).
+	OnUpdate func(old, obj T)
+	// OnDelete is called for an object that is gone, with its last state.
+	OnDelete func(obj T)
+}
+
+// IndexFunc returns the values under which an object is found in an
+// index (ByIndex); none leaves it out of the index.
+type IndexFunc[T meta.Object] func(obj T) []string
+
+// Config says what an Informer watches and whom it tells.
+type Config[T meta.Object] struct {
+	// Source is read. Required.
+	Source Source[T]
+	// Namespace limits the informer to one namespace; "" is all.
+	Namespace string
+	// Handlers are told of changes.
+	Handlers Handlers[T]
+	// Indexers name the indexes ByIndex reads.
+	Indexers map[string]IndexFunc[T]
+	// PageSize is the limit of each page of a list; the default is 500.
+	PageSize int64
+	// MinBackoff and MaxBackoff bound the wait after a failure, which
+	// doubles from the one to the other; the defaults are 100 ms and 5 s.
+	MinBackoff, MaxBackoff time.Duration
+	// Name names the informer in logs (the resource, usually).
+	Name string
+	// Logger receives retries; nil is slog.Default().
+	Logger *slog.Logger
+}
+
+// Informer keeps a local copy of one resource and tells its handlers of
+// changes; see the package documentation. Run it once.
+type Informer[T meta.Object] struct {
+	cfg Config[T]
+
+	mu      sync.RWMutex
+	objects map[objectKey]T
+	// indexes maps index name -> value -> the keys of the objects there.
+	indexes map[string]map[string]map[objectKey]struct{}
+
+	synced   chan struct{}
+	syncOnce sync.Once
+}
+
+type objectKey struct{ namespace, name string }
+
+func keyOf[T meta.Object](obj T) objectKey {
+	m := obj.GetObjectMeta()
+	return objectKey{m.Namespace, m.Name}
+}
+
+// New returns an Informer of cfg; it does nothing until Run.
+func New[T meta.Object](cfg Config[T]) *Informer[T] {
+	if cfg.PageSize <= 0 {
+		cfg.PageSize = 500
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = 100 * time.Millisecond
+	}
+	if cfg.MaxBackoff < cfg.MinBackoff {
+		cfg.MaxBackoff = max(5*time.Second, cfg.MinBackoff)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	i := &Informer[T]{
+		cfg:     cfg,
+		objects: map[objectKey]T{},
+		indexes: map[string]map[string]map[objectKey]struct{}{},
+		synced:  make(chan struct{}),
+	}
+	for name := range cfg.Indexers {
+		i.indexes[name] = map[string]map[objectKey]struct{}{}
+	}
+	return i
+}
+
+// Synced is closed once the first list is in the local store and its
+// objects have been handed to OnAdd.
+func (i *Informer[T]) Synced() <-chan struct{} { return i.synced }
+
+// HasSynced reports whether Synced is closed.
+func (i *Informer[T]) HasSynced() bool {
+	select {
+	case <-i.synced:
+		return true
+	default:
+		return false
+	}
+}
+
+// WaitForSync returns nil once the informer has synced, or ctx's error.
+func (i *Informer[T]) WaitForSync(ctx context.Context) error {
+	select {
+	case <-i.synced:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("informer %s: waiting for its first list: %w", i.cfg.Name, ctx.Err())
+	}
+}
+
+// Get returns the object namespace/name ("" namespace for cluster-scoped
+// ones) as the informer last saw it. Objects are shared: do not modify.
+func (i *Informer[T]) Get(namespace, name string) (T, bool) {
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	obj, ok := i.objects[objectKey{namespace, name}]
+	return obj, ok
+}
+
+// List returns every object, sorted by namespace and name.
+func (i *Informer[T]) List() []T {
+	i.mu.RLock()
+	keys := make([]objectKey, 0, len(i.objects))
+	for k := range i.objects {
+		keys = append(keys, k)
+	}
+	i.mu.RUnlock()
+	return i.sorted(keys)
+}
+
+// ByIndex returns the objects the index (a name of Config.Indexers) files
+// under value, sorted by namespace and name; an unknown index has none.
+func (i *Informer[T]) ByIndex(index, value string) []T {
+	i.mu.RLock()
+	set := i.indexes[index][value]
+	keys := make([]objectKey, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	i.mu.RUnlock()
+	return i.sorted(keys)
+}
+
+func (i *Informer[T]) sorted(keys []objectKey) []T {
+	sort.Slice(keys, func(a, b int) bool {
+		if keys[a].namespace != keys[b].namespace {
+			return keys[a].namespace < keys[b].namespace
+		}
+		return keys[a].name < keys[b].name
+	})
+	i.mu.RLock()
+	defer i.mu.RUnlock()
+	out := make([]T, 0, len(keys))
+	for _, k := range keys {
+		if obj, ok := i.objects[k]; ok {
+			out = append(out, obj)
+		}
+	}
+	return out
+}
+
+// Run lists and watches until ctx ends; it returns then, after its last
+// handler call. Call it once, in a goroutine its caller owns.
+func (i *Informer[T]) Run(ctx context.Context) {
+	backoff := i.cfg.MinBackoff
+	wait := func() bool {
+		t := time.NewTimer(backoff)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			backoff = min(2*backoff, i.cfg.MaxBackoff)
+			return true
+		}
+	}
+	rv := "" // "" lists; otherwise the revision to watch from
+	for ctx.Err() == nil {
+		if rv == "" {
+			listed, err := i.list(ctx)
+			if err != nil {
+				i.warn(ctx, "listing failed; retrying", err)
+				if !wait() {
+					return
+				}
+				continue
+			}
+			rv = listed
+			i.syncOnce.Do(func() { close(i.synced) })
+			backoff = i.cfg.MinBackoff
+		}
+		next, progressed, err := i.watch(ctx, rv)
+		if ctx.Err() != nil {
+			return
+		}
+		rv = next
+		switch {
+		case meta.IsResourceExpired(err):
+			// The revision is compacted away: only a new list can say what
+			// changed meanwhile.
+			i.cfg.Logger.Info("informer: watch revision is gone; listing again", "informer", i.cfg.Name, "revision", rv, "err", err)
+			rv = ""
+			continue
+		case err != nil:
+			i.warn(ctx, "watch failed; watching again", err)
+		}
+		if progressed {
+			backoff = i.cfg.MinBackoff
+		}
+		// Do not spin on a watch that keeps ending at once.
+		if !wait() {
+			return
+		}
+	}
+}
+
+func (i *Informer[T]) warn(ctx context.Context, msg string, err error) {
+	if ctx.Err() == nil {
+		i.cfg.Logger.Warn("informer: "+msg, "informer", i.cfg.Name, "err", err)
+	}
+}
+
+// list reads every object, page by page at one revision, makes the local
+// store equal to them, and returns the list's revision.
+func (i *Informer[T]) list(ctx context.Context) (string, error) {
+	var items []T
+	opts := meta.ListOptions{Limit: i.cfg.PageSize}
+	for {
+		res, err := i.cfg.Source.List(ctx, i.cfg.Namespace, opts)
+		if err != nil {
+			return "", fmt.Errorf("listing %s: %w", i.cfg.Name, err)
+		}
+		for _, e := range res.Items {
+			items = append(items, e.Object)
+		}
+		if res.Continue == "" {
+			i.replace(items)
+			return res.ResourceVersion, nil
+		}
+		opts.Continue = res.Continue
+	}
+}
+
+// replace makes the local store equal to items, telling the handlers what
+// differs: new objects, objects at another resourceVersion, and objects
+// no longer there.
+func (i *Informer[T]) replace(items []T) {
+	seen := make(map[objectKey]struct{}, len(items))
+	for _, obj := range items {
+		seen[keyOf(obj)] = struct{}{}
+		i.put(obj)
+	}
+	i.mu.RLock()
+	var gone []T
+	for k, obj := range i.objects {
+		if _, ok := seen[k]; !ok {
+			gone = append(gone, obj)
+		}
+	}
+	i.mu.RUnlock()
+	for _, obj := range gone {
+		i.remove(obj)
+	}
+}
+
+// watch watches from rv and applies each event. It returns the last
+// revision seen, whether any event came, and the error that ended the
+// watch (nil when it simply ended).
+func (i *Informer[T]) watch(ctx context.Context, rv string) (string, bool, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events, err := i.cfg.Source.Watch(ctx, i.cfg.Namespace, meta.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+	if err != nil {
+		return rv, false, fmt.Errorf("watching %s from %s: %w", i.cfg.Name, rv, err)
+	}
+	progressed := false
+	for ev := range events {
+		switch ev.Type {
+		case meta.Added, meta.Modified:
+			i.put(ev.Object)
+		case meta.Deleted:
+			i.remove(ev.Object)
+		case meta.Bookmark:
+		case meta.Error:
+			if ev.Err == nil {
+				return rv, progressed, errors.New("watch error event without an error")
+			}
+			return rv, progressed, ev.Err
+		default:
+			continue
+		}
+		progressed = true
+		if v := ev.Object.GetObjectMeta().ResourceVersion; v != "" {
+			rv = v
+		}
+	}
+	return rv, progressed, nil
+}
+
+// put stores obj and tells OnAdd or OnUpdate; an object at the
+// resourceVersion the store has already is nothing new.
+func (i *Informer[T]) put(obj T) {
+	k := keyOf(obj)
+	i.mu.Lock()
+	old, had := i.objects[k]
+	if had && old.GetObjectMeta().ResourceVersion == obj.GetObjectMeta().ResourceVersion {
+		i.mu.Unlock()
+		return
+	}
+	if had {
+		i.unindexLocked(k, old)
+	}
+	i.objects[k] = obj
+	i.indexLocked(k, obj)
+	i.mu.Unlock()
+	switch h := i.cfg.Handlers; {
+	case !had && h.OnAdd != nil:
+		h.OnAdd(obj)
+	case had && h.OnUpdate != nil:
+		h.OnUpdate(old, obj)
+	}
+}
+
+// remove forgets obj and tells OnDelete, with the last state the store
+// had when it had one.
+func (i *Informer[T]) remove(obj T) {
+	k := keyOf(obj)
+	i.mu.Lock()
+	old, had := i.objects[k]
+	if had {
+		i.unindexLocked(k, old)
+		delete(i.objects, k)
+	}
+	i.mu.Unlock()
+	if had && i.cfg.Handlers.OnDelete != nil {
+		i.cfg.Handlers.OnDelete(obj)
+	}
+}
+
+func (i *Informer[T]) indexLocked(k objectKey, obj T) {
+	for name, f := range i.cfg.Indexers {
+		idx := i.indexes[name]
+		for _, v := range f(obj) {
+			set := idx[v]
+			if set == nil {
+				set = map[objectKey]struct{}{}
+				idx[v] = set
+			}
+			set[k] = struct{}{}
+		}
+	}
+}
+
+func (i *Informer[T]) unindexLocked(k objectKey, obj T) {
+	for name, f := range i.cfg.Indexers {
+		idx := i.indexes[name]
+		for _, v := range f(obj) {
+			delete(idx[v], k)
+			if len(idx[v]) == 0 {
+				delete(idx, v)
+			}
+		}
+	}
+}
