@@ -348,4 +348,3 @@ func TestInformerWaitForSyncEndsWithContext(t *testing.T) {
 		t.Fatal("Run did not return after its context ended")
 	}
 }
-
