@@ -138,7 +138,7 @@ func TestCommandServesRBAC(t *testing.T) {
 	alice := userClient(t, dir, "alice")
 	const widgets = "/apis/test.example.com/v1/widgets"
 	code, body = doAs(t, alice, r.base, "GET", widgets, "")
-	if code != http.StatusForbidden || !strings.Contains(body, `User \"alice\" cannot list resource \"widgets\" in API group \"test.example.com\" at the cluster scope: RBAC: no ClusterRoleBinding grants it`) {
+	if code != http.StatusForbidden || !strings.Contains(body, `User \"alice\" cannot list resource \"widgets\" in API group \"test.example.com\" at the cluster scope"`) {
 		t.Fatalf("alice before any binding: %d %s", code, body)
 	}
 	// Every authenticated user may discover and ask.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apikit-dev/apikit/authn"
@@ -116,8 +117,9 @@ func notFound(ref RoleRef) string {
 
 // Authorize allows the request when a rule bound to the user allows it,
 // with the binding as the reason, as kube-apiserver words it. Otherwise it
-// has no opinion, and the reason says what RBAC looked at (and which
-// bound roles are missing).
+// has no opinion and, as kube-apiserver's RBAC, gives a reason only when a
+// binding could not be resolved (its role is missing): `kubectl auth can-i`
+// prints a denial's reason after "no", and scripts compare that output.
 func (a *Authorizer) Authorize(_ context.Context, attrs authz.Attributes) (authz.Decision, string, error) {
 	if attrs.User == nil {
 		return authz.DecisionNoOpinion, "", nil
@@ -139,16 +141,25 @@ func (a *Authorizer) Authorize(_ context.Context, attrs authz.Attributes) (authz
 	if allowed {
 		return authz.DecisionAllow, "RBAC: allowed by " + allowedBy.String(), nil
 	}
-	var reason string
-	if attrs.ResourceRequest && attrs.Namespace != "" {
-		reason = fmt.Sprintf("RBAC: no ClusterRoleBinding, nor RoleBinding in namespace %q, grants it to the user or their groups", attrs.Namespace)
-	} else {
-		reason = "RBAC: no ClusterRoleBinding grants it to the user or their groups"
+	if len(problems) == 0 {
+		return authz.DecisionNoOpinion, "", nil
 	}
-	if len(problems) > 0 {
-		reason += "; " + strings.Join(problems, "; ")
+	return authz.DecisionNoOpinion, "RBAC: " + aggregateMessage(problems), nil
+}
+
+// aggregateMessage words several errors as Kubernetes' error aggregate
+// does: one message alone, several distinct ones as "[a, b]".
+func aggregateMessage(msgs []string) string {
+	var distinct []string
+	for _, m := range msgs {
+		if !slices.Contains(distinct, m) {
+			distinct = append(distinct, m)
+		}
 	}
-	return authz.DecisionNoOpinion, reason, nil
+	if len(distinct) == 1 {
+		return distinct[0]
+	}
+	return "[" + strings.Join(distinct, ", ") + "]"
 }
 
 // Rules returns the rules bound to u in namespace (cluster-wide ones
