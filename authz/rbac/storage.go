@@ -1,6 +1,7 @@
 package rbac
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -169,11 +170,47 @@ func (g *guarded) Update(ctx context.Context, ns, name string, fn registry.Objec
 		if err != nil {
 			return nil, err
 		}
+		if old != nil {
+			gcOnly, err := g.onlyGCFieldsChanged(next, old)
+			if err != nil {
+				return nil, err
+			}
+			if gcOnly {
+				return next, nil
+			}
+		}
 		if err := g.check(ctx, ns, name, next, old); err != nil {
 			return nil, err
 		}
 		return next, nil
 	}, opts)
+}
+
+// onlyGCFieldsChanged reports whether next differs from old only in what
+// garbage collection writes (ownerReferences, finalizers) or in
+// managedFields: the one kind of update kube-apiserver (IsOnlyMutatingGCFields)
+// lets through without its escalation checks. Any other change, a label
+// included, can grant something (a label can make the aggregation copy a
+// role's rules into another), so it is checked.
+func (g *guarded) onlyGCFieldsChanged(next, old meta.Object) (bool, error) {
+	c, err := g.copyOf(next)
+	if err != nil {
+		return false, err
+	}
+	m, o := c.GetObjectMeta(), old.GetObjectMeta()
+	m.OwnerReferences, m.Finalizers, m.ManagedFields = o.OwnerReferences, o.Finalizers, o.ManagedFields
+	// apiVersion and kind say nothing of what the object grants; a body
+	// may carry them where the stored copy does not.
+	*c.GetTypeMeta() = *old.GetTypeMeta()
+	a, err := json.Marshal(c)
+	if err != nil {
+		return false, meta.NewInternalError(fmt.Errorf("comparing %T: %w", next, err))
+	}
+	b, err := json.Marshal(old)
+	if err != nil {
+		return false, meta.NewInternalError(fmt.Errorf("comparing %T: %w", old, err))
+	}
+	return bytes.Equal(a, b), nil
 }
 
 // copyOf returns a deep copy of obj.
@@ -240,13 +277,13 @@ func (g *guard) confirmNoEscalation(u *authn.User, ns string, rules []PolicyRule
 	return errors.New(msg)
 }
 
+// checkRole refuses a Role holding rules the user does not hold in its
+// namespace. On update the whole rule set is checked, not only what the
+// update added, as kube-apiserver's ConfirmNoEscalation does.
 func (g *guard) checkRole(ctx context.Context, ns, name string, obj, old meta.Object) error {
 	r := obj.(*Role)
 	if name == "" {
 		name = r.Name
-	}
-	if o, ok := old.(*Role); ok && o != nil && semanticRulesEqual(o.Rules, r.Rules) {
-		return nil // nothing newly granted
 	}
 	u, privileged, err := userFrom(ctx)
 	if err != nil || privileged {
@@ -261,17 +298,17 @@ func (g *guard) checkRole(ctx context.Context, ns, name string, obj, old meta.Ob
 	return nil
 }
 
+// checkClusterRole refuses a ClusterRole holding rules the user does not
+// hold cluster-wide, and one with an aggregation rule before or after the
+// write unless the user holds everything: an aggregation rule may gather
+// anything, and removing one keeps what it gathered.
 func (g *guard) checkClusterRole(ctx context.Context, _, name string, obj, old meta.Object) error {
 	r := obj.(*ClusterRole)
 	if name == "" {
 		name = r.Name
 	}
 	o, _ := old.(*ClusterRole)
-	rulesChanged := o == nil || !semanticRulesEqual(o.Rules, r.Rules)
-	aggregationChanged := r.AggregationRule != nil && (o == nil || !aggregationEqual(o.AggregationRule, r.AggregationRule))
-	if !rulesChanged && !aggregationChanged {
-		return nil
-	}
+	aggregating := r.AggregationRule != nil || (o != nil && o.AggregationRule != nil)
 	u, privileged, err := userFrom(ctx)
 	if err != nil || privileged {
 		return err
@@ -279,12 +316,10 @@ func (g *guard) checkClusterRole(ctx context.Context, _, name string, obj, old m
 	if g.allowed(ctx, u, "escalate", ClusterRolesResource.Resource, "", requestName(old, name)) {
 		return nil
 	}
-	if rulesChanged {
-		if err := g.confirmNoEscalation(u, "", r.Rules); err != nil {
-			return meta.NewForbidden(ClusterRolesResource, name, err)
-		}
+	if err := g.confirmNoEscalation(u, "", r.Rules); err != nil {
+		return meta.NewForbidden(ClusterRolesResource, name, err)
 	}
-	if aggregationChanged {
+	if aggregating {
 		if err := g.confirmNoEscalation(u, "", fullAuthority); err != nil {
 			return meta.NewForbidden(ClusterRolesResource, name, errors.New("must have cluster-admin privileges to use the aggregationRule"))
 		}
@@ -292,22 +327,16 @@ func (g *guard) checkClusterRole(ctx context.Context, _, name string, obj, old m
 	return nil
 }
 
-func (g *guard) checkRoleBinding(ctx context.Context, ns, name string, obj, old meta.Object) error {
+func (g *guard) checkRoleBinding(ctx context.Context, ns, name string, obj, _ meta.Object) error {
 	b := obj.(*RoleBinding)
-	if o, ok := old.(*RoleBinding); ok && o != nil && o.RoleRef == b.RoleRef && subjectsEqual(o.Subjects, b.Subjects) {
-		return nil
-	}
 	if name == "" {
 		name = b.Name
 	}
 	return g.checkBinding(ctx, RoleBindingsResource, ns, name, b.RoleRef)
 }
 
-func (g *guard) checkClusterRoleBinding(ctx context.Context, _, name string, obj, old meta.Object) error {
+func (g *guard) checkClusterRoleBinding(ctx context.Context, _, name string, obj, _ meta.Object) error {
 	b := obj.(*ClusterRoleBinding)
-	if o, ok := old.(*ClusterRoleBinding); ok && o != nil && o.RoleRef == b.RoleRef && subjectsEqual(o.Subjects, b.Subjects) {
-		return nil
-	}
 	if name == "" {
 		name = b.Name
 	}
@@ -385,10 +414,6 @@ func isNilObject(o meta.Object) bool {
 		return v == nil
 	}
 	return false
-}
-
-func subjectsEqual(a, b []Subject) bool {
-	return slices.Equal(a, b)
 }
 
 func aggregationEqual(a, b *AggregationRule) bool {

@@ -172,6 +172,84 @@ func TestEscalationPrevented(t *testing.T) {
 	}
 }
 
+// TestUpdatesCheckTheWholeObject: as kube-apiserver's ConfirmNoEscalation,
+// every update of a role or binding is checked against the writer's rules,
+// whatever it changes, except one that changes only what garbage
+// collection writes. Otherwise a user who may only patch clusterroles
+// would label cluster-admin aggregate-to-view and have the aggregation
+// copy everything into view.
+func TestUpdatesCheckTheWholeObject(t *testing.T) {
+	p := newPolicyServer(t)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// mallory may read and change every role and binding, nothing more.
+	must(p.create(t, admin, "clusterroles", "", clusterRole("rbac-patcher",
+		Rule(GroupName, []string{"roles", "clusterroles", "rolebindings", "clusterrolebindings"}, "get", "update", "patch"))))
+	must(p.create(t, admin, "clusterrolebindings", "", clusterBinding("mallory-patches", "rbac-patcher", user("mallory"))))
+	must(p.create(t, admin, "roles", "team-a", role("team-a", "secret-reader", Rule("", []string{"secrets"}, "get"))))
+	must(p.create(t, admin, "roles", "team-a", role("team-a", "role-reader", Rule(GroupName, []string{"roles"}, "get"))))
+	gatherer := clusterRole("gatherer")
+	gatherer.AggregationRule = &AggregationRule{ClusterRoleSelectors: []meta.LabelSelector{{MatchLabels: map[string]string{"gather": "me"}}}}
+	must(p.create(t, admin, "clusterroles", "", gatherer))
+	mallory := &authn.User{Name: "mallory", Groups: []string{authn.AllAuthenticated}}
+	p.waitCan(t, mallory, res("patch", GroupName, "clusterroles", "", "", "cluster-admin"), true)
+
+	label := func(k, v string) func(m *meta.ObjectMeta) {
+		return func(m *meta.ObjectMeta) { m.Labels = map[string]string{k: v} }
+	}
+	finalizer := func(m *meta.ObjectMeta) { m.Finalizers = append(m.Finalizers, "example.com/keep") }
+	owner := func(m *meta.ObjectMeta) {
+		m.OwnerReferences = append(m.OwnerReferences, meta.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "0000-1111"})
+	}
+	const notHeld = "is attempting to grant RBAC permissions not currently held"
+	const aggregation = "must have cluster-admin privileges to use the aggregationRule"
+	for _, tc := range []struct {
+		name, resource, ns, object string
+		change                     func(obj meta.Object)
+		forbidden                  string // "" when the update is allowed
+	}{
+		{"relabelling cluster-admin to aggregate into view", "clusterroles", "", "cluster-admin",
+			func(o meta.Object) { label("rbac.authorization.k8s.io/aggregate-to-view", "true")(o.GetObjectMeta()) }, notHeld},
+		{"annotating a role she does not hold", "roles", "team-a", "secret-reader",
+			func(o meta.Object) { o.GetObjectMeta().Annotations = map[string]string{"a": "b"} }, notHeld},
+		{"labelling a role she holds", "roles", "team-a", "role-reader",
+			func(o meta.Object) { label("team", "a")(o.GetObjectMeta()) }, ""},
+		{"labelling an aggregating role", "clusterroles", "", "gatherer",
+			func(o meta.Object) { label("team", "a")(o.GetObjectMeta()) }, aggregation},
+		{"removing an aggregation rule", "clusterroles", "", "gatherer",
+			func(o meta.Object) { o.(*ClusterRole).AggregationRule = nil }, aggregation},
+		{"labelling a binding of a role she does not hold", "clusterrolebindings", "", "cluster-admin",
+			func(o meta.Object) { label("team", "a")(o.GetObjectMeta()) }, notHeld},
+		{"a finalizer on cluster-admin", "clusterroles", "", "cluster-admin",
+			func(o meta.Object) { finalizer(o.GetObjectMeta()) }, ""},
+		{"an owner of cluster-admin", "clusterroles", "", "cluster-admin",
+			func(o meta.Object) { owner(o.GetObjectMeta()) }, ""},
+		{"a finalizer on an aggregating role", "clusterroles", "", "gatherer",
+			func(o meta.Object) { finalizer(o.GetObjectMeta()) }, ""},
+		{"a finalizer and an owner of a binding", "clusterrolebindings", "", "cluster-admin",
+			func(o meta.Object) { finalizer(o.GetObjectMeta()); owner(o.GetObjectMeta()) }, ""},
+		{"a finalizer and a label", "roles", "team-a", "secret-reader",
+			func(o meta.Object) { finalizer(o.GetObjectMeta()); label("x", "y")(o.GetObjectMeta()) }, notHeld},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := p.resources[tc.resource].Update(as(mallory), tc.ns, tc.object, func(_ context.Context, cur meta.Object) (meta.Object, error) {
+				tc.change(cur)
+				return cur, nil
+			}, registry.UpdateOptions{})
+			switch {
+			case tc.forbidden == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.forbidden != "" && (!meta.IsForbidden(err) || !strings.Contains(err.Error(), tc.forbidden)):
+				t.Errorf("got %v, want Forbidden with %q", err, tc.forbidden)
+			}
+		})
+	}
+}
+
 func TestSyncAndAggregation(t *testing.T) {
 	p := newPolicyServer(t)
 	bob := &authn.User{Name: "bob", Groups: []string{authn.AllAuthenticated}}
