@@ -302,6 +302,39 @@ func TestCreateDryRunPersistsNothing(t *testing.T) {
 	}
 }
 
+// A dry-run create answers what the create would, a taken name included.
+func TestCreateDryRunNameTaken(t *testing.T) {
+	st, mem := newWidgets(t)
+	ctx := context.Background()
+	mustCreate(t, st, widget("ns", "taken", 1))
+	before, _ := mem.CurrentRevision(ctx)
+	for _, tc := range []struct {
+		name   string
+		in     *Widget
+		code   int32
+		reason meta.StatusReason
+		msg    string
+	}{
+		{name: "taken", in: widget("ns", "taken", 2), code: 409, reason: meta.StatusReasonAlreadyExists, msg: `widgets.example.com "taken" already exists`},
+		{name: "same name in another namespace", in: widget("other", "taken", 2)},
+		{name: "free", in: widget("ns", "free", 2)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := st.Create(ctx, tc.in.Namespace, tc.in, registry.WriteOptions{DryRun: true})
+			if tc.code != 0 {
+				wantStatus(t, err, tc.code, tc.reason, tc.msg)
+				return
+			}
+			if err != nil || out.Name != tc.in.Name {
+				t.Fatalf("dry-run create: %v %+v", err, out)
+			}
+		})
+	}
+	if after, _ := mem.CurrentRevision(ctx); after != before {
+		t.Errorf("revision moved from %d to %d on dry runs", before, after)
+	}
+}
+
 func TestCreateAdmission(t *testing.T) {
 	st, _ := newWidgets(t)
 	ctx := context.Background()

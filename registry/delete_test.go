@@ -76,6 +76,11 @@ func TestDeleteDryRun(t *testing.T) {
 		if out.Name != name || deleted != (name == "plain") {
 			t.Errorf("dry-run delete of %s: deleted=%v", name, deleted)
 		}
+		// kube-apiserver answers a dry-run delete of an object with
+		// finalizers with the object as the delete would leave it.
+		if marked := out.DeletionTimestamp != nil && out.DeletionGracePeriodSeconds != nil; marked != (name == "fin") {
+			t.Errorf("dry-run delete of %s answered deletionTimestamp %v, grace %v", name, out.DeletionTimestamp, out.DeletionGracePeriodSeconds)
+		}
 		got, _, err := st.Get(ctx, "ns", name, meta.GetOptions{})
 		if err != nil || got.DeletionTimestamp != nil {
 			t.Errorf("dry-run delete of %s changed it: %v %v", name, err, got)

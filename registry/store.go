@@ -210,6 +210,10 @@ type UpdateOptions struct {
 	WriteOptions
 	// Subresource is "" for the object itself or "status".
 	Subresource string
+	// Preconditions, when set, must hold for the stored object before the
+	// update is computed (409 Conflict otherwise). A PUT sets the uid of its
+	// body here, as kube-apiserver does.
+	Preconditions *meta.Preconditions
 }
 
 // DeleteOptions tune Delete.
@@ -256,36 +260,21 @@ func (s *Store[T]) getKV(ctx context.Context, ns, name string, opts meta.GetOpti
 // Create stores a new object, filling system metadata, and returns it as stored.
 func (s *Store[T]) Create(ctx context.Context, ns string, obj T, opts WriteOptions) (T, error) {
 	var zero T
-	m := obj.GetObjectMeta()
-	if err := s.checkNamespace(m, ns); err != nil {
+	obj, generated, err := s.prepareCreate(ctx, ns, obj, opts)
+	if err != nil {
 		return zero, err
 	}
-	if m.ResourceVersion != "" {
-		return zero, meta.NewBadRequest("resourceVersion should not be set on objects to be created")
-	}
-	if opts.Admit != nil {
-		if err := opts.Admit(ctx, obj, nil); err != nil {
-			return zero, err
-		}
-		// Admission may not move the object.
-		if err := s.checkNamespace(m, ns); err != nil {
-			return zero, err
-		}
-	}
-	generated := m.Name == "" && m.GenerateName != ""
-	s.beforeCreate(ctx, obj)
-	if errs := s.opts.Strategy.Validate(ctx, obj); len(errs) > 0 {
-		return zero, meta.NewInvalid(s.gk, m.Name, errs)
-	}
-	if errs := validateObjectMeta(m, s.opts.NamespaceScoped, s.opts.NameValidator); len(errs) > 0 {
-		return zero, meta.NewInvalid(s.gk, m.Name, errs)
-	}
-	if opts.Validate != nil {
-		if err := opts.Validate(ctx, obj, nil); err != nil {
-			return zero, err
-		}
-	}
+	m := obj.GetObjectMeta()
 	if opts.DryRun {
+		// A dry run answers what the create would: kube-apiserver's dry-run
+		// storage reads the key and refuses a name that is taken.
+		kv, err := s.opts.Storage.Get(ctx, s.key(m.Namespace, m.Name), storage.GetOptions{IgnoreNotFound: true})
+		if err != nil {
+			return zero, s.storageError(err, m.Name)
+		}
+		if kv.Value != nil {
+			return zero, meta.NewAlreadyExists(s.opts.Resource, m.Name)
+		}
 		return obj, nil
 	}
 	// A generated name may collide; try a few fresh suffixes as
@@ -309,6 +298,43 @@ func (s *Store[T]) Create(ctx context.Context, ns string, obj T, opts WriteOptio
 		}
 		return zero, s.storageError(err, m.Name)
 	}
+}
+
+// prepareCreate runs every step of a create short of writing: admission,
+// system metadata, defaults and validation. It reports whether the server
+// picked the name (from generateName).
+func (s *Store[T]) prepareCreate(ctx context.Context, ns string, obj T, opts WriteOptions) (T, bool, error) {
+	var zero T
+	m := obj.GetObjectMeta()
+	if err := s.checkNamespace(m, ns); err != nil {
+		return zero, false, err
+	}
+	if m.ResourceVersion != "" {
+		return zero, false, meta.NewBadRequest("resourceVersion should not be set on objects to be created")
+	}
+	if opts.Admit != nil {
+		if err := opts.Admit(ctx, obj, nil); err != nil {
+			return zero, false, err
+		}
+		// Admission may not move the object.
+		if err := s.checkNamespace(m, ns); err != nil {
+			return zero, false, err
+		}
+	}
+	generated := m.Name == "" && m.GenerateName != ""
+	s.beforeCreate(ctx, obj)
+	if errs := s.opts.Strategy.Validate(ctx, obj); len(errs) > 0 {
+		return zero, false, meta.NewInvalid(s.gk, m.Name, errs)
+	}
+	if errs := validateObjectMeta(m, s.opts.NamespaceScoped, s.opts.NameValidator); len(errs) > 0 {
+		return zero, false, meta.NewInvalid(s.gk, m.Name, errs)
+	}
+	if opts.Validate != nil {
+		if err := opts.Validate(ctx, obj, nil); err != nil {
+			return zero, false, err
+		}
+	}
+	return obj, generated, nil
 }
 
 // generateNameConflict is kube-apiserver's answer when every generated name
@@ -389,14 +415,13 @@ func (s *Store[T]) Update(ctx context.Context, ns, name string, fn UpdateFunc[T]
 	var (
 		result  T
 		created bool
-		delRev  int64
 	)
 	kv, err := s.opts.Storage.GuaranteedUpdate(ctx, key, storage.UpdateOptions{IgnoreNotFound: s.opts.AllowCreateOnUpdate},
 		func(cur storage.KeyValue) ([]byte, error) {
 			obj, data, c, err := s.prepareUpdate(ctx, ns, name, cur, fn, opts)
 			if err != nil {
 				if errors.Is(err, errDeleteInstead) {
-					delRev, result = cur.Revision, obj
+					result = obj
 				}
 				return nil, err
 			}
@@ -406,15 +431,8 @@ func (s *Store[T]) Update(ctx context.Context, ns, name string, fn UpdateFunc[T]
 	if errors.Is(err, errDeleteInstead) {
 		// The last finalizer is gone from an object marked for deletion:
 		// the update completes the delete, as in Kubernetes.
-		out, derr := s.opts.Storage.Delete(ctx, key, storage.DeleteOptions{ExpectedRevision: delRev})
-		if derr != nil {
-			return zero, false, s.storageError(derr, name)
-		}
-		// Clients expect the object they sent back from a successful
-		// update (without the finalizers), not the last stored one,
-		// which still lists them.
-		result.GetObjectMeta().ResourceVersion = strconv.FormatInt(out.Revision, 10)
-		return result, false, nil
+		out, err := s.deleteFinalized(ctx, key, name, result)
+		return out, false, err
 	}
 	if err != nil {
 		return zero, false, s.storageError(err, name)
@@ -434,6 +452,9 @@ func (s *Store[T]) prepareUpdate(ctx context.Context, ns, name string, cur stora
 		if !s.opts.AllowCreateOnUpdate || opts.Subresource != "" {
 			return zero, nil, false, meta.NewNotFound(s.opts.Resource, name)
 		}
+		if err := s.checkUpdatePreconditions(opts.Preconditions, name, &meta.ObjectMeta{}); err != nil {
+			return zero, nil, false, err
+		}
 		obj, err := fn(ctx, zero)
 		if err != nil {
 			return zero, nil, false, err
@@ -442,7 +463,7 @@ func (s *Store[T]) prepareUpdate(ctx context.Context, ns, name string, cur stora
 			return zero, nil, false, err
 		}
 		obj.GetObjectMeta().ResourceVersion = ""
-		created, err := s.Create(ctx, ns, obj, WriteOptions{DryRun: true, Admit: opts.Admit, Validate: opts.Validate})
+		created, _, err := s.prepareCreate(ctx, ns, obj, opts.WriteOptions)
 		if err != nil {
 			return zero, nil, false, err
 		}
@@ -451,6 +472,9 @@ func (s *Store[T]) prepareUpdate(ctx context.Context, ns, name string, cur stora
 	}
 	old, err := s.decodeFresh(cur.Value, cur.Revision)
 	if err != nil {
+		return zero, nil, false, err
+	}
+	if err := s.checkUpdatePreconditions(opts.Preconditions, name, old.GetObjectMeta()); err != nil {
 		return zero, nil, false, err
 	}
 	current, err := s.decodeFresh(cur.Value, cur.Revision)
@@ -506,6 +530,27 @@ func (s *Store[T]) prepareUpdate(ctx context.Context, ns, name string, cur stora
 	return obj, data, false, err
 }
 
+// checkUpdatePreconditions checks an update's preconditions against the
+// stored object (an empty one when the update would create it), before the
+// update is computed, as kube-apiserver's storage does: a PUT whose body
+// carries another object's uid is a conflict, not an invalid update.
+// kube-apiserver wraps the message in a StorageError naming the etcd key;
+// the key stays inside the server here.
+func (s *Store[T]) checkUpdatePreconditions(p *meta.Preconditions, name string, stored *meta.ObjectMeta) error {
+	if p == nil {
+		return nil
+	}
+	if p.UID != nil && *p.UID != stored.UID {
+		return meta.NewConflict(s.opts.Resource, name,
+			fmt.Errorf("Precondition failed: UID in precondition: %v, UID in object meta: %v", *p.UID, stored.UID))
+	}
+	if p.ResourceVersion != nil && *p.ResourceVersion != stored.ResourceVersion {
+		return meta.NewConflict(s.opts.Resource, name,
+			fmt.Errorf("Precondition failed: ResourceVersion in precondition: %v, ResourceVersion in object meta: %v", *p.ResourceVersion, stored.ResourceVersion))
+	}
+	return nil
+}
+
 func (s *Store[T]) checkName(m *meta.ObjectMeta, ns, name string) error {
 	if m.Name == "" {
 		m.Name = name
@@ -548,9 +593,65 @@ func (s *Store[T]) beforeUpdate(ctx context.Context, obj, old T, subresource str
 	}
 }
 
+// deleteFinalized completes the delete of obj, whose update emptied its
+// finalizers while it was marked for deletion. Writes that came between
+// the update and the delete do not stop it (finalizers cannot be added to
+// an object being deleted), but a namesake created meanwhile is not
+// deleted. When another update got there first the object is gone already:
+// the caller still gets the object it made (200), as kube-apiserver
+// answers the loser of such a race.
+func (s *Store[T]) deleteFinalized(ctx context.Context, key, name string, obj T) (T, error) {
+	var zero T
+	uid := obj.GetObjectMeta().UID
+	out, err := s.opts.Storage.Delete(ctx, key, storage.DeleteOptions{Precondition: func(cur storage.KeyValue) error {
+		stored, err := s.decodeFresh(cur.Value, cur.Revision)
+		if err != nil {
+			return err
+		}
+		if stored.GetObjectMeta().UID != uid {
+			return storage.NewNotFound(key)
+		}
+		return nil
+	}})
+	if errors.Is(err, storage.ErrNotFound) {
+		return obj, nil
+	}
+	if err != nil {
+		return zero, s.storageError(err, name)
+	}
+	// Clients expect the object they sent back from a successful update
+	// (without the finalizers), not the last stored one, which still lists
+	// them.
+	obj.GetObjectMeta().ResourceVersion = strconv.FormatInt(out.Revision, 10)
+	return obj, nil
+}
+
+// errDeleteNow aborts marking an object for deletion whose finalizers were
+// removed since the delete read it: it is deleted instead.
+var errDeleteNow = errors.New("no finalizers left: delete the object")
+
+// markForDeletion sets what a delete sets on an object with finalizers and
+// reports whether anything changed (not when it is marked already).
+func (s *Store[T]) markForDeletion(obj T) bool {
+	m := obj.GetObjectMeta()
+	if m.DeletionTimestamp != nil {
+		return false
+	}
+	now := s.now()
+	zeroGrace := int64(0)
+	m.DeletionTimestamp = &now
+	m.DeletionGracePeriodSeconds = &zeroGrace
+	// The desired state changed: bump generation as kube-apiserver does on
+	// graceful deletion.
+	m.Generation++
+	return true
+}
+
 // markDeleting sets deletionTimestamp on an object with finalizers; the
-// finalizers' owners finish the delete by removing them.
-func (s *Store[T]) markDeleting(ctx context.Context, key, name string, check func(T) error) (T, bool, error) {
+// finalizers' owners finish the delete by removing them. It fails with
+// errDeleteNow when the finalizers are gone by the time it writes: marking
+// such an object would leave it terminating forever.
+func (s *Store[T]) markDeleting(ctx context.Context, key, name string, check func(T) error) (T, error) {
 	var zero, result T
 	kv, err := s.opts.Storage.GuaranteedUpdate(ctx, key, storage.UpdateOptions{}, func(cur storage.KeyValue) ([]byte, error) {
 		obj, err := s.decodeFresh(cur.Value, cur.Revision)
@@ -560,25 +661,23 @@ func (s *Store[T]) markDeleting(ctx context.Context, key, name string, check fun
 		if err := check(obj); err != nil {
 			return nil, err
 		}
+		if len(obj.GetObjectMeta().Finalizers) == 0 {
+			return nil, errDeleteNow
+		}
 		result = obj
-		m := obj.GetObjectMeta()
-		if m.DeletionTimestamp != nil {
+		if !s.markForDeletion(obj) {
 			return cur.Value, nil
 		}
-		now := s.now()
-		zeroGrace := int64(0)
-		m.DeletionTimestamp = &now
-		m.DeletionGracePeriodSeconds = &zeroGrace
-		// The desired state changed: bump generation as kube-apiserver does
-		// on graceful deletion.
-		m.Generation++
 		return s.encodeForStorage(obj)
 	})
+	if errors.Is(err, errDeleteNow) {
+		return zero, err
+	}
 	if err != nil {
-		return zero, false, s.storageError(err, name)
+		return zero, s.storageError(err, name)
 	}
 	result.GetObjectMeta().ResourceVersion = strconv.FormatInt(kv.Revision, 10)
-	return result, false, nil
+	return result, nil
 }
 
 // Delete deletes the named object. An object with finalizers is only marked
@@ -617,12 +716,17 @@ func (s *Store[T]) Delete(ctx context.Context, ns, name string, opts DeleteOptio
 		if err := check(cur); err != nil {
 			return zero, false, err
 		}
-		m := cur.GetObjectMeta()
-		if len(m.Finalizers) > 0 {
-			if m.DeletionTimestamp != nil || opts.DryRun {
+		if len(cur.GetObjectMeta().Finalizers) > 0 {
+			if opts.DryRun {
+				// What the delete would answer: the object marked.
+				s.markForDeletion(cur)
 				return cur, false, nil
 			}
-			return s.markDeleting(ctx, key, name, check)
+			out, err := s.markDeleting(ctx, key, name, check)
+			if errors.Is(err, errDeleteNow) {
+				continue
+			}
+			return out, false, err
 		}
 		if opts.DryRun {
 			return cur, true, nil

@@ -25,6 +25,9 @@ func TestUpdateErrors(t *testing.T) {
 		reason  meta.StatusReason
 		message string
 		field   string
+		// bodyUID makes the uid of the changed object a precondition, as a
+		// PUT does.
+		bodyUID bool
 	}{
 		{
 			name: "stale resourceVersion", ns: "ns", obj: "w",
@@ -60,6 +63,14 @@ func TestUpdateErrors(t *testing.T) {
 			field:   "metadata.uid",
 		},
 		{
+			// kube-apiserver checks a PUT body's uid as a storage
+			// precondition, before validation.
+			name: "uid of another object in a PUT", ns: "ns", obj: "w", bodyUID: true,
+			change: func(w *Widget) { w.UID = "someone-else" },
+			code:   409, reason: meta.StatusReasonConflict,
+			message: `Operation cannot be fulfilled on widgets.example.com "w": Precondition failed: UID in precondition: someone-else, UID in object meta: ` + cur.UID,
+		},
+		{
 			name: "deletionTimestamp set", ns: "ns", obj: "w",
 			change: func(w *Widget) { w.DeletionTimestamp = &later },
 			code:   422, reason: meta.StatusReasonInvalid,
@@ -84,7 +95,12 @@ func TestUpdateErrors(t *testing.T) {
 			w := *cur
 			w.ObjectMeta = cur.ObjectMeta // no maps or slices to share here
 			tc.change(&w)
-			_, _, err := st.Update(ctx, tc.ns, tc.obj, replace(&w), registry.UpdateOptions{})
+			var opts registry.UpdateOptions
+			if tc.bodyUID {
+				uid := w.UID
+				opts.Preconditions = &meta.Preconditions{UID: &uid}
+			}
+			_, _, err := st.Update(ctx, tc.ns, tc.obj, replace(&w), opts)
 			s := wantStatus(t, err, tc.code, tc.reason, tc.message)
 			if tc.field != "" && !hasCauseField(s, tc.field) {
 				t.Errorf("causes %+v do not name %s", s.Details, tc.field)
@@ -229,6 +245,21 @@ func TestUpdateCreateOnUpdate(t *testing.T) {
 	if _, _, err := st.Get(ctx, "ns", "new", meta.GetOptions{}); err != nil {
 		t.Error(err)
 	}
+}
+
+// The uid precondition of a PUT that would create the object is checked
+// against no object, as kube-apiserver's storage checks it.
+func TestUpdateCreateOnUpdateUIDPrecondition(t *testing.T) {
+	st, _ := newWidgets(t, func(o *registry.Options[*Widget]) { o.AllowCreateOnUpdate = true })
+	ctx := context.Background()
+	in := widget("ns", "new", 4)
+	in.UID = "stale"
+	uid := in.UID
+	_, _, err := st.Update(ctx, "ns", "new", replace(in), registry.UpdateOptions{Preconditions: &meta.Preconditions{UID: &uid}})
+	wantStatus(t, err, 409, meta.StatusReasonConflict,
+		`Operation cannot be fulfilled on widgets.example.com "new": Precondition failed: UID in precondition: stale, UID in object meta: `)
+	_, _, err = st.Get(ctx, "ns", "new", meta.GetOptions{})
+	wantStatus(t, err, 404, meta.StatusReasonNotFound, `widgets.example.com "new" not found`)
 }
 
 func TestUpdateUnconditional(t *testing.T) {

@@ -409,9 +409,15 @@ func (s *Scope) Update(w http.ResponseWriter, r *http.Request, ns, name, subreso
 	}
 	dryRun := len(opts.DryRun) > 0
 	admit, validate := s.admissionFuncs(r.Context(), admission.Update, ns, name, subresource, dryRun)
+	uo := registry.UpdateOptions{WriteOptions: registry.WriteOptions{DryRun: dryRun, Admit: admit, Validate: validate}, Subresource: subresource}
+	// kube-apiserver makes the body's uid a precondition of the write: a
+	// body of another object (deleted and created again) is a conflict.
+	if uid := obj.GetObjectMeta().UID; uid != "" {
+		uo.Preconditions = &meta.Preconditions{UID: &uid}
+	}
 	it, created, err := s.Resource.Update(r.Context(), ns, name, func(context.Context, meta.Object) (meta.Object, error) {
 		return obj, nil
-	}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{DryRun: dryRun, Admit: admit, Validate: validate}, Subresource: subresource})
+	}, uo)
 	if err != nil {
 		respond.Error(w, r, err)
 		return
