@@ -2,6 +2,7 @@ package request
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -36,7 +37,19 @@ type Info struct {
 	Query url.Values
 	// rawQuery is the query Query was parsed from.
 	rawQuery string
+	// err refuses a resource path whose segments no object can have
+	// (Err).
+	err error
 }
+
+// Err reports why the request's path can be served by no handler: a
+// namespace or name segment that is "." or "..", or holds "/" or "%" once
+// unescaped (a 400 Status, kube-apiserver's wording from its storage key
+// functions), or another segment of a resource path holding "/" or being
+// "." or ".." (404). Such a request is refused before authorization, so
+// nothing ever judges or serves it under a reading of the path that the
+// router's differs from. Nil for every other request.
+func (i *Info) Err() error { return i.err }
 
 // IsLongRunning reports whether the request may outlive the request timeout
 // (watches and streaming subresources).
@@ -83,8 +96,9 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// Resolve parses r into an Info. It never fails: anything it cannot place in
-// a resource tree is a non-resource request.
+// Resolve parses r into an Info. Anything it cannot place in a resource tree
+// is a non-resource request; a resource path that no object can be served
+// under gets an Info whose Err says why.
 func (res *Resolver) Resolve(r *http.Request) *Info {
 	return res.resolve(r.Method, r.URL)
 }
@@ -94,20 +108,47 @@ func (res *Resolver) resolve(method string, u *url.URL) *Info {
 	if u.RawQuery != "" {
 		info.Query = u.Query()
 	}
-	parts := splitPath(u.Path)
-	if len(parts) < 3 || !contains(res.APIPrefixes, parts[0]) || !cleanSegments(parts) {
+	// The path is split as the router (http.ServeMux) splits it: at the
+	// slashes of the escaped path, each segment unescaped on its own. A
+	// split of the unescaped path would read namespaces/a%2Fb/flunders as
+	// namespace "a", resource "b" while the router serves flunders in
+	// namespace "a/b".
+	parts := splitPath(u.EscapedPath())
+	if !cleanSegments(parts) {
 		// A path with "." or ".." or empty segments names no resource
 		// (the router answers it with a redirect to the clean path): it
 		// is authorized as the non-resource path it is, never as a
 		// namespace or name "..".
 		return info
 	}
+	for i, seg := range parts {
+		if strings.IndexByte(seg, '%') < 0 {
+			continue
+		}
+		p, err := url.PathUnescape(seg)
+		if err != nil {
+			// url.Parse accepted the escapes already; nothing to route.
+			return info
+		}
+		parts[i] = p
+	}
+	if len(parts) < 3 || !contains(res.APIPrefixes, parts[0]) {
+		return info
+	}
+	info.resolveParts(method, parts, res.GrouplessPrefixes)
+	info.err = info.pathError()
+	return info
+}
+
+// resolveParts fills info from the unescaped segments of a path under an
+// API prefix.
+func (info *Info) resolveParts(method string, parts, groupless []string) {
 	info.APIPrefix = parts[0]
 	parts = parts[1:]
-	if !contains(res.GrouplessPrefixes, info.APIPrefix) {
+	if !contains(groupless, info.APIPrefix) {
 		if len(parts) < 3 {
 			// /apis/<group>/<version>: discovery, not a resource.
-			return info
+			return
 		}
 		info.APIGroup = parts[0]
 		parts = parts[1:]
@@ -122,7 +163,7 @@ func (res *Resolver) resolve(method string, u *url.URL) *Info {
 		parts = parts[1:]
 		if len(parts) == 0 {
 			info.IsResourceRequest = false
-			return info
+			return
 		}
 	} else {
 		switch method {
@@ -173,7 +214,7 @@ func (res *Resolver) resolve(method string, u *url.URL) *Info {
 		}
 		if fs := q.Get("fieldSelector"); fs != "" {
 			if sel, err := meta.ParseFieldSelector(fs); err == nil {
-				if name, ok := sel.RequiresExactMatch("metadata.name"); ok && isPathSegmentName(name) {
+				if name, ok := sel.RequiresExactMatch("metadata.name"); ok && len(pathSegmentNameErrors(name)) == 0 {
 					info.Name = name
 					info.FieldSelectorName = true
 				}
@@ -183,14 +224,48 @@ func (res *Resolver) resolve(method string, u *url.URL) *Info {
 	if info.Name == "" && info.Verb == "delete" {
 		info.Verb = "deletecollection"
 	}
-	return info
 }
 
-// isPathSegmentName reports whether name could be the last segment of an
-// object's path, as Kubernetes requires before it takes a fieldSelector's
-// name as the request's: not "." or "..", no "/" or "%".
-func isPathSegmentName(name string) bool {
-	return name != "." && name != ".." && !strings.ContainsAny(name, "/%")
+// pathError is Err's value for a resolved path (nil when it is fine).
+func (info *Info) pathError() error {
+	if !info.IsResourceRequest {
+		return nil
+	}
+	// The fieldSelector's name never came from the path and was checked
+	// when it was taken.
+	if info.Name != "" && !info.FieldSelectorName {
+		if msgs := pathSegmentNameErrors(info.Name); len(msgs) > 0 {
+			return meta.NewBadRequest(fmt.Sprintf("Name parameter invalid: %q: %s", info.Name, strings.Join(msgs, ";")))
+		}
+	}
+	if info.Namespace != "" {
+		if msgs := pathSegmentNameErrors(info.Namespace); len(msgs) > 0 {
+			return meta.NewBadRequest(fmt.Sprintf("Namespace parameter invalid: %q: %s", info.Namespace, strings.Join(msgs, ";")))
+		}
+	}
+	for _, seg := range []string{info.APIGroup, info.APIVersion, info.Resource, info.Subresource} {
+		if seg == "." || seg == ".." || strings.Contains(seg, "/") {
+			// No route has such a segment: it is served by nothing.
+			return meta.NewNotFoundPath()
+		}
+	}
+	return nil
+}
+
+// pathSegmentNameErrors lists why name cannot be a namespace or an object's
+// name in a path, in the words of Kubernetes' IsValidPathSegmentName: "."
+// and ".." are refused, as are "/" and "%" anywhere.
+func pathSegmentNameErrors(name string) []string {
+	if name == "." || name == ".." {
+		return []string{fmt.Sprintf("may not be '%s'", name)}
+	}
+	var msgs []string
+	for _, c := range []string{"/", "%"} {
+		if strings.Contains(name, c) {
+			msgs = append(msgs, fmt.Sprintf("may not contain '%s'", c))
+		}
+	}
+	return msgs
 }
 
 // cleanSegments reports whether no segment is empty, "." or "..".

@@ -2,12 +2,14 @@ package request_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/request"
 )
 
@@ -96,6 +98,124 @@ func TestResolve(t *testing.T) {
 				t.Errorf("got  %+v\nwant %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestResolveEscapedSegments: the path is split at its escaped slashes, as
+// the router splits it, and a namespace or name that no object can have is
+// refused with kube-apiserver's key-function wording, before any filter
+// reads the Info.
+func TestResolveEscapedSegments(t *testing.T) {
+	const g = "/apis/wardle.example.com/v1beta1"
+	for _, tc := range []struct {
+		method, url string
+		want        request.Info // compared when wantCode is 0
+		wantCode    int
+		wantMessage string
+	}{
+		// An escaped "/" stays inside its segment: never namespace "a",
+		// resource "b".
+		{"GET", g + "/namespaces/a%2Fb/flunders", request.Info{}, 400, `Namespace parameter invalid: "a/b": may not contain '/'`},
+		{"GET", g + "/namespaces/%2E%2E/flunders", request.Info{}, 400, `Namespace parameter invalid: "..": may not be '..'`},
+		{"GET", g + "/namespaces/%2e/flunders", request.Info{}, 400, `Namespace parameter invalid: ".": may not be '.'`},
+		{"DELETE", g + "/namespaces/ns/flunders/%2E%2E", request.Info{}, 400, `Name parameter invalid: "..": may not be '..'`},
+		// x%2Fexec is a name, not name x and the exec subresource.
+		{"POST", g + "/namespaces/ns/flunders/x%2Fexec", request.Info{}, 400, `Name parameter invalid: "x/exec": may not contain '/'`},
+		{"GET", g + "/flunders/a%2F%25b", request.Info{}, 400, `Name parameter invalid: "a/%b": may not contain '/';may not contain '%'`},
+		{"GET", g + "/namespaces/ns/flunders%2Fx", request.Info{}, 404, "the server could not find the requested resource"},
+		{"GET", g + "/namespaces/ns/flunders/f/%2E%2E", request.Info{}, 404, "the server could not find the requested resource"},
+		{"GET", "/apis/wardle.example.com/%2E%2E/flunders", request.Info{}, 404, "the server could not find the requested resource"},
+		// Other escapes are the characters they stand for.
+		{"GET", g + "/namespaces/n%73/flunders/f%3Ag", res("get", "ns", "flunders", "f:g", ""), 0, ""},
+		{"GET", "/ap%69s/wardle.example.com/v1beta1/flunders", res("list", "", "flunders", "", ""), 0, ""},
+		{"GET", g + "/namespaces/ns/flunders/f/st%61tus", res("get", "ns", "flunders", "f", "status"), 0, ""},
+	} {
+		t.Run(tc.method+" "+tc.url, func(t *testing.T) {
+			got := request.DefaultResolver.Resolve(httptest.NewRequest(tc.method, tc.url, nil))
+			if tc.wantCode == 0 {
+				if err := got.Err(); err != nil {
+					t.Fatalf("Err = %v", err)
+				}
+				if got.Namespace != tc.want.Namespace || got.Resource != tc.want.Resource || got.Name != tc.want.Name ||
+					got.Subresource != tc.want.Subresource || got.Verb != tc.want.Verb || !got.IsResourceRequest {
+					t.Errorf("got  %+v\nwant %+v", *got, tc.want)
+				}
+				return
+			}
+			var se *meta.StatusError
+			if !errors.As(got.Err(), &se) {
+				t.Fatalf("Err = %v, want a StatusError (Info %+v)", got.Err(), *got)
+			}
+			if int(se.ErrStatus.Code) != tc.wantCode || se.ErrStatus.Message != tc.wantMessage {
+				t.Errorf("Err = %d %q, want %d %q", se.ErrStatus.Code, se.ErrStatus.Message, tc.wantCode, tc.wantMessage)
+			}
+		})
+	}
+}
+
+// TestResolveAgreesWithRouter: for any path the router (http.ServeMux, with
+// the patterns the endpoints install) serves, the Info names the same
+// namespace, resource, name and subresource.
+func TestResolveAgreesWithRouter(t *testing.T) {
+	for _, target := range []string{
+		"/apis/g/v/namespaces/ns/things/a",
+		"/apis/g/v/namespaces/a%2Fb/things/c",
+		"/apis/g/v/namespaces/%2E%2E/things",
+		"/apis/g/v/namespaces/ns/things/x%2Fexec",
+		"/apis/g/v/namespaces/ns/things/x%2Fexec/status",
+		"/apis/g/v/namespaces/ns/things/%2e%2e/status",
+		"/apis/g/v/namespaces/n%73/th%69ngs/%61",
+		"/apis/g/v/things/a%252Fb",
+		"/apis/g/v/namespaces/ns/things/a/status",
+	} {
+		routerAgrees(t, "GET", target)
+	}
+}
+
+// routerAgrees fails t when the router serves target with path values that
+// the Info of target does not carry, unless the Info refuses the path.
+func routerAgrees(t *testing.T, method, target string) {
+	t.Helper()
+	mux := http.NewServeMux()
+	var got map[string]string
+	record := func(names ...string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			got = map[string]string{}
+			for _, n := range names {
+				got[n] = r.PathValue(n)
+			}
+		}
+	}
+	// The shapes of the routes endpoints.Install adds, for a resource
+	// "things" ("status" stands for any subresource).
+	mux.Handle("/apis/{group}/{version}/namespaces/{namespace}/things", record("namespace"))
+	mux.Handle("/apis/{group}/{version}/namespaces/{namespace}/things/{name}", record("namespace", "name"))
+	mux.Handle("/apis/{group}/{version}/namespaces/{namespace}/things/{name}/{sub}", record("namespace", "name", "sub"))
+	mux.Handle("/apis/{group}/{version}/things/{name}", record("name"))
+	u, err := url.ParseRequestURI(target)
+	if err != nil {
+		return
+	}
+	r := &http.Request{Method: method, URL: u, Header: http.Header{}, Host: "x"}
+	info := request.DefaultResolver.Resolve(r)
+	if info.Err() != nil {
+		return // refused before the router
+	}
+	mux.ServeHTTP(httptest.NewRecorder(), r)
+	if got == nil {
+		return // not routed
+	}
+	if !info.IsResourceRequest {
+		t.Fatalf("%s %s: routed with %v, but the Info is a non-resource request", method, target, got)
+	}
+	if info.Resource != "things" {
+		t.Fatalf("%s %s: routed to things, but the Info names resource %q", method, target, info.Resource)
+	}
+	want := map[string]string{"namespace": info.Namespace, "name": info.Name, "sub": info.Subresource}
+	for k, v := range got {
+		if want[k] != v {
+			t.Fatalf("%s %s: the router reads %s %q, the Info %q (%+v)", method, target, k, v, want[k], *info)
+		}
 	}
 }
 
@@ -202,6 +322,7 @@ func FuzzResolve(f *testing.F) {
 		{"GET", "/apis/g/v/watch/namespaces/ns/things?fieldSelector=metadata.name%3Dx"},
 		{"DELETE", "/apis/g/v/namespaces/ns/things"},
 		{"POST", "/apis/g/v/namespaces/../things/.."},
+		{"GET", "/apis/g/v/namespaces/%2E%2E/things/a%2Fb/exec"},
 		{"PATCH", "/apis//v//things"},
 		{"GET", "/openapi/v3/apis/g/v"},
 	} {
@@ -231,10 +352,14 @@ func FuzzResolve(f *testing.F) {
 				t.Fatalf("Resolve(%s %s) = %+v: no verb", method, target, info)
 			}
 		}
+		if info.Err() != nil {
+			return
+		}
 		for _, seg := range []string{info.Namespace, info.Name} {
 			if strings.Contains(seg, "/") || seg == "." || seg == ".." {
 				t.Fatalf("Resolve(%s %s) = %+v: %q is not a path segment", method, target, info, seg)
 			}
 		}
+		routerAgrees(t, method, target)
 	})
 }

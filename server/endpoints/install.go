@@ -9,6 +9,7 @@ import (
 
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
+	"github.com/apikit-dev/apikit/request"
 )
 
 // Media types routes declare; the handlers negotiate the exact form.
@@ -62,7 +63,7 @@ func Install(ws *restful.WebService, s *Scope) {
 	}
 	ns := func(r *http.Request) string {
 		if info.NamespaceScoped {
-			return r.PathValue("namespace")
+			return pathSegment(r, "namespace")
 		}
 		return ""
 	}
@@ -137,25 +138,25 @@ func Install(ws *restful.WebService, s *Scope) {
 	// Object.
 	objPath := prefix + "/{name}"
 	route("get", withNS(to(ws.GET(objPath), func(w http.ResponseWriter, r *http.Request) {
-		s.Get(w, r, ns(r), r.PathValue("name"))
+		s.Get(w, r, ns(r), pathSegment(r, "name"))
 	}).Operation(id("read", "")).Doc("read the specified "+kind).Param(nameParam).
 		Param(ws.QueryParameter("resourceVersion", "resourceVersion sets a constraint on what resource versions a request may be served from.").DataType("string")).
 		Produces(objectMediaTypes...).Writes(sample).Returns(http.StatusOK, "OK", sample).Metadata(MetadataTag, tag)))
 
 	route("update", addWriteParams(ws, withNS(to(ws.PUT(objPath), func(w http.ResponseWriter, r *http.Request) {
-		s.Update(w, r, ns(r), r.PathValue("name"), "")
+		s.Update(w, r, ns(r), pathSegment(r, "name"), "")
 	}).Operation(id("replace", "")).Doc("replace the specified "+kind).Param(nameParam).
 		Consumes(writeTypes...).Produces(objectMediaTypes...).Reads(sample).Writes(sample).
 		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).Metadata(MetadataTag, tag))))
 
 	route("patch", addPatchParams(ws, withNS(to(ws.PATCH(objPath), func(w http.ResponseWriter, r *http.Request) {
-		s.Patch(w, r, ns(r), r.PathValue("name"), "")
+		s.Patch(w, r, ns(r), pathSegment(r, "name"), "")
 	}).Operation(id("patch", "")).Doc("partially update the specified "+kind).Param(nameParam).
 		Consumes(patchMediaTypes...).Produces(objectMediaTypes...).Writes(sample).
 		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).Metadata(MetadataTag, tag))))
 
 	route("delete", withNS(to(ws.DELETE(objPath), func(w http.ResponseWriter, r *http.Request) {
-		s.Delete(w, r, ns(r), r.PathValue("name"))
+		s.Delete(w, r, ns(r), pathSegment(r, "name"))
 	}).Operation(id("delete", "")).Doc("delete a "+kind).Param(nameParam).
 		Consumes(objectMediaTypes...).Produces(objectMediaTypes...).
 		Param(ws.QueryParameter("dryRun", "When present, indicates that modifications should not be persisted. The only valid value is All.").DataType("string")).
@@ -168,19 +169,34 @@ func Install(ws *restful.WebService, s *Scope) {
 	}
 	statusPath := objPath + "/status"
 	route("get", withNS(to(ws.GET(statusPath), func(w http.ResponseWriter, r *http.Request) {
-		s.Get(w, r, ns(r), r.PathValue("name"))
+		s.Get(w, r, ns(r), pathSegment(r, "name"))
 	}).Operation(id("read", "Status")).Doc("read status of the specified "+kind).Param(nameParam).
 		Produces(objectMediaTypes...).Writes(sample).Returns(http.StatusOK, "OK", sample).Metadata(MetadataTag, tag)))
 	route("update", addWriteParams(ws, withNS(to(ws.PUT(statusPath), func(w http.ResponseWriter, r *http.Request) {
-		s.Update(w, r, ns(r), r.PathValue("name"), "status")
+		s.Update(w, r, ns(r), pathSegment(r, "name"), "status")
 	}).Operation(id("replace", "Status")).Doc("replace status of the specified "+kind).Param(nameParam).
 		Consumes(objectMediaTypes...).Produces(objectMediaTypes...).Reads(sample).Writes(sample).
 		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).Metadata(MetadataTag, tag))))
 	route("patch", addPatchParams(ws, withNS(to(ws.PATCH(statusPath), func(w http.ResponseWriter, r *http.Request) {
-		s.Patch(w, r, ns(r), r.PathValue("name"), "status")
+		s.Patch(w, r, ns(r), pathSegment(r, "name"), "status")
 	}).Operation(id("patch", "Status")).Doc("partially update status of the specified "+kind).Param(nameParam).
 		Consumes(patchMediaTypes...).Produces(objectMediaTypes...).Writes(sample).
 		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).Metadata(MetadataTag, tag))))
+}
+
+// pathSegment returns the namespace or name a request addresses. It is read
+// from the request's request.Info when the request-info filter made one: the
+// one parse of the path that authorization, audit and flow control read, so
+// a handler cannot serve an object other than the one they judged. Without
+// an Info (a bare restful.Container in tests), the router's wildcard.
+func pathSegment(r *http.Request, wildcard string) string {
+	if ri, ok := request.InfoFrom(r.Context()); ok && ri.IsResourceRequest {
+		if wildcard == "namespace" {
+			return ri.Namespace
+		}
+		return ri.Name
+	}
+	return r.PathValue(wildcard)
 }
 
 // Route metadata keys: what the OpenAPI builder (server/openapi) cannot
