@@ -165,9 +165,6 @@ func (o *ListOptions) Validate() FieldErrors {
 			if o.ResourceVersionMatch != ResourceVersionMatchNotOlderThan {
 				errs = append(errs, Forbidden(matchPath, "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
 			}
-			if *o.SendInitialEvents && !o.AllowWatchBookmarks {
-				errs = append(errs, Forbidden(NewPath("allowWatchBookmarks"), "allowWatchBookmarks must be set to true when sendInitialEvents is true"))
-			}
 		}
 		if o.ResourceVersionMatch != "" {
 			if o.SendInitialEvents == nil {

@@ -35,6 +35,12 @@ func TestParseListOptions(t *testing.T) {
 		{name: "watch false", query: "watch=false", check: wantWatch(false)},
 		{name: "watch FALSE", query: "watch=FALSE", check: wantWatch(false)},
 		{name: "watch 0", query: "watch=0", check: wantWatch(false)},
+		{name: "streaming list without bookmarks", query: "watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan",
+			check: func(t *testing.T, o ListOptions) {
+				if !o.Watch || o.AllowWatchBookmarks || o.SendInitialEvents == nil || !*o.SendInitialEvents {
+					t.Errorf("got %+v", o)
+				}
+			}},
 		{name: "exact read", query: "resourceVersion=5&resourceVersionMatch=Exact", check: func(t *testing.T, o ListOptions) {
 			if o.ResourceVersion != "5" || o.ResourceVersionMatch != ResourceVersionMatchExact {
 				t.Errorf("got %+v", o)
@@ -67,9 +73,8 @@ func TestParseListOptions(t *testing.T) {
 				`resourceVersionMatch: Unsupported value: "Newest": supported values: "Exact", "NotOlderThan", ""]`},
 		{name: "initial events on list", query: "sendInitialEvents=true", wantCode: http.StatusUnprocessableEntity, wantReason: StatusReasonInvalid,
 			wantErr: invalid + `sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list`},
-		{name: "initial events without match or bookmarks", query: "watch=1&sendInitialEvents=true", wantCode: http.StatusUnprocessableEntity, wantReason: StatusReasonInvalid,
-			wantErr: invalid + `[resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan, ` +
-				`allowWatchBookmarks: Forbidden: allowWatchBookmarks must be set to true when sendInitialEvents is true]`},
+		{name: "initial events without match", query: "watch=1&sendInitialEvents=true", wantCode: http.StatusUnprocessableEntity, wantReason: StatusReasonInvalid,
+			wantErr: invalid + `resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan`},
 		{name: "watch match without initial events", query: "watch=1&resourceVersionMatch=NotOlderThan", wantCode: http.StatusUnprocessableEntity, wantReason: StatusReasonInvalid,
 			wantErr: invalid + `resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided`},
 		{name: "watch exact", query: "watch=1&sendInitialEvents=false&resourceVersionMatch=Exact", wantCode: http.StatusUnprocessableEntity, wantReason: StatusReasonInvalid,

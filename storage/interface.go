@@ -206,9 +206,13 @@ type WatchOptions struct {
 	// with later changes (the Kubernetes meaning of an empty or "0"
 	// resourceVersion on a watch).
 	Revision int64
-	// SendInitialEvents sends the state at Revision (or the latest, when
-	// Revision is zero) as Added events, then a Bookmark with
-	// InitialEventsEnd, then changes: a streaming list.
+	// SendInitialEvents sends the current state as Added events, then a
+	// Bookmark with InitialEventsEnd at its revision, then the changes
+	// after it: a streaming list. Revision, when not zero, is how old that
+	// state may not be (resourceVersionMatch=NotOlderThan): the store waits
+	// to reach it, and a compacted Revision is no error, since the state
+	// sent is the latest. A store sends it from one snapshot, so that
+	// changes meanwhile cannot fail it.
 	SendInitialEvents bool
 	// Bookmarks asks for periodic Bookmark events so that a reconnecting
 	// watcher can resume from a recent revision.

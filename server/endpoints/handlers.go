@@ -668,6 +668,13 @@ func (s *Scope) serveWatch(w http.ResponseWriter, r *http.Request, ns string, op
 			}
 		}
 		initEnded := initEnd && ev.Type == meta.Bookmark && initialEventsEnd(ev.Item)
+		if initEnded && !opts.AllowWatchBookmarks {
+			// kube-apiserver sends the bookmark that ends the initial
+			// events only to a client that allows bookmarks.
+			initEnd = false
+			request.SignalWatchInit(r.Context())
+			continue
+		}
 		buf.Reset()
 		table, err := s.encodeEvent(&buf, r, ev, form, tableHeadersSent)
 		if err != nil {

@@ -177,7 +177,55 @@ func TestWatchInitialEventsAndBookmarks(t *testing.T) {
 
 	resp, b := ts.do(t, req{method: "GET", path: ns + "?watch=true&sendInitialEvents=true"})
 	wantStatus(t, resp, b, 422, meta.StatusReasonInvalid,
-		`ListOptions.meta.k8s.io "" is invalid: [resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan, allowWatchBookmarks: Forbidden: allowWatchBookmarks must be set to true when sendInitialEvents is true]`)
+		`ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan`)
+}
+
+// TestWatchInitialEventsWithoutBookmarks: kube-apiserver accepts
+// sendInitialEvents without allowWatchBookmarks and sends the initial
+// events without the bookmark that ends them.
+func TestWatchInitialEventsWithoutBookmarks(t *testing.T) {
+	ts := newTestServer(t)
+	ts.create(t, "a", "")
+	w := ts.watch(t, "sendInitialEvents=true&resourceVersionMatch=NotOlderThan", "")
+	if w.resp.StatusCode != 200 {
+		t.Fatalf("status %d, want 200", w.resp.StatusCode)
+	}
+	if typ, obj := w.event(); typ != "ADDED" || path(obj, "metadata.name") != "a" {
+		t.Fatalf("%s %v, want a's ADDED", typ, obj)
+	}
+	ts.create(t, "b", "")
+	if typ, obj := w.event(); typ != "ADDED" || path(obj, "metadata.name") != "b" {
+		t.Fatalf("%s %v, want b's ADDED and no BOOKMARK before it", typ, obj)
+	}
+}
+
+// TestWatchInitialEventsNotOlderThanCompacted: a streaming list not older
+// than a compacted revision sends the current state, never 410.
+func TestWatchInitialEventsNotOlderThanCompacted(t *testing.T) {
+	ts := newTestServer(t)
+	a := ts.create(t, "a", "")
+	ts.create(t, "b", "")
+	rev, _ := ts.mem.CurrentRevision(t.Context())
+	if err := ts.mem.Compact(rev); err != nil {
+		t.Fatal(err)
+	}
+	w := ts.watch(t, "sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&resourceVersion="+
+		path(a, "metadata.resourceVersion").(string), "")
+	if w.resp.StatusCode != 200 {
+		t.Fatalf("status %d, want 200", w.resp.StatusCode)
+	}
+	names := map[any]bool{}
+	for range 2 {
+		typ, obj := w.event()
+		if typ != "ADDED" {
+			t.Fatalf("%s %v, want the current state as ADDED events", typ, obj)
+		}
+		names[path(obj, "metadata.name")] = true
+	}
+	typ, obj := w.event()
+	if !names["a"] || !names["b"] || typ != "BOOKMARK" || path(obj, "metadata.resourceVersion") != strconv.FormatInt(rev, 10) {
+		t.Errorf("got %v then %s %v; want a and b, then the bookmark at %d", names, typ, obj, rev)
+	}
 }
 
 func TestWatchForms(t *testing.T) {

@@ -950,3 +950,81 @@ func TestDeletedEventMemo(t *testing.T) {
 		})
 	}
 }
+
+// TestInitialEventsFromSnapshot checks that the initial events of a watch
+// come from the state when it started: changes that push the window past
+// that state while the consumer reads slowly do not fail them (kube's watch
+// cache sends them from a snapshot too).
+func TestInitialEventsFromSnapshot(t *testing.T) {
+	ctx := testContext(t)
+	const window, objects = 10, 600
+	c := testCacher(t, newMemory(), WithCapacity(window))
+	for i := range objects {
+		mustCreate(t, ctx, c, fmt.Sprintf("/i/k%04d", i), val("k", i))
+	}
+	for round, tc := range []struct {
+		name string
+		opts storage.WatchOptions
+	}{
+		{"SendInitialEvents", storage.WatchOptions{SendInitialEvents: true, Bookmarks: true}},
+		{"from revision zero", storage.WatchOptions{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := caughtUp(t, c)
+			w, err := c.Watch(ctx, "/i/", tc.opts)
+			if err != nil {
+				t.Fatalf("Watch: %v", err)
+			}
+			defer w.Stop()
+			// The consumer reads one event, then the window moves on by
+			// many times its size.
+			first := drain(t, w, 1)[0]
+			for i := range 5 * window {
+				mustPut(t, ctx, c, fmt.Sprintf("/i/k%04d", i), val("k", (round+1)*objects+i))
+			}
+			caughtUp(t, c)
+			c.mu.RLock()
+			floor := c.floor
+			c.mu.RUnlock()
+			if floor <= start {
+				t.Fatalf("the window's floor %d did not pass the watch's start %d", floor, start)
+			}
+			got := map[string]bool{first.Key: true}
+			for len(got) < objects {
+				ev, ok := <-w.ResultChan()
+				switch {
+				case !ok:
+					t.Fatalf("the watch closed after %d of %d initial events", len(got), objects)
+				case ev.Type == storage.ErrorEvent:
+					t.Fatalf("initial event %d: %v", len(got), ev.Err)
+				case ev.Type != storage.Added || ev.Revision > start:
+					t.Fatalf("initial event %d: %s %s@%d; want the state at %d", len(got), ev.Type, ev.Key, ev.Revision, start)
+				}
+				got[ev.Key] = true
+			}
+			if tc.opts.SendInitialEvents {
+				if ev := <-w.ResultChan(); ev.Type != storage.Bookmark || !ev.InitialEventsEnd || ev.Revision != start {
+					t.Fatalf("after the initial events: %s@%d (end %v); want the bookmark ending them at %d", ev.Type, ev.Revision, ev.InitialEventsEnd, start)
+				}
+			}
+		})
+	}
+}
+
+// caughtUp waits until c has applied every write of its backend and
+// returns that revision.
+func caughtUp(t testing.TB, c *Cacher) int64 {
+	t.Helper()
+	rev, err := c.backend.CurrentRevision(testContext(t))
+	if err != nil {
+		t.Fatalf("CurrentRevision: %v", err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for c.rev.Load() < rev {
+		if time.Now().After(deadline) {
+			t.Fatalf("the cache did not reach revision %d in 30s", rev)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return rev
+}

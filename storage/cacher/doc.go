@@ -71,8 +71,10 @@
 //	                                 longer has them all
 //	Watch from 0                     cache: the latest state (a consistent       latest, then changes
 //	                                 read) as Added events, then changes
-//	Watch, SendInitialEvents at R    cache: the state at R (the latest for 0),   R
-//	                                 a Bookmark with InitialEventsEnd, changes
+//	Watch, SendInitialEvents,        cache: the latest state once C >= R (a      latest, then changes
+//	  not older than R               consistent read for 0) from a snapshot,
+//	                                 a Bookmark with InitialEventsEnd, changes;
+//	                                 never ErrExpired, however old R is
 //	Create, GuaranteedUpdate,        backend
 //	Delete, CurrentRevision
 //

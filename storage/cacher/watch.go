@@ -14,9 +14,6 @@ const (
 	// maxBatch bounds the changes a watcher copies out of the window per
 	// hold of the lock.
 	maxBatch = 64
-	// initialChunk bounds the objects a watcher with initial events
-	// collects per hold of the lock.
-	initialChunk = 256
 	// outBuffer is the capacity of a watch's result channel.
 	outBuffer = 16
 )
@@ -33,10 +30,13 @@ type watcher struct {
 
 	// failure, when set, is the only event the watch sends.
 	failure error
-	// initial: the watch first sends the objects at initRev as Added
-	// events, then, with initEnd, the Bookmark that ends them.
-	initial, initEnd bool
-	initRev          int64
+	// initial, when not nil, is the state at initRev the watch sends
+	// first as Added events: a snapshot taken when the watch started, so
+	// that changes leaving the window meanwhile cannot fail it. With
+	// initEnd, the Bookmark that ends them follows.
+	initial []storage.KeyValue
+	initEnd bool
+	initRev int64
 	// after: changes at or before it are not sent.
 	after int64
 	// epoch is the cache state the watch reads; cursor the sequence number
@@ -50,7 +50,6 @@ type watcher struct {
 	lastBookmark int64
 
 	batch []event
-	chunk []storage.KeyValue
 
 	out      chan storage.Event
 	stop     chan struct{}
@@ -85,8 +84,8 @@ func (c *Cacher) Watch(ctx context.Context, prefix string, opts storage.WatchOpt
 	rev := opts.Revision
 	initial := rev == 0 || opts.SendInitialEvents
 	if initial {
-		// The state sent first must be the latest (a consistent read), or
-		// the one at a revision the cache may not have reached yet.
+		// The state sent first is the latest (a consistent read), or one
+		// not older than a revision the cache may not have reached yet.
 		delegate, err := c.sync(ctx, rev, false)
 		if err != nil {
 			return nil, err
@@ -114,16 +113,19 @@ func (c *Cacher) Watch(ctx context.Context, prefix string, opts storage.WatchOpt
 		c.mu.Unlock()
 		return c.delegateWatch(ctx, prefix, opts)
 	}
-	if rev == 0 {
+	if initial {
+		// The current state, as kube-apiserver's watch cache sends it: a
+		// revision the client gave only says how old it may not be.
 		rev = c.seen
 	}
 	switch {
-	case initial && rev < c.floor:
-		w.failure = storage.NewExpired(rev, c.floor)
 	case !initial && rev < c.watchFloor:
 		w.failure = storage.NewExpired(rev, c.watchFloor+1)
 	default:
-		w.initial, w.initEnd, w.initRev = initial, opts.SendInitialEvents, rev
+		if initial {
+			w.initial = c.snapshotLocked(prefix)
+			w.initEnd, w.initRev = opts.SendInitialEvents, rev
+		}
 		w.after = rev
 		w.epoch = c.epoch
 		w.cursor = c.firstSeq + uint64(sort.Search(len(c.events), func(i int) bool { return c.events[i].cur.rev > rev }))
@@ -142,6 +144,21 @@ func (c *Cacher) Watch(ctx context.Context, prefix string, opts storage.WatchOpt
 	c.mu.Unlock()
 	go w.run()
 	return w, nil
+}
+
+// snapshotLocked returns the objects under prefix at the latest revision.
+// The caller holds c.mu.
+func (c *Cacher) snapshotLocked(prefix string) []storage.KeyValue {
+	kvs := make([]storage.KeyValue, 0, min(c.live, 1024))
+	for rec := range c.index.From(prefix) {
+		if !strings.HasPrefix(rec.key, prefix) {
+			break
+		}
+		if v := rec.latest(); v != nil {
+			kvs = append(kvs, storage.KeyValue{Key: rec.key, Value: v.value, Revision: v.rev, Memo: v.memo})
+		}
+	}
+	return kvs
 }
 
 func (c *Cacher) removeWatcher(w *watcher) {
@@ -177,7 +194,7 @@ func (w *watcher) run() {
 		w.send(storage.Event{Type: storage.ErrorEvent, Err: w.failure})
 		return
 	}
-	if w.initial && !w.sendInitial() {
+	if w.initial != nil && !w.sendInitial() {
 		return
 	}
 	c := w.c
@@ -241,60 +258,27 @@ func (w *watcher) run() {
 	}
 }
 
-// sendInitial sends the objects at initRev as Added events, a chunk per
-// hold of the lock, then the Bookmark that ends them when asked.
+// sendInitial sends the snapshot taken when the watch started as Added
+// events, then the Bookmark that ends them when asked.
 func (w *watcher) sendInitial() bool {
-	c := w.c
-	key := w.prefix
-	for {
-		var err error
-		w.chunk = w.chunk[:0]
-		c.mu.RLock()
-		switch {
-		case c.epoch != w.epoch:
-			err = errReinitialized()
-		case w.initRev < c.floor:
-			err = w.errBehind()
-		default:
-			for rec := range c.index.From(key) {
-				if !strings.HasPrefix(rec.key, w.prefix) || len(w.chunk) == initialChunk {
-					break
-				}
-				if v := rec.at(w.initRev); v != nil {
-					w.chunk = append(w.chunk, storage.KeyValue{Key: rec.key, Value: v.value, Revision: v.rev, Memo: v.memo})
-				}
-			}
-		}
-		c.mu.RUnlock()
-		if err != nil {
-			w.send(storage.Event{Type: storage.ErrorEvent, Err: err})
-			return false
-		}
-		full := len(w.chunk) == initialChunk
-		if full {
-			key = w.chunk[len(w.chunk)-1].Key + "\x00"
-		}
-		for i, kv := range w.chunk {
-			w.chunk[i] = storage.KeyValue{}
-			if !w.pred.Empty() {
-				match, err := w.pred.Matches(kv.Value, kv.Memo)
-				if err != nil {
-					w.send(storage.Event{Type: storage.ErrorEvent, Err: fmt.Errorf("watch of %q: filtering %q: %w", w.prefix, kv.Key, err)})
-					return false
-				}
-				if !match {
-					continue
-				}
-			}
-			if !w.send(storage.Event{Type: storage.Added, Key: kv.Key, Value: kv.Value, Revision: kv.Revision, Memo: kv.Memo}) {
+	initial := w.initial
+	w.initial = nil
+	for i, kv := range initial {
+		initial[i] = storage.KeyValue{} // hold no value longer than needed
+		if !w.pred.Empty() {
+			match, err := w.pred.Matches(kv.Value, kv.Memo)
+			if err != nil {
+				w.send(storage.Event{Type: storage.ErrorEvent, Err: fmt.Errorf("watch of %q: filtering %q: %w", w.prefix, kv.Key, err)})
 				return false
 			}
+			if !match {
+				continue
+			}
 		}
-		if !full {
-			break
+		if !w.send(storage.Event{Type: storage.Added, Key: kv.Key, Value: kv.Value, Revision: kv.Revision, Memo: kv.Memo}) {
+			return false
 		}
 	}
-	w.chunk = nil
 	if w.initEnd {
 		return w.send(storage.Event{Type: storage.Bookmark, Revision: w.initRev, InitialEventsEnd: true})
 	}

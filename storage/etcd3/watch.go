@@ -68,8 +68,8 @@ func (s *store) Watch(ctx context.Context, prefix string, opts storage.WatchOpti
 		return nil, err
 	}
 	if opts.SendInitialEvents && opts.Revision > 0 {
-		// The state at a revision etcd has not reached does not exist
-		// yet: wait for it, as a list would.
+		// The state sent is not older than the revision: wait for etcd
+		// to reach it, as a list would.
 		if err := s.waitForRevision(ctx, opts.Revision); err != nil {
 			return nil, err
 		}
@@ -110,34 +110,32 @@ func (w *watcher) run() {
 
 	full := w.s.full(w.prefix)
 	from := w.opts.Revision
+	initial := from == 0 || w.opts.SendInitialEvents
 	var wch clientv3.WatchChan
-	if from == 0 {
-		// The current state, then what follows. The etcd watch starts
-		// first, from etcd's current revision, which its created response
-		// names; the state is then read at that revision. Reading first
-		// and watching from the read's revision would start the watch in
-		// the past as soon as anything was written meanwhile (a server's
-		// start writes a lot), and etcd catches such a watch up only every
-		// 100 ms, answering no progress request on its stream until then.
+	if initial {
+		// The current state, then what follows (with SendInitialEvents,
+		// the revision only says how old the state may not be, which
+		// Watch waited for). The etcd watch starts first, from etcd's
+		// current revision, which its created response names; the state
+		// is then read at that revision. Reading first and watching from
+		// the read's revision would start the watch in the past as soon
+		// as anything was written meanwhile (a server's start writes a
+		// lot), and etcd catches such a watch up only every 100 ms,
+		// answering no progress request on its stream until then.
 		wch = w.s.client.Watch(w.ctx, full, clientv3.WithPrefix(), clientv3.WithPrevKV(),
 			clientv3.WithProgressNotify(), clientv3.WithCreatedNotify())
 		rev, ok := w.created(wch)
 		if !ok {
 			return
 		}
-		from = rev
-	}
-	if w.opts.Revision == 0 || w.opts.SendInitialEvents {
-		rev, ok := w.sendInitial(from)
-		if !ok {
+		if rev, ok = w.sendInitial(rev); !ok {
 			return
 		}
 		if w.opts.SendInitialEvents && !w.send(storage.Event{Type: storage.Bookmark, Revision: rev, InitialEventsEnd: true}) {
 			return
 		}
 		from = rev
-	}
-	if wch == nil {
+	} else {
 		wch = w.s.client.Watch(w.ctx, full, clientv3.WithPrefix(), clientv3.WithRev(from+1),
 			clientv3.WithPrevKV(), clientv3.WithProgressNotify())
 	}

@@ -72,8 +72,8 @@ func (s *Store) Watch(ctx context.Context, prefix string, opts storage.WatchOpti
 	}
 	prefix = storage.ListPrefix(prefix)
 	if opts.SendInitialEvents && opts.Revision > 0 {
-		// The state at a revision the store has not reached does not exist
-		// yet: wait for it, as a list would.
+		// The state sent is not older than the revision: wait for the
+		// store to reach it, as a list would.
 		if err := s.waitForRevision(ctx, opts.Revision); err != nil {
 			return nil, err
 		}
@@ -96,11 +96,11 @@ func (s *Store) Watch(ctx context.Context, prefix string, opts storage.WatchOpti
 		return nil, errClosed()
 	}
 	from := opts.Revision
-	// The state at from needs history back to from; the changes after it
-	// need history from from+1, as etcd counts.
-	expired := from > 0 && (from+1 < s.compacted || (opts.SendInitialEvents && from < s.compacted))
+	// The changes after from need history from from+1, as etcd counts.
+	// Initial events are the current state: they need no history.
+	expired := from > 0 && !opts.SendInitialEvents && from+1 < s.compacted
 	switch {
-	case from == 0:
+	case from == 0 || opts.SendInitialEvents:
 		w.initial = s.snapshot(prefix, s.rev)
 		if opts.SendInitialEvents {
 			w.initial = append(w.initial, storage.Event{Type: storage.Bookmark, Revision: s.rev, InitialEventsEnd: true})
@@ -109,10 +109,6 @@ func (s *Store) Watch(ctx context.Context, prefix string, opts storage.WatchOpti
 	case expired:
 		w.initial = []storage.Event{{Type: storage.ErrorEvent, Err: storage.NewExpired(from, s.compacted)}}
 	default:
-		if opts.SendInitialEvents {
-			w.initial = s.snapshot(prefix, from)
-			w.initial = append(w.initial, storage.Event{Type: storage.Bookmark, Revision: from, InitialEventsEnd: true})
-		}
 		for i := max(from+1-s.logStart, 0); i < int64(len(s.log)); i++ {
 			if c := &s.log[i]; strings.HasPrefix(c.key, prefix) {
 				w.initial = append(w.initial, c.event())

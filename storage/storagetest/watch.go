@@ -259,12 +259,11 @@ func testWatch(t *testing.T, f Factory) {
 	})
 	t.Run("SendInitialEvents", func(t *testing.T) {
 		for _, tc := range []struct {
-			name   string
-			atMid  bool // watch from the revision between x and y
-			latest bool
+			name  string
+			atMid bool // watch not older than the revision between x and y
 		}{
-			{name: "at the latest revision", latest: true},
-			{name: "at an older revision", atMid: true},
+			{name: "at the latest revision"},
+			{name: "not older than an older revision", atMid: true},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				s, ctx := newStore(t, f), testContext(t)
@@ -276,19 +275,15 @@ func testWatch(t *testing.T, f Factory) {
 				}
 				before := currentRevision(t, ctx, s)
 				w := mustWatch(t, ctx, s, "/watch/", opts)
-				if tc.latest {
-					expectInitial(t, w,
-						storage.Event{Key: "/watch/x", Value: value("x", 1), Revision: rx},
-						storage.Event{Key: "/watch/y", Value: value("y", 1), Revision: ry})
-					ev, _ := next(t, w)
-					if ev.Type != storage.Bookmark || !ev.InitialEventsEnd || ev.Revision < before {
-						t.Fatalf("after the initial events got %s; want a Bookmark ending them at revision >= %d", describe(ev), before)
-					}
-				} else {
-					expectInitial(t, w, storage.Event{Key: "/watch/x", Value: value("x", 1), Revision: rx})
-					expectEvents(t, w,
-						storage.Event{Type: storage.Bookmark, Revision: rx, InitialEventsEnd: true},
-						storage.Event{Type: storage.Added, Key: "/watch/y", Value: value("y", 1), Revision: ry})
+				// Both send the current state: a revision only says how
+				// old it may not be, as kube-apiserver reads
+				// resourceVersionMatch=NotOlderThan.
+				expectInitial(t, w,
+					storage.Event{Key: "/watch/x", Value: value("x", 1), Revision: rx},
+					storage.Event{Key: "/watch/y", Value: value("y", 1), Revision: ry})
+				ev, _ := next(t, w)
+				if ev.Type != storage.Bookmark || !ev.InitialEventsEnd || ev.Revision < before {
+					t.Fatalf("after the initial events got %s; want a Bookmark ending them at revision >= %d", describe(ev), before)
 				}
 				r := mustUpdate(t, ctx, s, "/watch/x", value("x", 2)).Revision
 				expectEvents(t, w, storage.Event{Type: storage.Modified, Key: "/watch/x", Value: value("x", 2), PrevValue: value("x", 1), Revision: r})
@@ -346,9 +341,6 @@ func testWatch(t *testing.T, f Factory) {
 			opts func(old int64) storage.WatchOptions
 		}{
 			{"from a revision", func(old int64) storage.WatchOptions { return storage.WatchOptions{Revision: old} }},
-			{"initial events at a revision", func(old int64) storage.WatchOptions {
-				return storage.WatchOptions{Revision: old, SendInitialEvents: true}
-			}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				s, ctx := newStore(t, f), testContext(t)
@@ -372,6 +364,25 @@ func testWatch(t *testing.T, f Factory) {
 				expectClosed(t, w, eventTimeout)
 			})
 		}
+	})
+	t.Run("initial events not older than a compacted revision are the current state", func(t *testing.T) {
+		s, ctx := newStore(t, f), testContext(t)
+		old := mustCreate(t, ctx, s, "/watch/a", value("a", 1))
+		mustUpdate(t, ctx, s, "/watch/a", value("a", 2))
+		rb := mustCreate(t, ctx, s, "/watch/b", value("b", 1))
+		ra := mustUpdate(t, ctx, s, "/watch/a", value("a", 3)).Revision
+		if err := f.Compact(ctx, s, ra); err != nil {
+			t.Fatalf("Compact(%d): %v", ra, err)
+		}
+		w := mustWatch(t, ctx, s, "/watch/", storage.WatchOptions{Revision: old, SendInitialEvents: true})
+		expectInitial(t, w,
+			storage.Event{Key: "/watch/a", Value: value("a", 3), Revision: ra},
+			storage.Event{Key: "/watch/b", Value: value("b", 1), Revision: rb})
+		if ev, _ := next(t, w); ev.Type != storage.Bookmark || !ev.InitialEventsEnd || ev.Revision < ra {
+			t.Fatalf("after the initial events got %s; want a Bookmark ending them at revision >= %d", describe(ev), ra)
+		}
+		rc := mustCreate(t, ctx, s, "/watch/c", value("c", 1))
+		expectEvents(t, w, storage.Event{Type: storage.Added, Key: "/watch/c", Value: value("c", 1), Revision: rc})
 	})
 	t.Run("prefix isolation", func(t *testing.T) {
 		s, ctx := newStore(t, f), testContext(t)

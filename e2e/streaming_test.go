@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// TestStreamingListNotOlderThanAnOldRevision checks a streaming list (a
+// watch with sendInitialEvents) through the watch cache, as kube-apiserver
+// serves it: resourceVersionMatch=NotOlderThan with a revision the cache's
+// window has long left sends the current state, never 410, and without
+// allowWatchBookmarks it is accepted and the bookmark ending the initial
+// events is left out.
+func TestStreamingListNotOlderThanAnOldRevision(t *testing.T) {
+	// A window of 10 changes: 30 writes move it past the first revision.
+	w := StartWardle(t, "--watch-cache-sizes=flunders.wardle.example.com#10")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res := w.Dynamic().Resource(flundersGVR).Namespace("stream")
+	first, err := res.Create(ctx, newFlunder("stream", "a", "r0"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := first.GetResourceVersion()
+	cur := first
+	for i := range 30 {
+		if err := unstructured.SetNestedField(cur.Object, fmt.Sprintf("r%d", i+1), "spec", "flunderReference"); err != nil {
+			t.Fatal(err)
+		}
+		if cur, err = res.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var created []*unstructured.Unstructured
+	for _, bookmarks := range []bool{true, false} {
+		t.Run(fmt.Sprintf("allowWatchBookmarks=%v", bookmarks), func(t *testing.T) {
+			send := true
+			wi, err := res.Watch(ctx, metav1.ListOptions{
+				SendInitialEvents:    &send,
+				ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+				ResourceVersion:      old,
+				AllowWatchBookmarks:  bookmarks,
+			})
+			if err != nil {
+				t.Fatalf("streaming list not older than %s: %v", old, err)
+			}
+			defer wi.Stop()
+			next := func() watch.Event {
+				t.Helper()
+				select {
+				case ev, ok := <-wi.ResultChan():
+					if !ok {
+						t.Fatal("the watch ended")
+					}
+					return ev
+				case <-time.After(30 * time.Second):
+					t.Fatal("no event within 30s")
+				}
+				return watch.Event{}
+			}
+			// The current state: a at its latest resourceVersion, and
+			// what the subtests before created.
+			want := map[string]string{"a": cur.GetResourceVersion()}
+			for _, b := range created {
+				want[b.GetName()] = b.GetResourceVersion()
+			}
+			for range want {
+				ev := next()
+				u, _ := ev.Object.(*unstructured.Unstructured)
+				if ev.Type != watch.Added || u == nil || want[u.GetName()] != u.GetResourceVersion() {
+					t.Fatalf("initial event %s %v; want the current state %v", ev.Type, ev.Object, want)
+				}
+			}
+			var ev watch.Event
+			if bookmarks {
+				ev = next()
+				if m, _ := ev.Object.(*unstructured.Unstructured); ev.Type != watch.Bookmark || m.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
+					t.Fatalf("after the initial events: %s %v; want the bookmark ending them", ev.Type, ev.Object)
+				}
+			}
+			b, err := res.Create(ctx, newFlunder("stream", fmt.Sprintf("b-%v", bookmarks), "x"), metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			created = append(created, b)
+			ev = next()
+			if u, _ := ev.Object.(*unstructured.Unstructured); ev.Type != watch.Added || u == nil || u.GetName() != fmt.Sprintf("b-%v", bookmarks) {
+				t.Fatalf("after the initial events: %s %v; want b's ADDED", ev.Type, ev.Object)
+			}
+		})
+	}
+}
