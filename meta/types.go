@@ -26,7 +26,8 @@ func (t *TypeMeta) GroupVersionKind() GroupVersionKind {
 // ObjectMeta is the metadata every persisted resource carries.
 //
 // Field order and tags follow k8s.io/apimachinery's ObjectMeta, including the
-// quirk that a zero creationTimestamp is written as null rather than omitted.
+// quirk that a zero creationTimestamp is written as null rather than omitted,
+// and its lists' merge semantics (package schema reads the tags).
 type ObjectMeta struct {
 	Name                       string            `json:"name,omitempty"`
 	GenerateName               string            `json:"generateName,omitempty"`
@@ -40,9 +41,9 @@ type ObjectMeta struct {
 	DeletionGracePeriodSeconds *int64            `json:"deletionGracePeriodSeconds,omitempty"`
 	Labels                     map[string]string `json:"labels,omitempty"`
 	Annotations                map[string]string `json:"annotations,omitempty"`
-	OwnerReferences            []OwnerReference  `json:"ownerReferences,omitempty"`
-	Finalizers                 []string          `json:"finalizers,omitempty"`
-	ManagedFields              []ManagedFields   `json:"managedFields,omitempty"`
+	OwnerReferences            []OwnerReference  `json:"ownerReferences,omitempty" patchStrategy:"merge" patchMergeKey:"uid" listType:"map" listMapKeys:"uid"`
+	Finalizers                 []string          `json:"finalizers,omitempty" patchStrategy:"merge" listType:"set"`
+	ManagedFields              []ManagedFields   `json:"managedFields,omitempty" listType:"atomic"`
 }
 
 // GetObjectMeta returns the ObjectMeta itself, so that any struct embedding
@@ -96,6 +97,13 @@ type Time struct {
 // through JSON.
 func Now() Time { return Time{time.Now().UTC().Truncate(time.Second)} }
 
+// OpenAPISchemaType says that Time is a string in JSON (package schema and
+// Kubernetes' OpenAPI read it).
+func (Time) OpenAPISchemaType() []string { return []string{"string"} }
+
+// OpenAPISchemaFormat is the format of Time's string.
+func (Time) OpenAPISchemaFormat() string { return "date-time" }
+
 // NewTime wraps t.
 func NewTime(t time.Time) Time { return Time{t} }
 
@@ -147,6 +155,12 @@ func unmarshalTime(b []byte, layout string) (time.Time, error) {
 type MicroTime struct {
 	time.Time
 }
+
+// OpenAPISchemaType says that MicroTime is a string in JSON.
+func (MicroTime) OpenAPISchemaType() []string { return []string{"string"} }
+
+// OpenAPISchemaFormat is the format of MicroTime's string.
+func (MicroTime) OpenAPISchemaFormat() string { return "date-time" }
 
 const rfc3339Micro = "2006-01-02T15:04:05.000000Z07:00"
 

@@ -27,6 +27,7 @@ func (s *GenericServer) OpenAPIDocuments() (*openapi.Documents, error) {
 		Version:     s.config.OpenAPIVersion,
 		WebServices: s.WebServices(),
 		Resources:   resources,
+		Schemas:     s.schemas,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the OpenAPI documents: %w", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
+	"github.com/apikit-dev/apikit/schema"
 	"github.com/apikit-dev/apikit/server/endpoints"
 	"github.com/apikit-dev/apikit/server/respond"
 )
@@ -83,6 +85,11 @@ type GenericServer struct {
 	// this server and its delegates.
 	Handler http.Handler
 
+	// schemas holds the schema of every resource this server serves,
+	// reflected from its Go type at install; OpenAPI is rendered from it
+	// and server-side apply merges by it.
+	schemas *schema.Set
+
 	mu               sync.Mutex
 	groups           []*APIGroupInfo
 	postStartHooks   map[string]PostStartHookFunc
@@ -113,6 +120,10 @@ func (emptyDelegate) APIGroups() []*APIGroupInfo                       { return 
 func (emptyDelegate) WebServices() []*restful.WebService               { return nil }
 func (emptyDelegate) NextDelegate() DelegationTarget                   { return nil }
 
+// Schemas returns the schemas of the resources this server serves, keyed
+// by their Go types (schema.Key).
+func (s *GenericServer) Schemas() *schema.Set { return s.schemas }
+
 // New builds a server named name in front of delegate.
 func (c CompletedConfig) New(name string, delegate DelegationTarget) (*GenericServer, error) {
 	if c.completedConfig == nil {
@@ -131,6 +142,7 @@ func (c CompletedConfig) New(name string, delegate DelegationTarget) (*GenericSe
 		postStartHooks:   map[string]PostStartHookFunc{},
 		preShutdownHooks: map[string]PreShutdownHookFunc{},
 		stopWatches:      make(chan struct{}),
+		schemas:          schema.NewSet(),
 	}
 	s.health = HealthChecks{
 		Healthz: append([]HealthCheck{pingCheck}, c.HealthChecks...),
@@ -344,8 +356,14 @@ func (s *GenericServer) InstallAPIGroup(g *APIGroupInfo) error {
 				return fmt.Errorf("server: resource %s listed twice in %s", info.Resource, gv)
 			}
 			seen[info.Resource] = true
+			shape, err := s.schemas.AddType(reflect.TypeOf(res.New()))
+			if err != nil {
+				return fmt.Errorf("server: resource %s of %s: %w", info.Resource, gv, err)
+			}
 			endpoints.Install(ws, &endpoints.Scope{
 				Resource:            res,
+				Schemas:             s.schemas,
+				Schema:              shape,
 				Admission:           s.config.Admission,
 				MaxRequestBodyBytes: s.config.MaxRequestBodyBytes,
 				MinRequestTimeout:   s.config.MinRequestTimeout,

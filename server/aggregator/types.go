@@ -109,7 +109,7 @@ type APIServiceCondition struct {
 
 // APIServiceStatus is what the aggregator observed.
 type APIServiceStatus struct {
-	Conditions []APIServiceCondition `json:"conditions,omitempty" optional:"true" description:"Current service state of apiService."`
+	Conditions []APIServiceCondition `json:"conditions,omitempty" optional:"true" patchStrategy:"merge" patchMergeKey:"type" listType:"map" listMapKeys:"type" description:"Current service state of apiService."`
 }
 
 // Condition returns the condition of type t, or nil.

@@ -24,6 +24,7 @@ import (
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/request"
+	"github.com/apikit-dev/apikit/schema"
 	"github.com/apikit-dev/apikit/server/respond"
 )
 
@@ -34,6 +35,10 @@ const DefaultMaxRequestBodyBytes = 3 << 20
 // Scope is what the handlers of one served resource share.
 type Scope struct {
 	Resource registry.Resource
+	// Schemas holds the named schemas Schema refers to; Schema is the
+	// shape of the resource's Go type. Server-side apply merges by them.
+	Schemas *schema.Set
+	Schema  *schema.Schema
 	// Admission runs on every write; nil admits everything.
 	Admission admission.Chain
 	// MaxRequestBodyBytes bounds request bodies (default 3 MiB).

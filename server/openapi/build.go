@@ -15,6 +15,7 @@ import (
 
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
+	"github.com/apikit-dev/apikit/schema"
 	"github.com/apikit-dev/apikit/server/endpoints"
 )
 
@@ -29,6 +30,10 @@ type Config struct {
 	// tell which Go type is which kind, so that definitions get Kubernetes
 	// names and group-version-kind extensions.
 	Resources []registry.Resource
+	// Schemas holds the schemas of the served types; the definitions are
+	// rendered from it. Types the routes name that it lacks (those of a
+	// delegate, the meta types) are added to it. Nil starts an empty set.
+	Schemas *schema.Set
 }
 
 // Extension keys kubectl and client-go read.
@@ -107,14 +112,22 @@ func (b *builder) buildV2() (*spec.Swagger, error) {
 	}
 	sw := restfulspec.BuildSwagger(rc)
 	b.sw = sw
+	// go-restful-openapi documents the paths; the definitions are rendered
+	// from the schema model, the one description of the types' shapes.
 	// The meta types no route samples (Status, DeleteOptions, the
 	// discovery list) come from a WebService made only to describe them.
-	rc.WebServices = []*restful.WebService{metaModels()}
-	for name, def := range restfulspec.BuildSwagger(rc).Definitions {
-		if _, ok := sw.Definitions[name]; !ok {
-			sw.Definitions[name] = def
-		}
+	set := b.cfg.Schemas
+	if set == nil {
+		set = schema.NewSet()
 	}
+	if err := addRouteModels(set, append(slices.Clone(b.cfg.WebServices), metaModels())); err != nil {
+		return nil, err
+	}
+	defs, err := b.renderDefinitions(set)
+	if err != nil {
+		return nil, err
+	}
+	sw.Definitions = defs
 	sw.Info = &spec.Info{InfoProps: spec.InfoProps{Title: b.cfg.Title, Version: b.cfg.Version}}
 
 	for _, ws := range b.cfg.WebServices {

@@ -4,9 +4,10 @@
 // kubectl explain, kubectl's field validation and client-go read them
 // unchanged.
 //
-// Schemas come from the Go types the routes of server/endpoints name
-// (go-restful-openapi reflects them, descriptions from `description` struct
-// tags); Build names them as Kubernetes does, adds the group-version-kind and
+// Paths come from the routes of server/endpoints (go-restful-openapi);
+// definitions are rendered from package schema, the one model of the Go
+// types the routes name (descriptions from `description` struct tags, merge
+// semantics as x-kubernetes-list-type and friends); Build names them as Kubernetes does, adds the group-version-kind and
 // action extensions, the List types (which have no Go type) and the meta
 // types' documentation, then converts the result to OpenAPI 3.0. The server
 // builds the documents once, when it is prepared to run, and serves them

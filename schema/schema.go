@@ -1,0 +1,164 @@
+package schema
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"sync"
+)
+
+// Schema is one node of a structural schema: a scalar, an object with
+// properties, a map (additionalProperties), a list (items), a reference to
+// a named schema of the same Set, or any JSON value.
+type Schema struct {
+	// Type is "object", "array", "string", "integer", "number" or
+	// "boolean"; empty for a reference or any value.
+	Type   string
+	Format string
+	// Description documents the node; on a reference it documents the
+	// use, not the named type.
+	Description      string
+	Default          any
+	Enum             []any
+	Minimum, Maximum *float64
+	Nullable         bool
+
+	// Properties are an object's fields, in declaration order; Required
+	// names those a client must send.
+	Properties []Property
+	Required   []string
+	// AdditionalProperties is the value of a map.
+	AdditionalProperties *Schema
+	// Items is the element of a list.
+	Items *Schema
+
+	// Ref is the key (in the Set) of the named schema this node stands for.
+	Ref string
+
+	// Unknown marks a node that holds any JSON value
+	// (x-kubernetes-preserve-unknown-fields).
+	Unknown bool
+
+	// ListType is a list's merge semantics: ListAtomic (the default),
+	// ListSet or ListMap (keyed by ListMapKeys).
+	ListType    ListType
+	ListMapKeys []string
+	// MapType is a map's or struct's: MapGranular (the default) or
+	// MapAtomic.
+	MapType MapType
+	// PatchStrategy and PatchMergeKey are the strategic-merge-patch tags,
+	// published for client-side apply.
+	PatchStrategy string
+	PatchMergeKey string
+	// ImpliedListType is true when ListType was derived from the patch
+	// tags rather than set by a listType tag.
+	ImpliedListType bool
+}
+
+// Property is a named field of an object.
+type Property struct {
+	Name   string
+	Schema *Schema
+}
+
+// ListType is how a list merges.
+type ListType string
+
+// List types, as x-kubernetes-list-type names them.
+const (
+	ListAtomic ListType = "atomic"
+	ListSet    ListType = "set"
+	ListMap    ListType = "map"
+)
+
+// MapType is how a map or struct merges.
+type MapType string
+
+// Map types, as x-kubernetes-map-type names them.
+const (
+	MapGranular MapType = "granular"
+	MapAtomic   MapType = "atomic"
+)
+
+// Property returns the property called name.
+func (s *Schema) Property(name string) (*Schema, bool) {
+	for _, p := range s.Properties {
+		if p.Name == name {
+			return p.Schema, true
+		}
+	}
+	return nil, false
+}
+
+// IsRequired reports whether the property called name is required.
+func (s *Schema) IsRequired(name string) bool { return slices.Contains(s.Required, name) }
+
+// Set holds named schemas, each under a key. Schemas reflected from Go
+// types are keyed by their package path and name; renderers such as
+// server/openapi give them their published names. A Set is safe for
+// concurrent use; the schemas it hands out must not be modified.
+type Set struct {
+	mu    sync.RWMutex
+	named map[string]*Schema
+	types map[string]reflect.Type
+	keys  map[reflect.Type]string
+}
+
+// NewSet returns an empty Set.
+func NewSet() *Set {
+	return &Set{named: map[string]*Schema{}, types: map[string]reflect.Type{}, keys: map[reflect.Type]string{}}
+}
+
+// Named returns the schema filed under key.
+func (s *Set) Named(key string) (*Schema, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n, ok := s.named[key]
+	return n, ok
+}
+
+// GoType returns the Go type the schema under key was reflected from.
+func (s *Set) GoType(key string) (reflect.Type, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t, ok := s.types[key]
+	return t, ok
+}
+
+// Keys lists the keys of the named schemas, sorted.
+func (s *Set) Keys() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	keys := make([]string, 0, len(s.named))
+	for k := range s.named {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Resolve follows a reference to its named schema; other nodes are
+// returned as they are.
+func (s *Set) Resolve(n *Schema) (*Schema, error) {
+	if n == nil || n.Ref == "" {
+		return n, nil
+	}
+	named, ok := s.Named(n.Ref)
+	if !ok {
+		return nil, fmt.Errorf("schema: %q is referenced but not defined", n.Ref)
+	}
+	return named, nil
+}
+
+// Add files a named schema under key, as a CRD's schema is added; a key
+// already in use is an error.
+func (s *Set) Add(key string, n *Schema) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.named[key]; ok {
+		return fmt.Errorf("schema: %q is already defined", key)
+	}
+	s.named[key] = n
+	return nil
+}
