@@ -15,12 +15,10 @@ import (
 // Media types routes declare; the handlers negotiate the exact form.
 var (
 	objectMediaTypes = []string{"application/json", "application/yaml"}
-	// Strategic merge patch is served but not advertised: kubectl apply
-	// reads the OpenAPI document and, where it lists strategic merge
-	// patch, computes one from the schema's patch extensions (which
-	// apikit's schemas do not carry); a JSON merge patch is right for
-	// these types.
-	patchMediaTypes = []string{jsonPatchType, mergePatchType}
+	// Strategic merge patch is advertised: kubectl apply then computes
+	// one from the x-kubernetes-patch-* extensions the schema model
+	// publishes, as it does against kube-apiserver's own types.
+	patchMediaTypes = []string{jsonPatchType, mergePatchType, strategicPatchType}
 	readMediaTypes  = []string{"application/json", "application/yaml", "application/json;stream=watch"}
 )
 
