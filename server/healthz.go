@@ -3,16 +3,23 @@ package server
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 )
 
 var pingCheck = HealthCheck{Name: "ping", Check: func(*http.Request) error { return nil }}
 
 // serveHealth answers /healthz, /livez or /readyz (and /<endpoint>/<check>)
-// the way kube-apiserver does: "ok", or with ?verbose one line per check;
-// failures are 500 and, unless verbose, withhold their reasons.
-func serveHealth(endpoint string, checks func() []HealthCheck) http.HandlerFunc {
+// the way kube-apiserver does: "ok", or with ?verbose one line per check.
+// A failure is 500 and lists every check, but the endpoint is public (the
+// authentication filter lets anyone in), so a failing check's error is
+// "reason withheld" there, verbose or not, and goes to log instead. Its
+// error text is served only at /<endpoint>/<check>, which, not being
+// public, only a user the authorizer allows reads.
+func serveHealth(endpoint string, checks func() []HealthCheck, log *slog.Logger) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		all := checks()
 		if name := strings.TrimPrefix(r.URL.Path, "/"+endpoint+"/"); name != r.URL.Path && name != "" {
@@ -35,8 +42,8 @@ func serveHealth(endpoint string, checks func() []HealthCheck) http.HandlerFunc 
 		for _, e := range q["exclude"] {
 			excluded[e] = true
 		}
-		var out bytes.Buffer
-		failed := false
+		var out, details bytes.Buffer
+		var failed []string
 		for _, c := range all {
 			if excluded[c.Name] {
 				fmt.Fprintf(&out, "[+]%s excluded: ok\n", c.Name)
@@ -44,20 +51,23 @@ func serveHealth(endpoint string, checks func() []HealthCheck) http.HandlerFunc 
 				continue
 			}
 			if err := c.Check(r); err != nil {
-				failed = true
-				if verbose {
-					fmt.Fprintf(&out, "[-]%s failed: %v\n", c.Name, err)
-				} else {
-					fmt.Fprintf(&out, "[-]%s failed: reason withheld\n", c.Name)
-				}
+				failed = append(failed, c.Name)
+				fmt.Fprintf(&out, "[-]%s failed: reason withheld\n", c.Name)
+				fmt.Fprintf(&details, "[-]%s failed: %v\n", c.Name, err)
 				continue
 			}
 			fmt.Fprintf(&out, "[+]%s ok\n", c.Name)
 		}
-		for name := range excluded {
-			fmt.Fprintf(&out, "warn: some health checks cannot be excluded: no matches for %q\n", name)
+		if len(excluded) > 0 {
+			unknown := make([]string, 0, len(excluded))
+			for name := range excluded {
+				unknown = append(unknown, strconv.Quote(name))
+			}
+			slices.Sort(unknown)
+			fmt.Fprintf(&out, "warn: some health checks cannot be excluded: no matches for %s\n", strings.Join(unknown, ","))
 		}
-		if failed {
+		if len(failed) > 0 {
+			log.Info("health check failed", "endpoint", endpoint, "checks", strings.Join(failed, ","), "details", details.String())
 			fmt.Fprintf(&out, "%s check failed\n", endpoint)
 			writeText(w, http.StatusInternalServerError, out.String())
 			return

@@ -39,7 +39,7 @@ func (s *GenericServer) installDefaultRoutes() {
 		respond.JSON(w, http.StatusOK, s.config.Version)
 	})
 	for _, ep := range []string{"healthz", "livez", "readyz"} {
-		h := serveHealth(ep, func() []HealthCheck { return s.checksFor(ep) })
+		h := serveHealth(ep, func() []HealthCheck { return s.checksFor(ep) }, s.config.Logger.With("server", s.name))
 		s.mux.HandleFunc("/"+ep, h)
 		s.mux.HandleFunc("/"+ep+"/", h)
 	}

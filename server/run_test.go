@@ -156,8 +156,11 @@ func TestRunGracefulShutdown(t *testing.T) {
 	<-hookStarted
 	eventually(t, "readyz to name the pending hook", func() bool {
 		code, body := fetch(t, client, "GET", base+"/readyz?verbose", "")
-		return code == 500 && strings.Contains(body, "[-]poststarthook/warm-cache failed: not finished\n")
+		return code == 500 && strings.Contains(body, "[-]poststarthook/warm-cache failed: reason withheld\n")
 	})
+	if code, body := fetch(t, client, "GET", base+"/readyz/poststarthook/warm-cache", ""); code != 500 || body != "internal server error: not finished\n" {
+		t.Errorf("readyz/poststarthook/warm-cache: %d %q", code, body)
+	}
 	if err := s.AddPostStartHook("late", func(context.Context) error { return nil }); err == nil {
 		t.Error("a post-start hook added after the start")
 	}
@@ -187,7 +190,7 @@ func TestRunGracefulShutdown(t *testing.T) {
 	cancel()
 	eventually(t, "readyz to fail", func() bool {
 		code, body := fetch(t, client, "GET", base+"/readyz?verbose", "")
-		return code == 500 && strings.Contains(body, "[-]shutdown failed: process is shutting down\n")
+		return code == 500 && strings.Contains(body, "[-]shutdown failed: reason withheld\n")
 	})
 	if code, _ := fetch(t, client, "GET", base+"/livez", ""); code != 200 {
 		t.Errorf("livez during shutdown: %d; only readiness fails", code)
@@ -237,8 +240,8 @@ func TestRunFailingHook(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	client, base, done := serving(t, s, cfg, ctx)
 	eventually(t, "readyz to report the hook's error", func() bool {
-		code, body := fetch(t, client, "GET", base+"/readyz?verbose", "")
-		return code == 500 && strings.Contains(body, "[-]poststarthook/broken failed: no luck\n")
+		code, body := fetch(t, client, "GET", base+"/readyz/poststarthook/broken", "")
+		return code == 500 && body == "internal server error: no luck\n"
 	})
 	cancel()
 	if err := <-done; err != nil {

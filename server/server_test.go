@@ -258,16 +258,23 @@ func TestHealth(t *testing.T) {
 		body string
 	}{
 		{"/healthz", 500, "[+]ping ok\n[-]storage failed: reason withheld\nhealthz check failed\n"},
-		{"/healthz?verbose", 500, "[+]ping ok\n[-]storage failed: etcd is down\nhealthz check failed\n"},
+		// The endpoints are public: a check's error is withheld, verbose
+		// or not, as kube-apiserver does; it is served only at the
+		// check's own path, to a user allowed to read it.
+		{"/healthz?verbose", 500, "[+]ping ok\n[-]storage failed: reason withheld\nhealthz check failed\n"},
+		{"/readyz?verbose", 500, "[+]ping ok\n[-]storage failed: reason withheld\n[+]informers ok\n[+]shutdown ok\nreadyz check failed\n"},
+		{"/livez?verbose=1&exclude=deadlock", 500, "[+]ping ok\n[-]storage failed: reason withheld\n[+]deadlock excluded: ok\nlivez check failed\n"},
 		{"/healthz?exclude=storage", 200, "ok"},
 		{"/healthz?exclude=storage&verbose=1", 200, "[+]ping ok\n[+]storage excluded: ok\nhealthz check passed\n"},
 		{"/healthz?exclude=storage&exclude=nope", 200, "ok"},
 		{"/healthz?exclude=storage&exclude=nope&verbose", 200, "[+]ping ok\n[+]storage excluded: ok\nwarn: some health checks cannot be excluded: no matches for \"nope\"\nhealthz check passed\n"},
+		{"/healthz?exclude=zz&exclude=storage&exclude=aa&verbose", 200, "[+]ping ok\n[+]storage excluded: ok\nwarn: some health checks cannot be excluded: no matches for \"aa\",\"zz\"\nhealthz check passed\n"},
 		{"/livez?exclude=storage&verbose", 200, "[+]ping ok\n[+]storage excluded: ok\n[+]deadlock ok\nlivez check passed\n"},
 		{"/readyz?exclude=storage&verbose", 200, "[+]ping ok\n[+]storage excluded: ok\n[+]informers ok\n[+]shutdown ok\nreadyz check passed\n"},
 		{"/healthz/ping", 200, "ok"},
 		{"/readyz/informers", 200, "ok"},
 		{"/healthz/storage", 500, "internal server error: etcd is down\n"},
+		{"/readyz/storage", 500, "internal server error: etcd is down\n"},
 		{"/healthz/informers", 404, "404 page not found\n"},
 		{"/livez/nope", 404, "404 page not found\n"},
 	} {
