@@ -17,6 +17,15 @@ import (
 // endpoints; a trailing "*" matches a prefix): then it proceeds as
 // system:anonymous and authorization decides. Invalid credentials are a 401
 // everywhere, as in kube-apiserver.
+//
+// Over HTTP/2, a request refused with 401 or served to an anonymous user
+// (system:anonymous, or any member of system:unauthenticated) closes its
+// connection after the response, as kube-apiserver's mitigation of
+// CVE-2023-44487 and CVE-2023-39325 does: HTTP/2 lets one connection carry
+// hundreds of concurrent streams, and a client who has proven nothing must
+// pay a TLS handshake per request, as with HTTP/1.1 without keep-alive.
+// Go's HTTP/2 server answers "Connection: close" with a GOAWAY and closes
+// the connection once its streams are done.
 func WithAuthentication(h http.Handler, a authn.Authenticator, publicPaths []string) http.Handler {
 	public := make(map[string]bool, len(publicPaths))
 	var publicPrefixes []string
@@ -44,6 +53,7 @@ func WithAuthentication(h http.Handler, a authn.Authenticator, publicPaths []str
 			slog.Debug("authentication failed", "path", r.URL.Path, "err", err)
 		}
 		if err != nil || !ok {
+			closeHTTP2(w, r)
 			if err == nil && isPublic(r.URL.Path) {
 				u := &authn.User{Name: authn.Anonymous, Groups: []string{authn.AllUnauthenticated}}
 				h.ServeHTTP(w, r.WithContext(authn.WithUser(r.Context(), u)))
@@ -53,6 +63,9 @@ func WithAuthentication(h http.Handler, a authn.Authenticator, publicPaths []str
 			return
 		}
 		u := resp.User
+		if u.Name == authn.Anonymous || u.InGroup(authn.AllUnauthenticated) {
+			closeHTTP2(w, r)
+		}
 		if !u.InGroup(authn.AllAuthenticated) && !u.InGroup(authn.AllUnauthenticated) {
 			u.Groups = append(u.Groups[:len(u.Groups):len(u.Groups)], authn.AllAuthenticated)
 		}
@@ -60,4 +73,12 @@ func WithAuthentication(h http.Handler, a authn.Authenticator, publicPaths []str
 		r.Header.Del("Authorization")
 		h.ServeHTTP(w, r.WithContext(authn.WithUser(r.Context(), &u)))
 	})
+}
+
+// closeHTTP2 has the server close an HTTP/2 connection (GOAWAY) once r is
+// answered. HTTP/1.x connections are left alone, as in kube-apiserver.
+func closeHTTP2(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor == 2 {
+		w.Header().Set("Connection", "close")
+	}
 }

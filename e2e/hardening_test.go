@@ -1,0 +1,149 @@
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// tlsClient is an HTTP client for w that trusts its serving certificate,
+// acting as the admin (client certificate) or, with anonymous, presenting
+// no credentials. It counts the connections it dials; HTTP/2 when h2.
+func tlsClient(t *testing.T, w *Wardle, anonymous, h2 bool) (*http.Client, *atomic.Int64) {
+	t.Helper()
+	cfg := w.RESTConfig()
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsCfg = tlsCfg.Clone()
+	if anonymous {
+		tlsCfg.Certificates, tlsCfg.GetClientCertificate = nil, nil
+	}
+	tlsCfg.NextProtos = []string{"http/1.1"}
+	if h2 {
+		tlsCfg.NextProtos = []string{"h2"}
+	}
+	var dials atomic.Int64
+	dialer := &tls.Dialer{Config: tlsCfg}
+	tr := &http.Transport{
+		TLSClientConfig:   tlsCfg,
+		ForceAttemptHTTP2: h2,
+		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			dials.Add(1)
+			return dialer.DialContext(ctx, network, addr)
+		},
+	}
+	if !h2 {
+		tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 30 * time.Second}, &dials
+}
+
+// get returns the code, body and protocol of a GET of path, with an
+// Authorization header when authorization is set.
+func get(t *testing.T, c *http.Client, w *Wardle, path, authorization string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", w.RESTConfig().Host+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if authorization != "" {
+		req.Header.Set("Authorization", authorization)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	return resp.StatusCode, string(b), resp.Proto
+}
+
+// TestHealthDetailsWithheld: the health endpoints are public, so a failing
+// check's error is "reason withheld" there, verbose or not, as
+// kube-apiserver prints it; the error itself is served at the check's own
+// path, to a user allowed to read it. Readiness fails here because the
+// server is shutting down (and waits --shutdown-delay-duration).
+func TestHealthDetailsWithheld(t *testing.T) {
+	w := StartWardle(t, "--storage-backend=memory", "--anonymous-auth=false", "--shutdown-delay-duration=20s")
+	anonymous, _ := tlsClient(t, w, true, false)
+	admin, _ := tlsClient(t, w, false, false)
+	if code, body, _ := get(t, anonymous, w, "/readyz?verbose", ""); code != 200 || !strings.HasSuffix(body, "[+]shutdown ok\nreadyz check passed\n") {
+		t.Fatalf("/readyz?verbose before shutdown: %d %q", code, body)
+	}
+
+	w.Signal(syscall.SIGTERM)
+	var body string
+	waitUntil(t, 10*time.Second, "readyz to fail", func() bool {
+		var code int
+		code, body, _ = get(t, anonymous, w, "/readyz?verbose", "")
+		return code == 500
+	})
+	if !strings.Contains(body, "[-]shutdown failed: reason withheld\n") || !strings.HasSuffix(body, "readyz check failed\n") ||
+		strings.Contains(body, "shutting down") {
+		t.Errorf("anonymous /readyz?verbose:\n%s", body)
+	}
+	if code, body, _ := get(t, admin, w, "/readyz?verbose", ""); code != 500 || !strings.Contains(body, "[-]shutdown failed: reason withheld\n") {
+		t.Errorf("admin /readyz?verbose: %d\n%s", code, body)
+	}
+	if code, body, _ := get(t, anonymous, w, "/readyz/shutdown", ""); code != 401 || strings.Contains(body, "shutting down") {
+		t.Errorf("anonymous /readyz/shutdown: %d %s", code, body)
+	}
+	if code, body, _ := get(t, admin, w, "/readyz/shutdown", ""); code != 500 || body != "internal server error: process is shutting down\n" {
+		t.Errorf("admin /readyz/shutdown: %d %q", code, body)
+	}
+	if err, ok := w.Wait(60 * time.Second); !ok || err != nil {
+		t.Errorf("exit after shutdown: %v (exited: %v)", err, ok)
+	}
+}
+
+// TestUnauthenticatedHTTP2Closed: over HTTP/2 the server closes the
+// connection of a request that failed authentication, or was served to an
+// anonymous caller, as kube-apiserver does (CVE-2023-44487): each such
+// request costs its client a new connection. The admin's requests share
+// one.
+func TestUnauthenticatedHTTP2Closed(t *testing.T) {
+	w := StartWardle(t, "--storage-backend=memory")
+	const requests = 5
+	for _, tc := range []struct {
+		name, path, authorization string
+		anonymous                 bool
+		code                      int
+		closes                    bool
+	}{
+		{"admin", "/apis", "", false, 200, false},
+		{"invalid token", "/apis", "Bearer not-a-token", true, 401, true},
+		{"anonymous on a public path", "/healthz", "", true, 200, true},
+		{"no credentials", "/apis/wardle.example.com/v1beta1/flunders", "", true, 401, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, dials := tlsClient(t, w, tc.anonymous, true)
+			for range requests {
+				code, body, proto := get(t, c, w, tc.path, tc.authorization)
+				if code != tc.code || proto != "HTTP/2.0" {
+					t.Fatalf("%d over %s, want %d over HTTP/2.0: %s", code, proto, tc.code, body)
+				}
+			}
+			switch n := dials.Load(); {
+			case !tc.closes && n != 1:
+				t.Errorf("%d requests took %d connections, want 1", requests, n)
+			case tc.closes && n < requests:
+				t.Errorf("%d requests took %d connections, want one each", requests, n)
+			}
+		})
+	}
+}
