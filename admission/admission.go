@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/meta"
@@ -27,12 +28,50 @@ type Attributes struct {
 	Subresource string
 	Namespace   string
 	Name        string
-	// Object is the new object (nil for Delete); mutating plugins may change it.
+	// Object is the new object in the storage version (nil for Delete),
+	// defaulted; mutating plugins may change it.
 	Object meta.Object
-	// OldObject is the current object on Update and Delete.
+	// OldObject is the current object on Update and Delete, in the storage
+	// version.
 	OldObject meta.Object
+	// VersionedObject and VersionedOldObject are Object and OldObject in
+	// the requested version (Kind.Version), what kube-apiserver sends a
+	// webhook of that version; the same objects as Object and OldObject
+	// when the requested version is the storage version. The chain sets
+	// them from ToVersion before each plugin, so they show the mutations
+	// of the plugins before it. They are for reading: mutate Object.
+	VersionedObject, VersionedOldObject meta.Object
+	// ToVersion converts a storage-version object to the requested
+	// version; nil when the two are one version.
+	ToVersion func(meta.Object) (meta.Object, error)
 	DryRun    bool
 	User      *authn.User
+}
+
+// versioned sets VersionedObject and VersionedOldObject from Object and
+// OldObject.
+func (a *Attributes) versioned() error {
+	if a.ToVersion == nil {
+		a.VersionedObject, a.VersionedOldObject = a.Object, a.OldObject
+		return nil
+	}
+	var err error
+	if a.VersionedObject, err = toVersion(a.ToVersion, a.Object); err != nil {
+		return err
+	}
+	a.VersionedOldObject, err = toVersion(a.ToVersion, a.OldObject)
+	return err
+}
+
+func toVersion(f func(meta.Object) (meta.Object, error), obj meta.Object) (meta.Object, error) {
+	if obj == nil {
+		return nil, nil
+	}
+	v, err := f(obj)
+	if err != nil {
+		return nil, meta.NewInternalError(fmt.Errorf("admission: converting %s to the requested version: %w", obj.GetObjectMeta().Name, err))
+	}
+	return v, nil
 }
 
 // Mutator may change the object before validation.
@@ -58,6 +97,9 @@ type Chain []Plugin
 func (c Chain) Admit(ctx context.Context, a *Attributes) error {
 	for _, p := range c {
 		if m, ok := p.(Mutator); ok && p.Handles(a.Operation) {
+			if err := a.versioned(); err != nil {
+				return err
+			}
 			if err := m.Admit(ctx, a); err != nil {
 				return asStatus(a, err)
 			}
@@ -68,8 +110,16 @@ func (c Chain) Admit(ctx context.Context, a *Attributes) error {
 
 // Validate runs the validating plugins of c.
 func (c Chain) Validate(ctx context.Context, a *Attributes) error {
+	converted := false
 	for _, p := range c {
 		if v, ok := p.(Validator); ok && p.Handles(a.Operation) {
+			if !converted {
+				// Validators change nothing: one conversion serves them all.
+				if err := a.versioned(); err != nil {
+					return err
+				}
+				converted = true
+			}
 			if err := v.Validate(ctx, a); err != nil {
 				return asStatus(a, err)
 			}

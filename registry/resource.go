@@ -135,6 +135,14 @@ type Resource interface {
 	Table(ctx context.Context, items []Item, opts meta.TableOptions) (*meta.Table, error)
 }
 
+// VersionConverter is implemented by a Resource served in a version other
+// than its storage version: admission shows plugins the object in the
+// requested version too (admission.Attributes.VersionedObject).
+type VersionConverter interface {
+	// ToServed converts an object of the storage version to the served one.
+	ToServed(stored meta.Object) (meta.Object, error)
+}
+
 // Conversion converts between a served version V and the storage version S.
 // FromStorage must not modify its argument, which may be shared.
 type Conversion[S, V meta.Object] struct {
@@ -169,6 +177,15 @@ type served[S, V meta.Object] struct {
 	conv       *Conversion[S, V] // nil: V is S
 	vti        *typeInfo
 	key        jsonMemoKey
+}
+
+// ToServed implements VersionConverter.
+func (r *served[S, V]) ToServed(stored meta.Object) (meta.Object, error) {
+	s, ok := stored.(S)
+	if !ok {
+		return nil, fmt.Errorf("object of type %T is not a %s", stored, r.st.opts.Kind)
+	}
+	return r.toServed(s, nil)
 }
 
 func (r *served[S, V]) Info() ResourceInfo {

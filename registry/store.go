@@ -300,9 +300,10 @@ func (s *Store[T]) Create(ctx context.Context, ns string, obj T, opts WriteOptio
 	}
 }
 
-// prepareCreate runs every step of a create short of writing: admission,
-// system metadata, defaults and validation. It reports whether the server
-// picked the name (from generateName).
+// prepareCreate runs every step of a create short of writing, in
+// kube-apiserver's order: defaults, mutating admission, system metadata and
+// PrepareForCreate, validation, validating admission. It reports whether
+// the server picked the name (from generateName).
 func (s *Store[T]) prepareCreate(ctx context.Context, ns string, obj T, opts WriteOptions) (T, bool, error) {
 	var zero T
 	m := obj.GetObjectMeta()
@@ -312,6 +313,7 @@ func (s *Store[T]) prepareCreate(ctx context.Context, ns string, obj T, opts Wri
 	if m.ResourceVersion != "" {
 		return zero, false, meta.NewBadRequest("resourceVersion should not be set on objects to be created")
 	}
+	s.setDefaults(obj)
 	if opts.Admit != nil {
 		if err := opts.Admit(ctx, obj, nil); err != nil {
 			return zero, false, err
@@ -500,6 +502,7 @@ func (s *Store[T]) prepareUpdate(ctx context.Context, ns, name string, cur stora
 		return zero, nil, false, meta.NewConflict(s.opts.Resource, name,
 			errors.New("the object has been modified; please apply your changes to the latest version and try again"))
 	}
+	s.setDefaults(obj)
 	if opts.Admit != nil {
 		if err := opts.Admit(ctx, obj, old); err != nil {
 			return zero, nil, false, err
@@ -558,6 +561,14 @@ func (s *Store[T]) checkName(m *meta.ObjectMeta, ns, name string) error {
 		return meta.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.Name, name))
 	}
 	return s.checkNamespace(m, ns)
+}
+
+// setDefaults applies the strategy's defaults (Defaulter), if it has
+// any: kube-apiserver defaults a body as it decodes it, before admission.
+func (s *Store[T]) setDefaults(obj T) {
+	if d, ok := s.opts.Strategy.(Defaulter[T]); ok {
+		d.Default(obj)
+	}
 }
 
 // beforeUpdate carries over what an update may not change, applies the

@@ -39,6 +39,17 @@ func (DefaultStrategy[T]) Validate(context.Context, T) meta.FieldErrors { return
 // ValidateUpdate accepts everything.
 func (DefaultStrategy[T]) ValidateUpdate(context.Context, T, T) meta.FieldErrors { return nil }
 
+// Defaulter is optionally implemented by a Strategy whose resource has
+// defaults: fields a client may leave out and the server fills in, as
+// kube-apiserver's defaulting functions do. The Store calls Default on the
+// object a write brings (the body of a create, the result of an update or
+// patch) before mutating admission, so that admission plugins (and the
+// webhooks of a later issue) see defaulted objects as kube-apiserver's do;
+// PrepareForCreate and PrepareForUpdate run after admission.
+type Defaulter[T meta.Object] interface {
+	Default(obj T)
+}
+
 // StatusStrategy is optionally implemented by a Strategy whose resource has a
 // status subresource, to validate status updates on their own.
 type StatusStrategy[T meta.Object] interface {

@@ -78,8 +78,10 @@ type Config struct {
 	// RequestWaitLimit bounds how long a request may wait in a flow-control
 	// queue: a quarter of RequestTimeout, as kube-apiserver has it.
 	RequestWaitLimit time.Duration
-	// Admission runs on every write, after the strategy's defaults and
-	// before validation and storage.
+	// Admission runs on every write where kube-apiserver runs it: mutating
+	// plugins after the strategy's defaults (registry.Defaulter) and before
+	// PrepareForCreate/Update, validating ones after validation and before
+	// storage.
 	Admission admission.Chain
 
 	// RequestTimeout bounds requests that are not long-running.

@@ -30,8 +30,9 @@ type strategy[T meta.Object] struct {
 	validate func(T) meta.FieldErrors
 }
 
-func (s strategy[T]) PrepareForCreate(_ context.Context, obj T)    { s.defaults(obj) }
-func (s strategy[T]) PrepareForUpdate(_ context.Context, obj, _ T) { s.defaults(obj) }
+// Default implements registry.Defaulter: kube-apiserver's flowcontrol
+// defaults are defaulting functions, applied before admission.
+func (s strategy[T]) Default(obj T) { s.defaults(obj) }
 
 func (s strategy[T]) Validate(_ context.Context, obj T) meta.FieldErrors { return s.validate(obj) }
 

@@ -84,6 +84,10 @@ func (s *Scope) admissionFuncs(ctx context.Context, op admission.Operation, ns, 
 		return nil, nil
 	}
 	user, _ := authn.UserFrom(ctx)
+	var toVersion func(meta.Object) (meta.Object, error)
+	if vc, ok := s.Resource.(registry.VersionConverter); ok {
+		toVersion = vc.ToServed
+	}
 	attrs := func(obj, old meta.Object) *admission.Attributes {
 		// A request without a name (a create with generateName, a
 		// deletecollection) or without a namespace (across all of them)
@@ -101,7 +105,7 @@ func (s *Scope) admissionFuncs(ctx context.Context, op admission.Operation, ns, 
 			}
 		}
 		return &admission.Attributes{Operation: op, Kind: s.gvk, Resource: s.gvr, Subresource: subresource,
-			Namespace: namespace, Name: n, Object: obj, OldObject: old, DryRun: dryRun, User: user}
+			Namespace: namespace, Name: n, Object: obj, OldObject: old, ToVersion: toVersion, DryRun: dryRun, User: user}
 	}
 	admit = func(ctx context.Context, obj, old meta.Object) error { return s.Admission.Admit(ctx, attrs(obj, old)) }
 	validate = func(ctx context.Context, obj, old meta.Object) error {

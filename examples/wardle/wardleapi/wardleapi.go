@@ -118,9 +118,9 @@ type flunderStrategy struct {
 	registry.DefaultStrategy[*v1beta1.Flunder]
 }
 
-func (flunderStrategy) PrepareForCreate(_ context.Context, f *v1beta1.Flunder) { defaultFlunder(f) }
-
-func (flunderStrategy) PrepareForUpdate(_ context.Context, f, _ *v1beta1.Flunder) { defaultFlunder(f) }
+// Default implements registry.Defaulter, as the sample's
+// SetDefaults_FlunderSpec: admission sees a defaulted Flunder.
+func (flunderStrategy) Default(f *v1beta1.Flunder) { defaultFlunder(f) }
 
 func (flunderStrategy) Validate(_ context.Context, f *v1beta1.Flunder) meta.FieldErrors {
 	return validateFlunderSpec(&f.Spec, meta.NewPath("spec"))
