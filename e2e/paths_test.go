@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +19,12 @@ import (
 // cleaning or re-escaping) with the credentials of kubeconfig, and returns
 // the code and the Status's message and reason (empty for other bodies).
 func rawGet(t *testing.T, kubeconfig, method, escapedPath string) (int, string, string) {
+	t.Helper()
+	return requestAs(t, kubeconfig, method, escapedPath, "", "")
+}
+
+// requestAs is rawGet with a body of contentType.
+func requestAs(t *testing.T, kubeconfig, method, escapedPath, contentType, body string) (int, string, string) {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
@@ -36,23 +43,26 @@ func rawGet(t *testing.T, kubeconfig, method, escapedPath string) (int, string, 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
+	answer, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var st struct {
 		Kind, Message, Reason string
 	}
-	if json.Unmarshal(body, &st) == nil && st.Kind == "Status" {
+	if json.Unmarshal(answer, &st) == nil && st.Kind == "Status" {
 		return resp.StatusCode, st.Message, st.Reason
 	}
 	return resp.StatusCode, "", ""
@@ -90,5 +100,38 @@ func TestEscapedPathSegments(t *testing.T) {
 	}
 	if code, msg, _ := rawGet(t, w.Kubeconfig(), http.MethodGet, g+"/namespaces/te%61m-a/flunders/f%31"); code != http.StatusOK {
 		t.Errorf("admin GET team-a/f1 through escapes: %d %s, want 200", code, msg)
+	}
+}
+
+// TestJSONPatchAmplification: a patch of self-doubling copies (the attack
+// that drove a server from 83 MiB to 1.58 GiB with twelve; eight here, 8 MiB
+// of copies) is refused once its copies add 3 MiB (422), a patch of more
+// than 10,000 operations with 413, as kube-apiserver refuses them; the
+// flunder is unchanged.
+func TestJSONPatchAmplification(t *testing.T) {
+	w := StartWardle(t)
+	w.KubectlStdin(fmt.Sprintf(flunderYAML, "f1", "x"), "create", "-n", "team-a", "-f", "-")
+	const obj = "/apis/wardle.example.com/v1beta1/namespaces/team-a/flunders/f1"
+	ops := []string{`{"op":"add","path":"/metadata/annotations","value":{"x":{"a":"` + strings.Repeat("v", 32<<10) + `"}}}`}
+	for i := range 8 {
+		ops = append(ops, fmt.Sprintf(`{"op":"copy","from":"/metadata/annotations/x","path":"/metadata/annotations/x/c%d"}`, i))
+	}
+	ops = append(ops, `{"op":"remove","path":"/metadata/annotations"}`)
+	code, msg, reason := requestAs(t, w.Kubeconfig(), http.MethodPatch, obj, "application/json-patch+json", "["+strings.Join(ops, ",")+"]")
+	if code != http.StatusUnprocessableEntity || reason != "Invalid" || !strings.Contains(msg, "Unable to complete the copy") {
+		t.Errorf("self-doubling copies: %d %s %q, want 422 Invalid", code, reason, msg)
+	}
+
+	many := make([]string, 10001)
+	for i := range many {
+		many[i] = `{"op":"test","path":"/metadata/name","value":"f1"}`
+	}
+	code, msg, reason = requestAs(t, w.Kubeconfig(), http.MethodPatch, obj, "application/json-patch+json", "["+strings.Join(many, ",")+"]")
+	if code != http.StatusRequestEntityTooLarge || reason != "RequestEntityTooLarge" ||
+		msg != "Request entity too large: The allowed maximum operations in a JSON patch is 10000, got 10001" {
+		t.Errorf("10,001 operations: %d %s %q, want 413", code, reason, msg)
+	}
+	if out := w.Kubectl("get", "flunder", "f1", "-n", "team-a", "-o", "jsonpath={.metadata.annotations}"); strings.TrimSpace(out) != "" {
+		t.Errorf("annotations after the refused patches: %q", out)
 	}
 }

@@ -91,6 +91,11 @@ type Config struct {
 	MinRequestTimeout time.Duration
 	// MaxRequestBodyBytes bounds request bodies (413 beyond).
 	MaxRequestBodyBytes int64
+	// MaxObjectBytes bounds the object a PATCH of any type produces,
+	// checked on its JSON before it is decoded (413 beyond); zero means
+	// MaxRequestBodyBytes. The storage backend applies its own limit to
+	// what it stores.
+	MaxObjectBytes int64
 	// LongRunning reports requests exempt from RequestTimeout.
 	LongRunning func(*request.Info) bool
 	// RequestInfoResolver parses request paths.

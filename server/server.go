@@ -366,6 +366,7 @@ func (s *GenericServer) InstallAPIGroup(g *APIGroupInfo) error {
 				Schema:              shape,
 				Admission:           s.config.Admission,
 				MaxRequestBodyBytes: s.config.MaxRequestBodyBytes,
+				MaxObjectBytes:      s.config.MaxObjectBytes,
 				MinRequestTimeout:   s.config.MinRequestTimeout,
 				StopWatches:         s.stopWatches,
 			})

@@ -43,6 +43,11 @@ type Scope struct {
 	Admission admission.Chain
 	// MaxRequestBodyBytes bounds request bodies (default 3 MiB).
 	MaxRequestBodyBytes int64
+	// MaxObjectBytes bounds the JSON of the object a patch produces,
+	// checked before it is decoded (413 beyond); zero means
+	// MaxRequestBodyBytes: a patch makes no object that a PUT could not
+	// send. Storage applies its own limit to what it stores.
+	MaxObjectBytes int64
 	// MinRequestTimeout is the base of a watch's lifetime when the client
 	// gives no timeoutSeconds: a random duration between it and twice it,
 	// so that watches of many clients do not all reconnect at once.
@@ -61,6 +66,9 @@ func (s *Scope) init() {
 	s.gvr = s.info.GroupVersion.WithResource(s.info.Resource)
 	if s.MaxRequestBodyBytes <= 0 {
 		s.MaxRequestBodyBytes = DefaultMaxRequestBodyBytes
+	}
+	if s.MaxObjectBytes <= 0 {
+		s.MaxObjectBytes = s.MaxRequestBodyBytes
 	}
 	if s.MinRequestTimeout <= 0 {
 		s.MinRequestTimeout = 30 * time.Minute
@@ -448,6 +456,23 @@ const (
 
 var supportedPatchTypes = []string{jsonPatchType, mergePatchType, strategicPatchType}
 
+// MaxJSONPatchOperations is the most operations one JSON patch may hold, as
+// in kube-apiserver (413 beyond).
+const MaxJSONPatchOperations = 10000
+
+// JSONPatchMaxCopyBytes bounds the bytes the copy operations of one JSON
+// patch may add, kube-apiserver's default (422 beyond): without it a patch
+// of a few self-doubling copies grows an object, and the server's memory,
+// exponentially.
+const JSONPatchMaxCopyBytes = 3 << 20
+
+// jsonPatchOptions applies JSON patches with the copy limit.
+var jsonPatchOptions = func() *jsonpatch.ApplyOptions {
+	o := jsonpatch.NewApplyOptions()
+	o.AccumulatedCopySizeLimit = JSONPatchMaxCopyBytes
+	return o
+}()
+
 // Patch serves PATCH on a named object or its status: JSON patch, JSON
 // merge patch, and strategic merge patch with the merge strategies of the
 // Go type's patchStrategy and patchMergeKey tags, as k8s.io/apiserver
@@ -481,6 +506,11 @@ func (s *Scope) Patch(w http.ResponseWriter, r *http.Request, ns, name, subresou
 			respond.Error(w, r, meta.NewBadRequest(err.Error()))
 			return
 		}
+		if len(decodedJSONPatch) > MaxJSONPatchOperations {
+			respond.Error(w, r, meta.NewRequestEntityTooLarge(fmt.Sprintf(
+				"The allowed maximum operations in a JSON patch is %d, got %d", MaxJSONPatchOperations, len(decodedJSONPatch))))
+			return
+		}
 	} else if !json.Valid(patch) {
 		respond.Error(w, r, meta.NewBadRequest("error decoding patch: invalid JSON"))
 		return
@@ -500,7 +530,7 @@ func (s *Scope) Patch(w http.ResponseWriter, r *http.Request, ns, name, subresou
 		var patched []byte
 		switch pt {
 		case jsonPatchType:
-			patched, err = decodedJSONPatch.Apply(cur)
+			patched, err = decodedJSONPatch.ApplyWithOptions(cur, jsonPatchOptions)
 		case strategicPatchType:
 			patched, err = strategicMergePatch(cur, patch, objType)
 		default:
@@ -508,6 +538,9 @@ func (s *Scope) Patch(w http.ResponseWriter, r *http.Request, ns, name, subresou
 		}
 		if err != nil {
 			return nil, patchError(err)
+		}
+		if err := s.checkObjectSize(patched); err != nil {
+			return nil, err
 		}
 		obj := s.Resource.New()
 		warnings, err = decodeObject(patched, obj, s.gvk, opts.FieldValidation)
@@ -521,22 +554,36 @@ func (s *Scope) Patch(w http.ResponseWriter, r *http.Request, ns, name, subresou
 	s.writeItem(w, r, http.StatusOK, it, form)
 }
 
+// checkObjectSize refuses the JSON of an object a patch produced when it is
+// larger than MaxObjectBytes, before anything decodes it: every patch type
+// passes here, so none can make the server hold more than the limit.
+func (s *Scope) checkObjectSize(patched []byte) error {
+	if int64(len(patched)) > s.MaxObjectBytes {
+		return meta.NewRequestEntityTooLarge(fmt.Sprintf("limit is %d", s.MaxObjectBytes))
+	}
+	return nil
+}
+
 // patchError classifies a patch failure: a patch that does not apply to the
-// object is unprocessable (422), anything else a bad request.
+// object, or copies more than JSONPatchMaxCopyBytes, is unprocessable (422),
+// anything else a bad request.
 func patchError(err error) error {
 	var bad errBadStrategicPatch
 	if errors.As(err, &bad) {
 		return meta.NewBadRequest(bad.Error())
 	}
+	var copySize *jsonpatch.AccumulatedCopySizeError
+	unprocessable := errors.As(err, &copySize)
 	for _, e := range []error{jsonpatch.ErrTestFailed, jsonpatch.ErrMissing, jsonpatch.ErrInvalidIndex, jsonpatch.ErrUnknownType, jsonpatch.ErrInvalid} {
-		if errors.Is(err, e) {
-			se := meta.NewInvalid(meta.GroupKind{}, "", nil)
-			se.ErrStatus.Message = "the server rejected our request due to an error in our request: " + err.Error()
-			se.ErrStatus.Details = nil
-			return se
-		}
+		unprocessable = unprocessable || errors.Is(err, e)
 	}
-	return meta.NewBadRequest(err.Error())
+	if !unprocessable {
+		return meta.NewBadRequest(err.Error())
+	}
+	se := meta.NewInvalid(meta.GroupKind{}, "", nil)
+	se.ErrStatus.Message = "the server rejected our request due to an error in our request: " + err.Error()
+	se.ErrStatus.Details = nil
+	return se
 }
 
 // readDeleteOptions reads DeleteOptions from the body (kubectl's way) and the
