@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 )
 
@@ -145,5 +146,41 @@ func TestUnauthenticatedHTTP2Closed(t *testing.T) {
 				t.Errorf("%d requests took %d connections, want one each", requests, n)
 			}
 		})
+	}
+}
+
+// TestNoCoreGroup: a server without the core group answers /api 404, as
+// k8s.io/sample-apiserver does, not an empty version list; client-go's
+// discovery (and so kubectl) takes that as "no legacy resources".
+func TestNoCoreGroup(t *testing.T) {
+	w := StartWardle(t, "--storage-backend=memory")
+	errOut := w.KubectlFail("get", "--raw", "/api")
+	if !strings.Contains(errOut, "Error from server (NotFound): the server could not find the requested resource") {
+		t.Errorf("kubectl get --raw /api: %s", errOut)
+	}
+	d, err := discovery.NewDiscoveryClientForConfig(w.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, resources, err := d.ServerGroupsAndResources()
+	if err != nil {
+		t.Fatalf("discovery: %v", err)
+	}
+	found := false
+	for _, l := range resources {
+		for _, r := range l.APIResources {
+			found = found || (l.GroupVersion == "wardle.example.com/v1beta1" && r.Name == "flunders")
+		}
+	}
+	for _, g := range groups {
+		if g.Name == "" {
+			t.Errorf("discovery lists a core group: %+v", g)
+		}
+	}
+	if !found {
+		t.Errorf("discovery lacks flunders: %v", resources)
+	}
+	if out := w.Kubectl("api-resources", "--api-group=wardle.example.com", "-o", "name"); !strings.Contains(out, "flunders.wardle.example.com") {
+		t.Errorf("kubectl api-resources: %s", out)
 	}
 }

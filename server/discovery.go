@@ -52,21 +52,6 @@ func writeAggregated(w http.ResponseWriter, version string, list *meta.APIGroupD
 	respond.Raw(w, http.StatusOK, ct, body)
 }
 
-// serveLegacyAPI answers /api. apikit serves no core group, so the version
-// list is empty; clients treat that as "no legacy resources".
-func (s *GenericServer) serveLegacyAPI(w http.ResponseWriter, r *http.Request) {
-	if v, ok := wantsAggregated(r.Header.Get("Accept")); ok {
-		writeAggregated(w, v, &meta.APIGroupDiscoveryList{})
-		return
-	}
-	w.Header().Set("Vary", "Accept")
-	respond.JSON(w, http.StatusOK, meta.APIVersions{
-		TypeMeta:                   meta.TypeMeta{Kind: "APIVersions"},
-		Versions:                   []string{},
-		ServerAddressByClientCIDRs: []meta.ServerAddressByClientCIDR{},
-	})
-}
-
 // DiscoveryGroups lists the API groups /apis serves, in the order clients
 // are to prefer them, in either form: the legacy APIGroupList's entries or
 // aggregated discovery's (apidiscovery.k8s.io). Both may change while the

@@ -33,7 +33,9 @@ type runtimeState struct {
 
 // installDefaultRoutes adds discovery, /version and the health endpoints.
 func (s *GenericServer) installDefaultRoutes() {
-	s.mux.HandleFunc("/api", s.serveLegacyAPI)
+	// No /api: apikit serves no core group, and a server without one
+	// answers /api 404, as k8s.io/sample-apiserver does (client-go's
+	// discovery takes that as "no legacy resources").
 	s.mux.HandleFunc("/apis", s.serveAPIs)
 	s.mux.HandleFunc("/version", func(w http.ResponseWriter, r *http.Request) {
 		respond.JSON(w, http.StatusOK, s.config.Version)
@@ -57,7 +59,7 @@ func (s *GenericServer) installDefaultRoutes() {
 
 // ListedPaths are the paths GET / lists.
 func (s *GenericServer) ListedPaths() []string {
-	paths := []string{"/api", "/apis", "/healthz", "/livez", "/readyz", "/version", "/openapi/v2", "/openapi/v3"}
+	paths := []string{"/apis", "/healthz", "/livez", "/readyz", "/version", "/openapi/v2", "/openapi/v3"}
 	for _, g := range s.APIGroups() {
 		paths = append(paths, "/apis/"+g.Name)
 		for _, v := range g.Versions {

@@ -110,7 +110,6 @@ func TestDiscovery(t *testing.T) {
 	for _, tc := range []struct {
 		path, accept, want string
 	}{
-		{"/api", "", `{"kind":"APIVersions","versions":[],"serverAddressByClientCIDRs":[]}`},
 		{"/apis", "", `{"kind":"APIGroupList","apiVersion":"v1","groups":[{"name":"test.example.com","versions":[{"groupVersion":"test.example.com/v1","version":"v1"},{"groupVersion":"test.example.com/v1beta1","version":"v1beta1"}],"preferredVersion":{"groupVersion":"test.example.com/v1","version":"v1"}}]}`},
 		{"/apis/test.example.com", "", `{"kind":"APIGroup","apiVersion":"v1","name":"test.example.com","versions":[{"groupVersion":"test.example.com/v1","version":"v1"},{"groupVersion":"test.example.com/v1beta1","version":"v1beta1"}],"preferredVersion":{"groupVersion":"test.example.com/v1","version":"v1"}}`},
 		{"/apis/test.example.com/v1", "", `{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"test.example.com/v1","resources":[` +
@@ -136,6 +135,15 @@ func TestDiscovery(t *testing.T) {
 	}
 	if rec := get(t, h, "/apis/other.example.com", ""); rec.Code != 404 {
 		t.Errorf("unknown group: %d", rec.Code)
+	}
+	// No core group, no /api, in either form: 404, as
+	// k8s.io/sample-apiserver answers (client-go takes it as "no legacy
+	// resources").
+	notFound := `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the server could not find the requested resource","reason":"NotFound","details":{},"code":404}`
+	for _, accept := range []string{"", "application/json", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"} {
+		if rec := get(t, h, "/api", accept); rec.Code != 404 || strings.TrimSpace(rec.Body.String()) != notFound {
+			t.Errorf("/api (Accept %q): %d %s", accept, rec.Code, rec.Body)
+		}
 	}
 }
 
@@ -188,10 +196,8 @@ func TestAggregatedDiscovery(t *testing.T) {
 	if ct := rec.Header().Get("Content-Type"); ct != "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList" || !strings.Contains(rec.Body.String(), `"apiVersion":"apidiscovery.k8s.io/v2beta1"`) {
 		t.Errorf("v2beta1: %q %s", ct, rec.Body)
 	}
-	rec = get(t, s.Handler, "/api", kubectl)
-	if rec.Header().Get("Content-Type") != "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList" ||
-		strings.TrimSpace(rec.Body.String()) != `{"kind":"APIGroupDiscoveryList","apiVersion":"apidiscovery.k8s.io/v2","metadata":{},"items":[]}` {
-		t.Errorf("/api aggregated: %s", rec.Body)
+	if rec = get(t, s.Handler, "/api", kubectl); rec.Code != 404 {
+		t.Errorf("/api aggregated: %d %s", rec.Code, rec.Body)
 	}
 	// Legacy clients that prefer plain JSON get the legacy document.
 	rec = get(t, s.Handler, "/apis", "application/json, application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
@@ -220,10 +226,13 @@ func TestVersionAndRoot(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &root); err != nil || rec.Code != 200 {
 		t.Fatalf("/ %d %s", rec.Code, rec.Body)
 	}
-	for _, p := range []string{"/api", "/apis", "/apis/test.example.com", "/apis/test.example.com/v1", "/healthz", "/livez", "/readyz", "/version"} {
+	for _, p := range []string{"/apis", "/apis/test.example.com", "/apis/test.example.com/v1", "/healthz", "/livez", "/readyz", "/version"} {
 		if !slices.Contains(root.Paths, p) {
 			t.Errorf("/ does not list %s: %v", p, root.Paths)
 		}
+	}
+	if slices.Contains(root.Paths, "/api") {
+		t.Errorf("/ lists /api, which a server without a core group does not serve: %v", root.Paths)
 	}
 	if !slices.IsSorted(root.Paths) {
 		t.Errorf("paths not sorted: %v", root.Paths)
