@@ -195,9 +195,10 @@ type Event struct {
 // A watch from revision R needs the history after R: it ends at once with an
 // ErrorEvent carrying ErrExpired when R+1 is older than the compacted
 // revision (etcd's rule; a list at R fails when R itself is compacted). A
-// watch whose consumer falls too far behind is ended with an ErrorEvent
-// carrying ErrUnavailable, and its client watches again from the last
-// revision it saw. Watch itself fails with ErrTooLargeResourceVersion when
+// watch whose consumer falls too far behind is closed without an event, as
+// kube-apiserver's watch cache closes it: its client watches again from the
+// last revision it saw (a Kubernetes reflector does so on a closed watch,
+// but lists everything again after an error). Watch itself fails with ErrTooLargeResourceVersion when
 // SendInitialEvents asks for a revision the store does not reach within a few
 // seconds.
 type WatchOptions struct {

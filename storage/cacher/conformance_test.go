@@ -42,6 +42,15 @@ func testCacher(t testing.TB, backend storage.Interface, opts ...Option) *Cacher
 	return c
 }
 
+// slowCacher is a cache whose watchers fall out of a window of a few
+// changes, and how many unread changes that takes at most: the window, what
+// a watcher copies out of it at once, and its channel's buffer.
+func slowCacher(t *testing.T, backend storage.Interface) (storage.Interface, int) {
+	const window = 10
+	c := testCacher(t, backend, WithCapacity(window))
+	return c, window + maxBatch + outBuffer
+}
+
 func TestConformanceMemory(t *testing.T) {
 	storagetest.Run(t, storagetest.Factory{
 		New: func(t *testing.T) storage.Interface {
@@ -55,6 +64,9 @@ func TestConformanceMemory(t *testing.T) {
 			return c.Compact(ctx, rev)
 		},
 		BookmarkInterval: testBookmarkInterval,
+		SlowWatchers: func(t *testing.T) (storage.Interface, int) {
+			return slowCacher(t, memory.New(memory.WithBookmarkInterval(testBookmarkInterval), memory.WithMaxRevisionWait(testMaxRevisionWait)))
+		},
 	})
 }
 
@@ -79,5 +91,11 @@ func TestConformanceEtcd(t *testing.T) {
 			return s.(*Cacher).Compact(ctx, rev)
 		},
 		BookmarkInterval: testBookmarkInterval,
+		SlowWatchers: func(t *testing.T) (storage.Interface, int) {
+			return slowCacher(t, etcd3.New(client,
+				etcd3.WithPrefix(fmt.Sprintf("/registry-%d", n.Add(1))),
+				etcd3.WithBookmarkInterval(testBookmarkInterval),
+				etcd3.WithMaxRevisionWait(testMaxRevisionWait)))
+		},
 	})
 }

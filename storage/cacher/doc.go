@@ -88,9 +88,11 @@
 // A watch costs one goroutine and a small buffer; a change costs the
 // goroutine that applies it one append and one wake-up, whatever the
 // number of watchers. A watcher whose consumer reads too slowly to stay
-// in the window ends with an ErrorEvent carrying ErrUnavailable (its
-// client watches again from the last revision it saw, and lists again if
-// that is gone too); no watcher ever holds up another or the cache.
+// in the window is closed without an event, as kube-apiserver's watch
+// cache closes it (its client watches again from the last revision it
+// saw, and lists again only if that is gone too, where an error would
+// have made a Kubernetes reflector list at once); no watcher ever holds
+// up another or the cache.
 // Bookmarks go to the watches that asked for them every bookmark interval
 // (a minute), at the revision the watch has delivered everything up to.
 //

@@ -181,10 +181,6 @@ func errReinitialized() error {
 		Message: "the watch cache lost its history and listed again: list and watch again"}
 }
 
-func (w *watcher) errBehind() error {
-	return storage.NewUnavailable(fmt.Errorf(
-		"watch of %q ended: the watcher fell behind the watch cache's window; watch again from the last revision received", w.prefix))
-}
 
 func (w *watcher) run() {
 	defer close(w.done)
@@ -200,6 +196,7 @@ func (w *watcher) run() {
 	c := w.c
 	for {
 		var err error
+		behind := false
 		c.mu.RLock()
 		next := c.firstSeq + uint64(len(c.events))
 		if w.cursor < c.firstSeq && w.group.evicted <= w.cursor {
@@ -210,7 +207,7 @@ func (w *watcher) run() {
 		case c.epoch != w.epoch:
 			err = errReinitialized()
 		case w.cursor < c.firstSeq:
-			err = w.errBehind()
+			behind = true
 		default:
 			off := w.cursor - c.firstSeq
 			n := min(next-w.cursor, maxBatch)
@@ -222,6 +219,14 @@ func (w *watcher) run() {
 		c.mu.RUnlock()
 		if err != nil {
 			w.send(storage.Event{Type: storage.ErrorEvent, Err: err})
+			return
+		}
+		if behind {
+			// Closed without an error, as kube-apiserver's watch cache
+			// closes a watcher that does not keep up: its client watches
+			// again from the last revision it got, and lists only when
+			// that is gone too.
+			c.cfg.logger.Debug("watch cache: closing a watch that fell behind the window", "prefix", w.prefix)
 			return
 		}
 		whole := w.prefix == c.root

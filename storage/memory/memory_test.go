@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -52,14 +51,15 @@ func TestSlowWatcherIsEndedNotWaitedFor(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("100 writes took %v with a stuck watcher", d)
 	}
-	var last storage.Event
 	n := 0
 	for ev := range slow.ResultChan() {
-		last = ev
+		if ev.Type == storage.ErrorEvent {
+			t.Fatalf("slow watcher ended after %d events with %v; want it closed without an error, as kube's watch cache closes it", n, ev.Err)
+		}
 		n++
 	}
-	if last.Type != storage.ErrorEvent || !errors.Is(last.Err, storage.ErrUnavailable) || !strings.Contains(last.Err.Error(), "fell more than 10 events behind") {
-		t.Fatalf("slow watcher ended with %+v after %d events; want an ErrorEvent saying it fell behind", last, n)
+	if n >= 100 {
+		t.Fatalf("slow watcher got all %d events; want it closed 10 events behind", n)
 	}
 	if s.nwatchers.Load() != 1 {
 		t.Fatalf("%d watchers registered; want the fast one only", s.nwatchers.Load())

@@ -20,5 +20,9 @@ func TestConformance(t *testing.T) {
 			return s.(*Store).Compact(rev)
 		},
 		BookmarkInterval: testBookmarkInterval,
+		SlowWatchers: func(*testing.T) (storage.Interface, int) {
+			const n = 20
+			return New(WithBookmarkInterval(testBookmarkInterval), WithMaxRevisionWait(time.Second), WithWatchBuffer(n)), n
+		},
 	})
 }

@@ -179,7 +179,7 @@ func (s *Store) removeWatcher(w *watcher) {
 }
 
 // push queues ev without blocking. A watcher whose queue is full is marked
-// overflowed and dropped: writers never wait for a slow consumer.
+// overflowed and closed: writers never wait for a slow consumer.
 func (w *watcher) push(ev storage.Event) {
 	w.mu.Lock()
 	switch {
@@ -226,9 +226,9 @@ func (w *watcher) run() {
 			w.queue, w.progress = w.spare[:0], false
 			w.mu.Unlock()
 			if overflowed {
-				w.send(storage.Event{Type: storage.ErrorEvent, Err: storage.NewUnavailable(fmt.Errorf(
-					"watch of %q ended: the watcher fell more than %d events behind; watch again from the last revision received",
-					w.prefix, w.s.cfg.watchBuffer))})
+				// Closed without an error, as kube-apiserver's watch
+				// cache closes a watcher that does not keep up: its
+				// client watches again from the last revision it got.
 				return
 			}
 			for i, ev := range q {

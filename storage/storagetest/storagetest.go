@@ -30,6 +30,11 @@ type Factory struct {
 	// to a watch that asked for them. Set it short (a few hundred
 	// milliseconds): the suite waits for a bookmark up to a few intervals.
 	BookmarkInterval time.Duration
+	// SlowWatchers, when set, returns a fresh store whose watches fall
+	// behind (and are closed) once their consumer leaves about n events
+	// unread. Stores whose watches never fall behind (an etcd watch waits
+	// for its consumer) leave it nil.
+	SlowWatchers func(t *testing.T) (s storage.Interface, n int)
 }
 
 // Run runs the conformance suite against the stores f makes.

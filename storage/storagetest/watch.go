@@ -463,6 +463,12 @@ func testWatch(t *testing.T, f Factory) {
 			}
 		}
 	})
+	t.Run("a watch that falls behind is closed without an error and resumes", func(t *testing.T) {
+		if f.SlowWatchers == nil {
+			t.Skip("the store's watches do not fall behind")
+		}
+		testSlowWatcher(t, f)
+	})
 	t.Run("no Bookmarks unless asked", func(t *testing.T) {
 		s, ctx := newStore(t, f), testContext(t)
 		w := mustWatch(t, ctx, s, "/watch/", storage.WatchOptions{Revision: currentRevision(t, ctx, s)})
@@ -535,5 +541,81 @@ func testWatchStop(t *testing.T, f Factory) {
 				t.Fatalf("%d backend goroutines still run after the watches ended; %d before", backendGoroutines(), base)
 			}
 		})
+	}
+}
+
+// testSlowWatcher checks that a watch whose consumer stops reading is
+// closed without an ErrorEvent, as kube-apiserver's watch cache closes it,
+// after a gapless run of its events; a Kubernetes reflector then watches
+// again from the last revision it got (after an error it would list
+// everything again), and that watch delivers the rest.
+func testSlowWatcher(t *testing.T, f Factory) {
+	s, n := f.SlowWatchers(t)
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	ctx := testContext(t)
+	from := currentRevision(t, ctx, s)
+	w := mustWatch(t, ctx, s, "/slow/", storage.WatchOptions{Revision: from})
+	writes := 10*n + 100
+	revs := make([]int64, writes)
+	for i := range writes {
+		revs[i] = mustCreate(t, ctx, s, fmt.Sprintf("/slow/k%05d", i), value("k", i))
+	}
+	// The consumer reads again: what comes is a gapless run of the
+	// events, then the end of the watch, with no error.
+	got := 0
+	timeout := time.After(eventTimeout)
+read:
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			switch {
+			case !ok:
+				break read
+			case ev.Type == storage.ErrorEvent:
+				t.Fatalf("after %d events the watch ended with %s; want it closed without an error, so that a client resumes instead of listing again", got, describe(ev))
+			case ev.Type == storage.Bookmark:
+				continue
+			case got == writes:
+				t.Fatalf("an event after all %d: %s", writes, describe(ev))
+			case ev.Type != storage.Added || ev.Key != fmt.Sprintf("/slow/k%05d", got) || ev.Revision != revs[got]:
+				t.Fatalf("event %d is %s; want the create of /slow/k%05d at %d", got, describe(ev), got, revs[got])
+			}
+			got++
+		case <-timeout:
+			t.Fatalf("the watch, %d events behind, got %d of them and was not closed within %v", writes, got, eventTimeout)
+		}
+	}
+	if got == writes {
+		t.Fatalf("the watch delivered all %d events it was left behind by; want it closed about %d behind", writes, n)
+	}
+	t.Logf("the slow watch was closed after %d of %d events", got, writes)
+	last := from
+	if got > 0 {
+		last = revs[got-1]
+	}
+	again, err := s.Watch(ctx, "/slow/", storage.WatchOptions{Revision: last})
+	if err != nil {
+		wantCode(t, "watching again from the last revision received", err, storage.ErrExpired)
+		return
+	}
+	defer again.Stop()
+	for i := got; i < writes; i++ {
+		if i == got {
+			// A window smaller than the writes (a watch cache's) may
+			// have lost the revision: the client lists again.
+			if ev, ok := next(t, again); ok && ev.Type == storage.ErrorEvent {
+				wantCode(t, "watching again from the last revision received", ev.Err, storage.ErrExpired)
+				t.Logf("the store no longer has revision %d: %v", last, ev.Err)
+				return
+			} else if !ok || ev.Type != storage.Added || ev.Key != fmt.Sprintf("/slow/k%05d", i) || ev.Revision != revs[i] {
+				t.Fatalf("watching again from %d: got %s (open %v); want the create of /slow/k%05d", last, describe(ev), ok, i)
+			}
+			continue
+		}
+		expectEvents(t, again, storage.Event{Type: storage.Added, Key: fmt.Sprintf("/slow/k%05d", i), Value: value("k", i), Revision: revs[i]})
 	}
 }
