@@ -181,7 +181,6 @@ func errReinitialized() error {
 		Message: "the watch cache lost its history and listed again: list and watch again"}
 }
 
-
 func (w *watcher) run() {
 	defer close(w.done)
 	defer close(w.out)
