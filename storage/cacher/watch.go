@@ -85,8 +85,9 @@ func (c *Cacher) Watch(ctx context.Context, prefix string, opts storage.WatchOpt
 	initial := rev == 0 || opts.SendInitialEvents
 	if initial {
 		// The state sent first is the latest (a consistent read), or one
-		// not older than a revision the cache may not have reached yet.
-		delegate, err := c.sync(ctx, rev, false)
+		// not older than a revision the cache may not have reached yet,
+		// with the writes made through the cache, as a NotOlderThan list.
+		delegate, err := c.sync(ctx, rev, rev > 0)
 		if err != nil {
 			return nil, err
 		}
