@@ -18,6 +18,16 @@ import (
 // DefaultDialTimeout is kube-apiserver's etcd dial timeout.
 const DefaultDialTimeout = 20 * time.Second
 
+// Keepalives notice a member that went away while idle, so that watches
+// move to another one.
+const (
+	keepAliveTime    = 30 * time.Second
+	keepAliveTimeout = 10 * time.Second
+)
+
+// defaultLogLevel is the client's log level when Config names none.
+var defaultLogLevel slog.Leveler = slog.LevelWarn
+
 // Config says how to reach an etcd cluster.
 type Config struct {
 	// Endpoints are the client URLs of the cluster's members, like
@@ -86,17 +96,15 @@ func Dial(ctx context.Context, cfg Config) (*clientv3.Client, error) {
 	}
 	level := cfg.LogLevel
 	if level == nil {
-		level = slog.LevelWarn
+		level = defaultLogLevel
 	}
 	client, err := clientv3.New(clientv3.Config{
-		Endpoints:   cfg.Endpoints,
-		TLS:         tlsCfg,
-		DialTimeout: timeout,
-		Logger:      ZapLogger(cfg.Logger, level),
-		// Keepalives notice a member that went away while idle, so that
-		// watches move to another one.
-		DialKeepAliveTime:    30 * time.Second,
-		DialKeepAliveTimeout: 10 * time.Second,
+		Endpoints:            cfg.Endpoints,
+		TLS:                  tlsCfg,
+		DialTimeout:          timeout,
+		Logger:               ZapLogger(cfg.Logger, level),
+		DialKeepAliveTime:    keepAliveTime,
+		DialKeepAliveTimeout: keepAliveTimeout,
 	})
 	if err != nil {
 		return nil, storage.NewUnavailable(fmt.Errorf("etcd3: connecting to %v: %w", cfg.Endpoints, err))

@@ -52,7 +52,11 @@ func (s *store) List(ctx context.Context, prefix string, opts storage.ListOption
 		if rev > 0 {
 			ropts = append(ropts, clientv3.WithRev(rev))
 		}
-		resp, err := s.client.Get(ctx, key, ropts...)
+		var resp *clientv3.GetResponse
+		err := s.call(ctx, false, func(ctx context.Context, kv clientv3.KV, _ bool) (err error) {
+			resp, err = kv.Get(ctx, key, ropts...)
+			return err
+		})
 		if err != nil {
 			err = s.mapErr(ctx, "list", prefix, rev, err)
 			if plan.Continued && storage.CodeOf(err) == storage.CodeExpired {

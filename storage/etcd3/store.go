@@ -61,6 +61,11 @@ type store struct {
 	prefix           string
 	bookmarkInterval time.Duration
 	maxRevisionWait  time.Duration
+	// members carry reads and writes (see failover.go): the client alone
+	// unless WithMembers names others.
+	members        members
+	attemptTimeout time.Duration
+	retryWindow    time.Duration
 
 	mu       sync.Mutex
 	closed   bool
@@ -74,8 +79,10 @@ func New(client *clientv3.Client, opts ...Option) storage.Interface {
 		client:           client,
 		bookmarkInterval: DefaultBookmarkInterval,
 		maxRevisionWait:  DefaultMaxRevisionWait,
+		retryWindow:      DefaultRetryWindow,
 		watchers:         map[*watcher]struct{}{},
 	}
+	s.members.list = []*member{{kv: client}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -137,22 +144,55 @@ func (s *store) Create(ctx context.Context, key string, value []byte) (int64, er
 		return 0, err
 	}
 	k := s.full(key)
-	resp, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.ModRevision(k), "=", 0)).
-		Then(clientv3.OpPut(k, string(value))).
-		Commit()
+	var (
+		rev    int64
+		exists bool
+	)
+	err := s.call(ctx, true, func(ctx context.Context, kv clientv3.KV, retry bool) error {
+		txn := kv.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(k), "=", 0)).
+			Then(clientv3.OpPut(k, string(value)))
+		if retry {
+			txn = txn.Else(clientv3.OpGet(k))
+		}
+		resp, err := txn.Commit()
+		if err != nil {
+			return err
+		}
+		if resp.Succeeded {
+			rev, exists = resp.Header.Revision, false
+			return nil
+		}
+		exists = true
+		if retry {
+			// An earlier try may have committed before its answer was
+			// lost: then the object stored is ours, by its uid.
+			uid := objectUID(value)
+			if uid == "" {
+				return errCreateUnknown
+			}
+			if kvs := resp.Responses[0].GetResponseRange().Kvs; len(kvs) > 0 && objectUID(kvs[0].Value) == uid {
+				rev, exists = kvs[0].CreateRevision, false
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return 0, s.mapErr(ctx, "create", key, 0, err)
 	}
-	if !resp.Succeeded {
+	if exists {
 		return 0, storage.NewAlreadyExists(key)
 	}
-	return resp.Header.Revision, nil
+	return rev, nil
 }
 
 // get reads key; exists is false when it is absent.
 func (s *store) get(ctx context.Context, key string) (kv storage.KeyValue, exists bool, rev int64, err error) {
-	resp, err := s.client.Get(ctx, s.full(key))
+	var resp *clientv3.GetResponse
+	err = s.call(ctx, true, func(ctx context.Context, kv clientv3.KV, _ bool) (err error) {
+		resp, err = kv.Get(ctx, s.full(key))
+		return err
+	})
 	if err != nil {
 		return storage.KeyValue{}, false, 0, s.mapErr(ctx, "get", key, 0, err)
 	}
@@ -193,7 +233,11 @@ func (s *store) Get(ctx context.Context, key string, opts storage.GetOptions) (s
 func (s *store) currentRevision(ctx context.Context) (int64, error) {
 	// A linearizable read of one key costs etcd the least and carries the
 	// store's revision in its header.
-	resp, err := s.client.Get(ctx, s.full("/"), clientv3.WithCountOnly())
+	var resp *clientv3.GetResponse
+	err := s.call(ctx, true, func(ctx context.Context, kv clientv3.KV, _ bool) (err error) {
+		resp, err = kv.Get(ctx, s.full("/"), clientv3.WithCountOnly())
+		return err
+	})
 	if err != nil {
 		if errors.Is(ctx.Err(), context.Canceled) {
 			return 0, fmt.Errorf("etcd3: current revision: %w", ctx.Err())
@@ -310,16 +354,30 @@ func (s *store) GuaranteedUpdate(ctx context.Context, key string, opts storage.U
 		if exists {
 			expect = cur.Revision
 		}
-		resp, err := s.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(k), "=", expect)).
-			Then(clientv3.OpPut(k, string(newValue))).
-			Else(clientv3.OpGet(k)).
-			Commit()
+		var (
+			resp    *clientv3.TxnResponse
+			applied int64 // the revision of an earlier try found committed
+		)
+		err = s.call(ctx, true, func(ctx context.Context, kv clientv3.KV, retry bool) (err error) {
+			resp, err = kv.Txn(ctx).
+				If(clientv3.Compare(clientv3.ModRevision(k), "=", expect)).
+				Then(clientv3.OpPut(k, string(newValue))).
+				Else(clientv3.OpGet(k)).
+				Commit()
+			if err != nil || resp.Succeeded || !retry {
+				return err
+			}
+			applied, err = appliedUpdate(ctx, kv, k, expect, newValue, resp)
+			return err
+		})
 		if err != nil {
 			return storage.KeyValue{}, s.mapErr(ctx, "update", key, 0, err)
 		}
 		if resp.Succeeded {
 			return storage.KeyValue{Key: key, Value: newValue, Revision: resp.Header.Revision}, nil
+		}
+		if applied != 0 {
+			return storage.KeyValue{Key: key, Value: newValue, Revision: applied}, nil
 		}
 		// Lost the race: the Else branch read the winner's value.
 		cur, exists, fresh = storage.KeyValue{}, false, true
@@ -351,11 +409,15 @@ func (s *store) Delete(ctx context.Context, key string, opts storage.DeleteOptio
 				return storage.KeyValue{}, err
 			}
 		}
-		resp, err := s.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(k), "=", cur.Revision)).
-			Then(clientv3.OpDelete(k)).
-			Else(clientv3.OpGet(k)).
-			Commit()
+		var resp *clientv3.TxnResponse
+		err := s.call(ctx, true, func(ctx context.Context, kv clientv3.KV, _ bool) (err error) {
+			resp, err = kv.Txn(ctx).
+				If(clientv3.Compare(clientv3.ModRevision(k), "=", cur.Revision)).
+				Then(clientv3.OpDelete(k)).
+				Else(clientv3.OpGet(k)).
+				Commit()
+			return err
+		})
 		if err != nil {
 			return storage.KeyValue{}, s.mapErr(ctx, "delete", key, 0, err)
 		}
@@ -382,5 +444,6 @@ func (s *store) Close() error {
 	for _, w := range ws {
 		w.Stop()
 	}
+	s.members.close()
 	return nil
 }
