@@ -42,6 +42,9 @@ type EtcdOptions struct {
 	// CompactionInterval is how often etcd's history is compacted; 0
 	// turns compaction off.
 	CompactionInterval time.Duration
+	// AttemptTimeout bounds one try of a read or write on one etcd member
+	// before it is tried again on another (etcd3 backend; 0: no bound).
+	AttemptTimeout time.Duration
 	// EnableWatchCache turns watch caches on.
 	EnableWatchCache bool
 	// WatchCacheSizes are resource[.group]#size entries; Complete merges
@@ -60,12 +63,19 @@ type EtcdOptions struct {
 	Storage *Storage
 }
 
+// DefaultEtcdAttemptTimeout is --etcd-attempt-timeout's default: far
+// above a healthy member's answer, short enough that a write routed to a
+// frozen member or a dead leader is tried again elsewhere within two
+// seconds (see docs/failover.md).
+const DefaultEtcdAttemptTimeout = time.Second
+
 // NewEtcdOptions returns kube-apiserver's defaults, with the embedded
 // backend.
 func NewEtcdOptions() *EtcdOptions {
 	return &EtcdOptions{
 		Prefix:             "/registry",
 		CompactionInterval: 5 * time.Minute,
+		AttemptTimeout:     DefaultEtcdAttemptTimeout,
 		EnableWatchCache:   true,
 	}
 }
@@ -89,6 +99,9 @@ func (o *EtcdOptions) AddFlags(fs *pflag.FlagSet) {
 		"SSL key file used to secure etcd communication.")
 	fs.DurationVar(&o.CompactionInterval, "etcd-compaction-interval", o.CompactionInterval,
 		"The interval of compaction requests. If 0, the compaction request from apiserver is disabled.")
+	fs.DurationVar(&o.AttemptTimeout, "etcd-attempt-timeout", o.AttemptTimeout,
+		"How long one read or write may wait for one etcd member before it is tried again on another member. "+
+			"0 waits as long as the request allows.")
 	fs.BoolVar(&o.EnableWatchCache, "watch-cache", o.EnableWatchCache,
 		"Enable watch caching in the apiserver")
 	fs.StringSliceVar(&o.WatchCacheSizes, "watch-cache-sizes", o.WatchCacheSizes,
@@ -133,6 +146,9 @@ func (o *EtcdOptions) Validate() []error {
 	}
 	if o.CompactionInterval < 0 {
 		errs = append(errs, fmt.Errorf("--etcd-compaction-interval can not be negative value"))
+	}
+	if o.AttemptTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--etcd-attempt-timeout can not be negative value"))
 	}
 	if _, err := ParseWatchCacheSizes(o.WatchCacheSizes); err != nil {
 		errs = append(errs, err)

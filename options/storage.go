@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/storage"
 	"github.com/apikit-dev/apikit/storage/cacher"
@@ -33,6 +35,7 @@ type Storage struct {
 	prefix             string
 	etcd               etcd3.Config
 	compactionInterval time.Duration
+	attemptTimeout     time.Duration
 	watchCache         storage.WatchCacheConfig
 	logger             *slog.Logger
 
@@ -54,6 +57,7 @@ func newStorage(o *EtcdOptions, logger *slog.Logger) *Storage {
 			Logger: logger,
 		},
 		compactionInterval: o.CompactionInterval,
+		attemptTimeout:     o.AttemptTimeout,
 		watchCache:         o.WatchCache,
 		logger:             logger,
 	}
@@ -98,7 +102,26 @@ func (s *Storage) open(ctx context.Context) (storage.Interface, error) {
 		if err != nil {
 			return nil, err
 		}
-		st := etcd3.New(client, etcd3.WithPrefix(s.prefix))
+		// Reads and writes go through a client per member, so that a
+		// failed or frozen member is passed over; watches and compaction
+		// stay on the client of the whole cluster.
+		members, err := etcd3.DialMembers(s.etcd)
+		if err != nil {
+			client.Close()
+			return nil, err
+		}
+		kvs := make([]clientv3.KV, len(members))
+		for i, m := range members {
+			kvs[i] = m
+		}
+		st := etcd3.New(client, etcd3.WithPrefix(s.prefix), etcd3.WithMembers(kvs...), etcd3.WithAttemptTimeout(s.attemptTimeout))
+		closeMembers := func() error {
+			var errs []error
+			for _, m := range members {
+				errs = append(errs, m.Close())
+			}
+			return errors.Join(errs...)
+		}
 		compactCtx, stopCompactor := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() {
@@ -108,7 +131,7 @@ func (s *Storage) open(ctx context.Context) (storage.Interface, error) {
 			}
 		}()
 		s.store = st
-		s.closers = []func() error{st.Close, func() error { stopCompactor(); <-done; return nil }, client.Close}
+		s.closers = []func() error{st.Close, func() error { stopCompactor(); <-done; return nil }, closeMembers, client.Close}
 		s.logger.Info("connected to etcd", "servers", s.etcd.Endpoints)
 	default:
 		return nil, fmt.Errorf("unknown storage backend %q", s.backend)
