@@ -64,17 +64,25 @@ type foObject struct {
 
 // foSample is one request's outcome.
 type foSample struct {
-	window int
-	took   time.Duration
-	failed bool
+	start, end time.Time
+	failed     bool
+}
+
+func (s foSample) took() time.Duration { return s.end.Sub(s.start) }
+
+// foWindow is a span of the run; a request counts in every window it
+// overlaps, so that the requests in flight when a fault strikes count in
+// its window.
+type foWindow struct {
+	name       string
+	start, end time.Time
 }
 
 type foRun struct {
 	t       *testing.T
 	servers []*foServer
 
-	window  atomic.Int32
-	windows []string // names, by index; appended by the fault driver
+	windows []foWindow // appended by the fault driver
 
 	mu        sync.Mutex
 	writes    []foSample
@@ -83,6 +91,8 @@ type foRun struct {
 	published []*foObject
 	ackedRVs  []foAck
 	failures  map[string]int // failed requests by answer, for the log
+	// the first failed writes' errors, for the log
+	failureText []string
 }
 
 type foAck struct {
@@ -197,7 +207,7 @@ func (r *foRun) faults(ctx context.Context, c *etcdtest.Cluster) {
 
 	l := leader()
 	r.setWindow("leader SIGKILL (10 s)")
-	t.Logf("killing the leader %s", l.Name)
+	t.Logf("%s killing the leader %s", time.Now().Format("15:04:05.000"), l.Name)
 	l.Kill()
 	sleep(10 * time.Second)
 	r.setWindow("after: leader restarted")
@@ -206,7 +216,7 @@ func (r *foRun) faults(ctx context.Context, c *etcdtest.Cluster) {
 
 	f := c.Followers(leader())[0]
 	r.setWindow("follower SIGSTOP 10 s (+2 s)")
-	t.Logf("freezing the follower %s", f.Name)
+	t.Logf("%s freezing the follower %s", time.Now().Format("15:04:05.000"), f.Name)
 	f.Freeze()
 	sleep(10 * time.Second)
 	f.Thaw()
@@ -216,20 +226,28 @@ func (r *foRun) faults(ctx context.Context, c *etcdtest.Cluster) {
 
 	f = c.Followers(leader())[0]
 	r.setWindow("follower SIGKILL, restart 5 s later (+5 s)")
-	t.Logf("killing the follower %s", f.Name)
+	t.Logf("%s killing the follower %s", time.Now().Format("15:04:05.000"), f.Name)
 	f.Kill()
 	sleep(5 * time.Second)
 	restart(f)
 	sleep(5 * time.Second)
 	r.setWindow("after: follower restarted")
 	sleep(settle)
+	r.setWindow("")
 }
 
+// setWindow ends the current window and starts the next one; "" ends the
+// last.
 func (r *foRun) setWindow(name string) {
 	r.mu.Lock()
-	r.windows = append(r.windows, name)
-	r.window.Store(int32(len(r.windows) - 1))
-	r.mu.Unlock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	if n := len(r.windows); n > 0 {
+		r.windows[n-1].end = now
+	}
+	if name != "" {
+		r.windows = append(r.windows, foWindow{name: name, start: now})
+	}
 }
 
 // flunderJSON is a flunder whose spec carries the writer's sequence number.
@@ -346,11 +364,10 @@ func (r *foRun) write(ctx context.Context, s *foServer, o *foObject, seq int) bo
 	}
 	r.mu.Unlock()
 
-	window := int(r.window.Load())
 	start := time.Now()
 	var got flunderJSON
 	code, err := s.do(ctx, method, url, &f, &got)
-	took := time.Since(start)
+	end := time.Now()
 	r.mu.Lock()
 	if ctx.Err() != nil {
 		// Stopped: neither a success nor a failure, but it may have
@@ -359,7 +376,7 @@ func (r *foRun) write(ctx context.Context, s *foServer, o *foObject, seq int) bo
 		r.mu.Unlock()
 		return false
 	}
-	r.writes = append(r.writes, foSample{window: window, took: took, failed: err != nil})
+	r.writes = append(r.writes, foSample{start: start, end: end, failed: err != nil})
 	if err == nil {
 		o.uid, o.rv, o.seq, o.acked, o.pending = got.Metadata.UID, got.rv(), seq, true, nil
 		r.ackedRVs = append(r.ackedRVs, foAck{o.name, o.rv})
@@ -370,6 +387,9 @@ func (r *foRun) write(ctx context.Context, s *foServer, o *foObject, seq int) bo
 		return true
 	}
 	r.failures[failureKind(code, err)]++
+	if len(r.failureText) < 5 {
+		r.failureText = append(r.failureText, fmt.Sprintf("%s after %v: %v", time.Now().Format("15:04:05.000"), end.Sub(start).Round(time.Millisecond), err))
+	}
 	o.pending = append(o.pending, seq)
 	r.mu.Unlock()
 	return r.resync(ctx, s, o)
@@ -426,17 +446,16 @@ func (r *foRun) reader(ctx context.Context, i int) {
 		want := o.rv
 		r.mu.Unlock()
 		s := r.servers[rnd.IntN(len(r.servers))]
-		window := int(r.window.Load())
 		start := time.Now()
 		var got flunderJSON
 		code, err := s.do(ctx, http.MethodGet, s.url(o.name), nil, &got)
-		took := time.Since(start)
+		end := time.Now()
 		if ctx.Err() != nil {
 			return
 		}
 		r.mu.Lock()
 		failed := err != nil && code != http.StatusNotFound
-		r.reads = append(r.reads, foSample{window: window, took: took, failed: failed})
+		r.reads = append(r.reads, foSample{start: start, end: end, failed: failed})
 		switch {
 		case code == http.StatusNotFound:
 			r.stale = append(r.stale, fmt.Sprintf("%s: 404 after its create was acknowledged", o.name))
@@ -536,10 +555,11 @@ func (r *foRun) watchOnce(ctx context.Context, s *foServer, rv int64) (int64, er
 func (r *foRun) report(ctx context.Context) {
 	t := r.t
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n| window | writes | failed | p50 | p99 | max | reads | failed | read max |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for i, name := range r.windows {
-		ws := inWindow(r.writes, i)
-		rs := inWindow(r.reads, i)
+	fmt.Fprintf(&b, "\n(a request counts in every window it overlaps)\n\n| window | writes | failed | p50 | p99 | max | reads | failed | read max |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, w := range r.windows {
+		name := w.name
+		ws := inWindow(r.writes, w)
+		rs := inWindow(r.reads, w)
 		wf, rf := failedCount(ws), failedCount(rs)
 		fmt.Fprintf(&b, "| %s | %d | %d (%.1f%%) | %v | %v | %v | %d | %d | %v |\n", name,
 			len(ws), wf, pct(wf, len(ws)), quantile(ws, 0.5), quantile(ws, 0.99), quantile(ws, 1),
@@ -555,7 +575,10 @@ func (r *foRun) report(ctx context.Context) {
 		}
 	}
 	t.Logf("figures:%s", b.String())
-	t.Logf("failed requests by answer: %v", r.failures)
+	t.Logf("failed writes by answer: %v", r.failures)
+	for _, f := range r.failureText {
+		t.Logf("failed write: %s", f)
+	}
 
 	lost := r.lostWrites(ctx)
 	var gaps int
@@ -631,10 +654,10 @@ func (r *foRun) lostWrites(ctx context.Context) int {
 	return lost
 }
 
-func inWindow(samples []foSample, i int) []foSample {
+func inWindow(samples []foSample, w foWindow) []foSample {
 	var out []foSample
 	for _, s := range samples {
-		if s.window == i {
+		if s.start.Before(w.end) && s.end.After(w.start) {
 			out = append(out, s)
 		}
 	}
@@ -665,7 +688,7 @@ func quantile(samples []foSample, q float64) time.Duration {
 	}
 	ds := make([]time.Duration, len(samples))
 	for i, s := range samples {
-		ds[i] = s.took
+		ds[i] = s.took()
 	}
 	slices.Sort(ds)
 	i := int(q*float64(len(ds))+0.5) - 1

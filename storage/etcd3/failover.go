@@ -37,6 +37,10 @@ const DefaultRetryWindow = 10 * time.Second
 // probeInterval is how often a member that failed a call is probed.
 const probeInterval = 250 * time.Millisecond
 
+// troubleWindow is how long after a member failed a call the tries of
+// every call are bounded tighter (see call).
+const troubleWindow = 5 * time.Second
+
 // WithMembers sends the store's reads and writes through kvs, one per
 // member of the cluster (DialMembers makes them), instead of through the
 // client given to New, whose balancer cannot tell a frozen member from a
@@ -123,6 +127,9 @@ type member struct {
 type members struct {
 	list []*member
 	next atomic.Uint64
+	// lastFailure is when a member last failed a call, in Unix
+	// nanoseconds.
+	lastFailure atomic.Int64
 
 	mu     sync.Mutex
 	closed bool
@@ -160,6 +167,7 @@ func (ms *members) pick(after *member) *member {
 // failed marks m down and, unless it was already, probes it every
 // probeInterval until it answers a serializable read within timeout.
 func (ms *members) failed(m *member, timeout time.Duration) {
+	ms.lastFailure.Store(time.Now().UnixNano())
 	if len(ms.list) < 2 || !m.down.CompareAndSwap(false, true) {
 		return
 	}
@@ -200,6 +208,12 @@ func (ms *members) failed(m *member, timeout time.Duration) {
 	}()
 }
 
+// troubled reports whether a member failed a call within troubleWindow.
+func (ms *members) troubled() bool {
+	last := ms.lastFailure.Load()
+	return last != 0 && time.Since(time.Unix(0, last)) < troubleWindow
+}
+
 // close ends the probes and waits for them.
 func (ms *members) close() {
 	ms.mu.Lock()
@@ -231,7 +245,7 @@ func (s *store) call(ctx context.Context, bounded bool, try func(ctx context.Con
 		m = s.members.pick(m)
 		actx, cancel := ctx, context.CancelFunc(func() {})
 		if bounded && s.attemptTimeout > 0 {
-			actx, cancel = context.WithTimeout(ctx, s.attemptTimeout)
+			actx, cancel = context.WithTimeout(ctx, s.tryTimeout(attempt))
 		}
 		// A member without a leader refuses at once instead of holding
 		// the call until etcd's request timeout.
@@ -249,9 +263,34 @@ func (s *store) call(ctx context.Context, bounded bool, try func(ctx context.Con
 		case <-ctx.Done():
 			return err
 		}
-		pause = min(2*pause, 100*time.Millisecond)
+		pause = min(2*pause, 50*time.Millisecond)
 	}
 }
+
+// tryTimeout bounds the try numbered attempt (from 0) of a call. While a
+// member has failed recently, the cluster may be electing a leader: a
+// write a follower forwarded to the dead leader is lost and would wait the
+// whole attempt timeout, although the new leader takes writes as soon as
+// it is elected, one to two election timeouts after the loss. Then the
+// first quickTries tries of a call get a quarter of the attempt timeout,
+// so that the first try after the election is not long in coming; later
+// ones double up to the whole, so that a cluster merely slow still gets
+// whole tries.
+func (s *store) tryTimeout(attempt int) time.Duration {
+	if !s.members.troubled() {
+		return s.attemptTimeout
+	}
+	quarter := s.attemptTimeout / 4
+	if attempt < quickTries {
+		return quarter
+	}
+	return min(s.attemptTimeout, quarter<<min(attempt-quickTries+1, 2))
+}
+
+// quickTries is how many tries of a call get a quarter of the attempt
+// timeout after a failure: with the default, 2 s, the longest an etcd
+// election takes after its leader was lost.
+const quickTries = 8
 
 // transient reports whether err says nothing about the request itself:
 // the member or its leader is gone, or the try ran out of time.

@@ -291,3 +291,30 @@ func TestPick(t *testing.T) {
 		})
 	}
 }
+
+func TestTryTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		troubled bool
+		attempt  int
+		want     time.Duration
+	}{
+		{"healthy: the attempt timeout", false, 0, time.Second},
+		{"healthy, a later try: the attempt timeout", false, 3, time.Second},
+		{"after a failure: a quarter first", true, 0, 250 * time.Millisecond},
+		{"after a failure: a quarter for the quick tries", true, quickTries - 1, 250 * time.Millisecond},
+		{"after a failure: then half", true, quickTries, 500 * time.Millisecond},
+		{"after a failure: then whole tries", true, quickTries + 1, time.Second},
+		{"after a failure: never more", true, quickTries + 9, time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(nil, WithAttemptTimeout(time.Second)).(*store)
+			if tc.troubled {
+				s.members.lastFailure.Store(time.Now().UnixNano())
+			}
+			if got := s.tryTimeout(tc.attempt); got != tc.want {
+				t.Errorf("tryTimeout(%d) = %v, want %v", tc.attempt, got, tc.want)
+			}
+		})
+	}
+}
