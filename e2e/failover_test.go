@@ -66,6 +66,7 @@ type foObject struct {
 type foSample struct {
 	start, end time.Time
 	failed     bool
+	what       string // method and object
 }
 
 func (s foSample) took() time.Duration { return s.end.Sub(s.start) }
@@ -376,7 +377,7 @@ func (r *foRun) write(ctx context.Context, s *foServer, o *foObject, seq int) bo
 		r.mu.Unlock()
 		return false
 	}
-	r.writes = append(r.writes, foSample{start: start, end: end, failed: err != nil})
+	r.writes = append(r.writes, foSample{start: start, end: end, failed: err != nil, what: method + " " + o.name})
 	if err == nil {
 		o.uid, o.rv, o.seq, o.acked, o.pending = got.Metadata.UID, got.rv(), seq, true, nil
 		r.ackedRVs = append(r.ackedRVs, foAck{o.name, o.rv})
@@ -455,7 +456,7 @@ func (r *foRun) reader(ctx context.Context, i int) {
 		}
 		r.mu.Lock()
 		failed := err != nil && code != http.StatusNotFound
-		r.reads = append(r.reads, foSample{start: start, end: end, failed: failed})
+		r.reads = append(r.reads, foSample{start: start, end: end, failed: failed, what: "GET " + o.name})
 		switch {
 		case code == http.StatusNotFound:
 			r.stale = append(r.stale, fmt.Sprintf("%s: 404 after its create was acknowledged", o.name))
@@ -575,6 +576,14 @@ func (r *foRun) report(ctx context.Context) {
 		}
 	}
 	t.Logf("figures:%s", b.String())
+	for _, w := range r.windows {
+		ws := inWindow(r.writes, w)
+		slices.SortFunc(ws, func(a, b foSample) int { return int(b.took() - a.took()) })
+		for _, s := range ws[:min(3, len(ws))] {
+			t.Logf("%s: slow write %s from %+v to %+v after the window's start: %v (failed %v)", w.name, s.what,
+				s.start.Sub(w.start).Round(time.Millisecond), s.end.Sub(w.start).Round(time.Millisecond), s.took().Round(time.Millisecond), s.failed)
+		}
+	}
 	t.Logf("failed writes by answer: %v", r.failures)
 	for _, f := range r.failureText {
 		t.Logf("failed write: %s", f)

@@ -293,8 +293,15 @@ func (s *store) tryTimeout(attempt int) time.Duration {
 const quickTries = 8
 
 // transient reports whether err says nothing about the request itself:
-// the member or its leader is gone, or the try ran out of time.
+// the member or its leader is gone, the member is overloaded, or the try
+// ran out of time.
 func transient(err error) bool {
+	if errors.Is(err, rpctypes.ErrTooManyRequests) {
+		// A member whose applied index lags its commit index (one that
+		// has just thawed, say) refuses before proposing: the others
+		// may take the call.
+		return true
+	}
 	var ee rpctypes.EtcdError
 	if errors.As(err, &ee) {
 		return ee.Code() == codes.Unavailable

@@ -241,6 +241,8 @@ func TestTransient(t *testing.T) {
 		{"no leader", rpctypes.ErrNoLeader, true},
 		{"etcd request timeout", rpctypes.ErrTimeoutDueToLeaderFail, true},
 		{"grpc unavailable", status.Error(codes.Unavailable, "connection refused"), true},
+		{"member lagging behind", rpctypes.ErrTooManyRequests, true},
+		{"database full", rpctypes.ErrNoSpace, false},
 		{"attempt deadline", fmt.Errorf("get: %w", context.DeadlineExceeded), true},
 		{"compacted", rpctypes.ErrCompacted, false},
 		{"future revision", rpctypes.ErrFutureRev, false},
