@@ -28,8 +28,7 @@ func newFlunder(ns, name, ref string) *unstructured.Unstructured {
 // initial list with sendInitialEvents by default in client-go 0.37) syncs and
 // sees adds, updates and deletes.
 func TestInformer(t *testing.T) {
-	w := StartWardle(t, "--storage-backend=memory")
-	client := w.Dynamic()
+	_, client := startInProcess(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	res := client.Resource(flundersGVR).Namespace("inf")
@@ -98,9 +97,9 @@ func TestInformer(t *testing.T) {
 
 // TestErrors checks the Status errors client-go branches on.
 func TestErrors(t *testing.T) {
-	w := StartWardle(t, "--storage-backend=memory")
+	_, client := startInProcess(t)
 	ctx := context.Background()
-	res := w.Dynamic().Resource(flundersGVR).Namespace("errs")
+	res := client.Resource(flundersGVR).Namespace("errs")
 
 	_, err := res.Get(ctx, "missing", metav1.GetOptions{})
 	var se *apierrors.StatusError

@@ -99,38 +99,53 @@ func NewServerCommand(name string, o *ServerRunOptions, build BuildFunc) *cobra.
 // run is what a server command does once its options are complete.
 func run(ctx context.Context, o CompletedOptions, name string, build BuildFunc, out io.Writer) (err error) {
 	opts := o.Options()
-	cfg := server.NewConfig()
-	cfg.OpenAPITitle = name
-	if err := o.ApplyTo(cfg); err != nil {
-		return err
-	}
 	st := opts.Etcd.Storage
 	defer func() {
 		if cerr := st.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("closing storage: %w", cerr)
 		}
 	}()
-	if err := st.Open(ctx); err != nil {
-		return fmt.Errorf("opening %s storage: %w", st.Backend(), err)
-	}
-	srv, err := build(cfg)
+	srv, err := o.NewServer(ctx, name, build)
 	if err != nil {
 		return err
-	}
-	if srv == nil {
-		return fmt.Errorf("%s: the build function returned no server", name)
-	}
-	if err := o.InstallSystemAPIs(srv); err != nil {
-		return err
-	}
-	if unknown := opts.APIEnablement.UnknownGroups(); len(unknown) > 0 {
-		return fmt.Errorf("--runtime-config: unknown api groups %s", strings.Join(unknown, ","))
 	}
 	if kc := opts.SecureServing.AdminKubeconfig; kc != "" {
 		fmt.Fprintf(out, "%s serves %s with data in %s\nPoint kubectl at it:\n\n    export KUBECONFIG=%s\n    kubectl api-resources\n\n",
 			name, opts.SecureServing.localURL(), opts.Etcd.DataDir, kc)
 	}
 	return srv.PrepareRun().Run(ctx)
+}
+
+// NewServer is what the command does before it serves: it applies the
+// options to a new server.Config, opens the storage, builds the server
+// with build and installs the system APIs the flags turned on into it. The
+// caller runs the server and closes the storage (Options().Etcd.Storage)
+// after it has stopped, also when NewServer fails.
+func (c CompletedOptions) NewServer(ctx context.Context, name string, build BuildFunc) (*server.GenericServer, error) {
+	cfg := server.NewConfig()
+	cfg.OpenAPITitle = name
+	if err := c.ApplyTo(cfg); err != nil { // fails on a zero CompletedOptions
+		return nil, err
+	}
+	opts := c.Options()
+	st := opts.Etcd.Storage
+	if err := st.Open(ctx); err != nil {
+		return nil, fmt.Errorf("opening %s storage: %w", st.Backend(), err)
+	}
+	srv, err := build(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if srv == nil {
+		return nil, fmt.Errorf("%s: the build function returned no server", name)
+	}
+	if err := c.InstallSystemAPIs(srv); err != nil {
+		return nil, err
+	}
+	if unknown := opts.APIEnablement.UnknownGroups(); len(unknown) > 0 {
+		return nil, fmt.Errorf("--runtime-config: unknown api groups %s", strings.Join(unknown, ","))
+	}
+	return srv, nil
 }
 
 // signalContext ends at the first SIGTERM or SIGINT; a second one exits

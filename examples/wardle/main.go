@@ -17,7 +17,6 @@ import (
 
 	"github.com/apikit-dev/apikit/examples/wardle/wardleapi"
 	"github.com/apikit-dev/apikit/options"
-	"github.com/apikit-dev/apikit/server"
 )
 
 func main() {
@@ -27,7 +26,7 @@ func main() {
 	o.SecureServing.AlternateDNS = append(o.SecureServing.AlternateDNS, serviceDNSName)
 	// The default roles view, edit and admin cover the wardle API too.
 	o.Authorization.RBACPolicy.ClusterRoles = append(o.Authorization.RBACPolicy.ClusterRoles, wardleapi.ClusterRoles()...)
-	if err := options.NewServerCommand("wardle", o, build).Execute(); err != nil {
+	if err := options.NewServerCommand("wardle", o, wardleapi.Build).Execute(); err != nil {
 		os.Exit(1)
 	}
 }
@@ -35,25 +34,3 @@ func main() {
 // serviceDNSName is the name of the Service in front of wardle that a
 // front server checks wardle's certificate against.
 const serviceDNSName = "api.wardle.svc"
-
-// build installs the wardle API on the server the flags configured.
-func build(c *server.Config) (*server.GenericServer, error) {
-	api, err := wardleapi.New(c.Storage)
-	if err != nil {
-		return nil, err
-	}
-	c.Admission = append(c.Admission, api.BanFlunder())
-	completed, err := c.Complete()
-	if err != nil {
-		return nil, err
-	}
-	srv, err := completed.New("wardle", server.NewEmptyDelegate())
-	if err != nil {
-		return nil, err
-	}
-	group, err := api.GroupInfo()
-	if err != nil {
-		return nil, err
-	}
-	return srv, srv.InstallAPIGroup(group)
-}
