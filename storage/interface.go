@@ -247,3 +247,17 @@ type ProgressRequester interface {
 	// RequestProgress asks for the Bookmark; it does not wait for it.
 	RequestProgress(ctx context.Context) error
 }
+
+// ProgressOrderer is implemented by backends whose watches' progress
+// reports (Bookmarks, and answers to RequestProgress) can be trusted to
+// come after every event up to their revision only on some versions of the
+// server behind them: etcd orders its progress notifications with events
+// from 3.4.31 and 3.5.13 on (etcd-io/etcd#15220, #17507). A watch cache
+// serves consistent reads only when they can be trusted, and hands them to
+// the backend otherwise, as kube-apiserver's watch cache does.
+type ProgressOrderer interface {
+	// ProgressOrdered reports whether the backend's progress reports are
+	// known to be ordered with its events. It does not block: it is false
+	// until the backend knows.
+	ProgressOrdered() bool
+}

@@ -1023,3 +1023,62 @@ func caughtUp(t testing.TB, c *Cacher) int64 {
 	}
 	return rev
 }
+
+// unorderedProgress is a backend that says whether its watches' progress
+// reports are ordered with their events, as an etcd3 store learns from its
+// etcd's version.
+type unorderedProgress struct {
+	storage.Interface
+	ordered atomic.Bool
+}
+
+func (b *unorderedProgress) ProgressOrdered() bool { return b.ordered.Load() }
+
+// TestConsistentReadsTrustOrderedProgressOnly checks that consistent reads
+// are served by the cache only when the backend's progress reports are
+// ordered with its events (etcd >= 3.4.31, >= 3.5.13), and go to the
+// backend otherwise, as kube-apiserver's watch cache decides; reads not
+// older than a revision are served by the cache either way.
+func TestConsistentReadsTrustOrderedProgressOnly(t *testing.T) {
+	ctx := testContext(t)
+	backend := &unorderedProgress{Interface: newMemory()}
+	c := testCacher(t, backend)
+	rev := mustCreate(t, ctx, c, "/p/a", val("a", 1))
+	caughtUp(t, c)
+	for _, ordered := range []bool{false, true} {
+		backend.ordered.Store(ordered)
+		for _, tc := range []struct {
+			name       string
+			consistent bool
+			read       func() error
+		}{
+			{"consistent Get", true, func() error { _, err := c.Get(ctx, "/p/a", storage.GetOptions{}); return err }},
+			{"consistent List", true, func() error { _, err := c.List(ctx, "/p/", storage.ListOptions{}); return err }},
+			{"consistent Watch", true, func() error {
+				w, err := c.Watch(ctx, "/p/", storage.WatchOptions{})
+				if err == nil {
+					drain(t, w, 1)
+					w.Stop()
+				}
+				return err
+			}},
+			{"Get not older than a revision", false, func() error {
+				_, err := c.Get(ctx, "/p/a", storage.GetOptions{MinRevision: rev})
+				return err
+			}},
+			{"List not older than a revision", false, func() error {
+				_, err := c.List(ctx, "/p/", storage.ListOptions{Revision: rev, Match: storage.MatchNotOlderThan})
+				return err
+			}},
+		} {
+			before := c.delegated.Load()
+			if err := tc.read(); err != nil {
+				t.Fatalf("%s (ordered %v): %v", tc.name, ordered, err)
+			}
+			delegated := c.delegated.Load() > before
+			if want := tc.consistent && !ordered; delegated != want {
+				t.Errorf("%s with progress ordered %v: served by the backend %v, want %v", tc.name, ordered, delegated, want)
+			}
+		}
+	}
+}

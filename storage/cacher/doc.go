@@ -37,7 +37,11 @@
 // watch for progress (storage.ProgressRequester: an etcd progress
 // notification). A cache that has not caught up within the maximum
 // revision wait (3 s) hands the read to the backend; so does, after that
-// wait, a cache whose backend watches cannot report progress.
+// wait, a cache whose backend watches cannot report progress. A backend
+// whose progress reports may come before the events they cover (an etcd
+// older than 3.4.31, or 3.5 older than 3.5.13: storage.ProgressOrderer)
+// gets every consistent read at once, as kube-apiserver's watch cache
+// hands them to such an etcd.
 //
 // A client reads its own writes: a read not older than a revision (a Get
 // with MinRevision, a NotOlderThan list) also waits until the cache has

@@ -16,12 +16,17 @@ import (
 // ownWrites, a read not older than rev also waits for the writes made
 // through the cache, so that a client reads its own writes. delegate is
 // true when the cache did not get there in time but the backend has the
-// revision: the caller then reads from the backend. A revision the backend
+// revision, or for a consistent read when the backend's progress cannot be
+// trusted: the caller then reads from the backend. A revision the backend
 // has not reached either fails with ErrTooLargeResourceVersion.
 func (c *Cacher) sync(ctx context.Context, rev int64, ownWrites bool) (delegate bool, err error) {
 	consistent := rev == 0
 	target := rev
 	switch {
+	case consistent && !c.progressTrusted():
+		// The cache's revision may run ahead of the events it applied:
+		// only the backend can answer a consistent read.
+		return true, nil
 	case consistent:
 		if target, err = c.currentRevision(ctx); err != nil {
 			return false, err
@@ -49,6 +54,15 @@ func (c *Cacher) sync(ctx context.Context, rev int64, ownWrites bool) (delegate 
 		return true, nil
 	}
 	return false, storage.NewTooLargeResourceVersion(rev, cur)
+}
+
+// progressTrusted reports whether the backend's watch progress may move the
+// cache's revision for a consistent read: not on a backend that says its
+// progress reports can come before the events they cover (an etcd older
+// than 3.4.31 or 3.5.13), as kube-apiserver's watch cache decides.
+func (c *Cacher) progressTrusted() bool {
+	po, ok := c.backend.(storage.ProgressOrderer)
+	return !ok || po.ProgressOrdered()
 }
 
 // waitRev waits up to the configured time for the cache to see rev, asking

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -70,6 +71,13 @@ type store struct {
 	mu       sync.Mutex
 	closed   bool
 	watchers map[*watcher]struct{}
+
+	// progressOrder says whether etcd's progress notifications can be
+	// trusted (see ProgressOrdered); the goroutine that learns it ends
+	// at Close: stopCheck stops it, checked is closed when it returned.
+	progressOrder atomic.Int32
+	stopCheck     context.CancelFunc
+	checked       chan struct{}
 }
 
 // New returns a storage.Interface on client. Close ends the store's
@@ -86,6 +94,12 @@ func New(client *clientv3.Client, opts ...Option) storage.Interface {
 	for _, o := range opts {
 		o(s)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.stopCheck, s.checked = cancel, make(chan struct{})
+	go func() {
+		defer close(s.checked)
+		s.checkProgressOrder(ctx)
+	}()
 	return s
 }
 
@@ -441,9 +455,11 @@ func (s *store) Close() error {
 		ws = append(ws, w)
 	}
 	s.mu.Unlock()
+	s.stopCheck()
 	for _, w := range ws {
 		w.Stop()
 	}
 	s.members.close()
+	<-s.checked
 	return nil
 }
