@@ -36,6 +36,9 @@ func (s *store) ProgressOrdered() bool { return s.progressOrder.Load() == progre
 // until it answers, and records whether their progress notifications can
 // be trusted. It returns when every endpoint answered or ctx ends.
 func (s *store) checkProgressOrder(ctx context.Context) {
+	if s.client == nil {
+		return // nothing to ask: consistent reads go to etcd
+	}
 	eps := s.client.Endpoints()
 	done := make(chan struct{}, len(eps))
 	for _, ep := range eps {
