@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// rawGet sends method to the escaped path as written (no client-side
+// rawGet sends method to the escaped path (and query) as written (no client-side
 // cleaning or re-escaping) with the credentials of kubeconfig, and returns
 // the code and the Status's message and reason (empty for other bodies).
 func rawGet(t *testing.T, kubeconfig, method, escapedPath string) (int, string, string) {
@@ -38,8 +38,8 @@ func requestAs(t *testing.T, kubeconfig, method, escapedPath, contentType, body 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if u.EscapedPath() != escapedPath {
-		t.Fatalf("the client would send %s, not %s", u.EscapedPath(), escapedPath)
+	if p, _, _ := strings.Cut(escapedPath, "?"); u.EscapedPath() != p {
+		t.Fatalf("the client would send %s, not %s", u.EscapedPath(), p)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -133,5 +133,45 @@ func TestJSONPatchAmplification(t *testing.T) {
 	}
 	if out := w.Kubectl("get", "flunder", "f1", "-n", "team-a", "-o", "jsonpath={.metadata.annotations}"); strings.TrimSpace(out) != "" {
 		t.Errorf("annotations after the refused patches: %q", out)
+	}
+}
+
+// TestQueryOptionsAsKube: query options kube-apiserver 1.37 answers
+// differently from a plain 400: dryRun=Bogus and a delete giving both
+// orphanDependents and propagationPolicy are 422 Invalid; limit=-1 lists
+// everything; a watch with timeoutSeconds=-1 ends at once, 200, empty.
+func TestQueryOptionsAsKube(t *testing.T) {
+	w := StartWardle(t)
+	for _, n := range []string{"f1", "f2"} {
+		w.KubectlStdin(fmt.Sprintf(flunderYAML, n, "x"), "create", "-n", "team-a", "-f", "-")
+	}
+	const coll = "/apis/wardle.example.com/v1beta1/namespaces/team-a/flunders"
+	kc := w.Kubeconfig()
+	for _, tc := range []struct {
+		method, path, contentType, body string
+		code                            int
+		message                         string
+	}{
+		{http.MethodPost, coll + "?dryRun=Bogus", "application/json", `{"metadata":{"name":"f3"}}`, 422,
+			`CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["Bogus"]: supported values: "All"`},
+		{http.MethodDelete, coll + "/f1?orphanDependents=true&propagationPolicy=Foreground", "", "", 422,
+			`DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Invalid value: "Foreground": orphanDependents and deletionPropagation cannot be both set`},
+		{http.MethodGet, coll + "?limit=-1", "", "", 200, ""},
+	} {
+		code, msg, _ := requestAs(t, kc, tc.method, tc.path, tc.contentType, tc.body)
+		if code != tc.code || msg != tc.message {
+			t.Errorf("%s %s: %d %q, want %d %q", tc.method, tc.path, code, msg, tc.code, tc.message)
+		}
+	}
+	if out := w.Kubectl("get", "flunders", "-n", "team-a", "-o", "name"); strings.Count(out, "flunder") != 2 {
+		t.Errorf("after the refused writes: %q", out)
+	}
+	start := time.Now()
+	code, msg, _ := requestAs(t, kc, http.MethodGet, coll+"?watch=true&timeoutSeconds=-1", "", "")
+	if code != 200 || msg != "" {
+		t.Errorf("watch timeoutSeconds=-1: %d %q, want 200 and an empty stream", code, msg)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("watch timeoutSeconds=-1 took %v", d)
 	}
 }

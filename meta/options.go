@@ -93,14 +93,20 @@ type DeleteOptions struct {
 	DryRun             []string             `json:"dryRun,omitempty"`
 }
 
-// IsDryRun reports whether dryRun asks for a dry run, validating its values.
-func IsDryRun(dryRun []string) (bool, error) {
+// validateDryRun refuses dryRun values other than All, as kube-apiserver's
+// ValidateDryRun does (a 422 naming the options' kind).
+func validateDryRun(dryRun []string) FieldErrors {
 	for _, v := range dryRun {
 		if v != DryRunAll {
-			return false, NewBadRequest(fmt.Sprintf("Invalid dryRun value: %q; supported values: %q", v, DryRunAll))
+			return FieldErrors{NotSupported(NewPath("dryRun"), dryRun, []string{DryRunAll})}
 		}
 	}
-	return len(dryRun) > 0, nil
+	return nil
+}
+
+// invalidOptions is the 422 of a kind of options (CreateOptions...).
+func invalidOptions(kind string, errs FieldErrors) error {
+	return NewInvalid(GroupKind{Group: "meta.k8s.io", Kind: kind}, "", errs)
 }
 
 // parseBool reads a boolean query parameter as Kubernetes' conversion of
@@ -145,6 +151,11 @@ func ParseListOptions(q url.Values) (ListOptions, error) {
 	}
 	if o.Limit, _, err = parseInt(q, "limit"); err != nil {
 		return o, err
+	}
+	if o.Limit < 0 {
+		// kube-apiserver lists everything for a negative limit, as for
+		// none.
+		o.Limit = 0
 	}
 	o.Continue = q.Get("continue")
 	if b, ok := parseBool(q, "sendInitialEvents"); ok {
@@ -196,9 +207,6 @@ func (o *ListOptions) Validate() FieldErrors {
 	if o.SendInitialEvents != nil {
 		errs = append(errs, Forbidden(NewPath("sendInitialEvents"), "sendInitialEvents is forbidden for list"))
 	}
-	if o.Limit < 0 {
-		errs = append(errs, Invalid(NewPath("limit"), o.Limit, "must be greater than or equal to 0"))
-	}
 	return errs
 }
 
@@ -207,10 +215,10 @@ func ParseGetOptions(q url.Values) GetOptions {
 	return GetOptions{ResourceVersion: q.Get("resourceVersion")}
 }
 
-func parseWriteCommon(q url.Values) (dryRun []string, manager, validation string, err error) {
+func parseWriteCommon(q url.Values, kind string) (dryRun []string, manager, validation string, err error) {
 	dryRun = q["dryRun"]
-	if _, err = IsDryRun(dryRun); err != nil {
-		return nil, "", "", err
+	if errs := validateDryRun(dryRun); len(errs) > 0 {
+		return nil, "", "", invalidOptions(kind, errs)
 	}
 	manager = q.Get("fieldManager")
 	if len(manager) > 128 {
@@ -228,19 +236,19 @@ func parseWriteCommon(q url.Values) (dryRun []string, manager, validation string
 
 // ParseCreateOptions reads POST options from a query.
 func ParseCreateOptions(q url.Values) (CreateOptions, error) {
-	d, m, v, err := parseWriteCommon(q)
+	d, m, v, err := parseWriteCommon(q, "CreateOptions")
 	return CreateOptions{DryRun: d, FieldManager: m, FieldValidation: v}, err
 }
 
 // ParseUpdateOptions reads PUT options from a query.
 func ParseUpdateOptions(q url.Values) (UpdateOptions, error) {
-	d, m, v, err := parseWriteCommon(q)
+	d, m, v, err := parseWriteCommon(q, "UpdateOptions")
 	return UpdateOptions{DryRun: d, FieldManager: m, FieldValidation: v}, err
 }
 
 // ParsePatchOptions reads PATCH options from a query.
 func ParsePatchOptions(q url.Values) (PatchOptions, error) {
-	d, m, v, err := parseWriteCommon(q)
+	d, m, v, err := parseWriteCommon(q, "PatchOptions")
 	o := PatchOptions{DryRun: d, FieldManager: m, FieldValidation: v}
 	if err != nil {
 		return o, err
@@ -269,17 +277,23 @@ func ParseDeleteQuery(q url.Values, o *DeleteOptions) error {
 	if d := q["dryRun"]; len(d) > 0 {
 		o.DryRun = d
 	}
-	if _, err := IsDryRun(o.DryRun); err != nil {
-		return err
-	}
+	// kube-apiserver's ValidateDeleteOptions, in its order.
+	var errs FieldErrors
+	policyPath := NewPath("propagationPolicy")
 	if p := o.PropagationPolicy; p != nil {
+		if o.OrphanDependents != nil {
+			errs = append(errs, Invalid(policyPath, string(*p), "orphanDependents and deletionPropagation cannot be both set"))
+		}
 		switch *p {
 		case DeletePropagationOrphan, DeletePropagationBackground, DeletePropagationForeground:
 		default:
-			return NewInvalid(GroupKind{Group: "meta.k8s.io", Kind: "DeleteOptions"}, "",
-				FieldErrors{NotSupported(NewPath("propagationPolicy"), string(*p),
-					[]string{string(DeletePropagationForeground), string(DeletePropagationBackground), string(DeletePropagationOrphan), "nil"})})
+			errs = append(errs, NotSupported(policyPath, string(*p),
+				[]string{string(DeletePropagationForeground), string(DeletePropagationBackground), string(DeletePropagationOrphan), "nil"}))
 		}
+	}
+	errs = append(errs, validateDryRun(o.DryRun)...)
+	if len(errs) > 0 {
+		return invalidOptions("DeleteOptions", errs)
 	}
 	return nil
 }

@@ -1,8 +1,10 @@
 package meta
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 )
 
@@ -57,8 +59,12 @@ func TestParseListOptions(t *testing.T) {
 			wantErr: `invalid value "ten" for query parameter limit: must be an integer`},
 		{name: "bad timeout", query: "timeoutSeconds=1.5", wantCode: http.StatusBadRequest, wantReason: StatusReasonBadRequest,
 			wantErr: `invalid value "1.5" for query parameter timeoutSeconds: must be an integer`},
-		{name: "negative limit", query: "limit=-1", wantCode: http.StatusUnprocessableEntity, wantReason: StatusReasonInvalid,
-			wantErr: invalid + `limit: Invalid value: -1: must be greater than or equal to 0`},
+		// kube-apiserver lists everything for a negative limit.
+		{name: "negative limit", query: "limit=-1", check: func(t *testing.T, o ListOptions) {
+			if o.Limit != 0 {
+				t.Errorf("Limit = %d, want 0 (none)", o.Limit)
+			}
+		}},
 		{name: "match without resourceVersion", query: "resourceVersionMatch=NotOlderThan", wantCode: http.StatusUnprocessableEntity, wantReason: StatusReasonInvalid,
 			wantErr: invalid + `resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided`},
 		{name: "match with continue", query: "resourceVersion=1&resourceVersionMatch=NotOlderThan&continue=abc", wantCode: http.StatusUnprocessableEntity, wantReason: StatusReasonInvalid,
@@ -119,27 +125,37 @@ func wantWatch(want bool) func(*testing.T, ListOptions) {
 func TestParseWriteOptions(t *testing.T) {
 	tests := []struct {
 		query   string
-		wantErr string
+		wantErr string // %s is the options' kind
+		invalid bool   // 422 Invalid, else 400 BadRequest
 	}{
-		{"", ""},
-		{"dryRun=All&fieldManager=kubectl&fieldValidation=Strict", ""},
-		{"dryRun=Some", `Invalid dryRun value: "Some"; supported values: "All"`},
-		{"fieldValidation=Loose", `fieldValidation must be one of "Ignore", "Warn" or "Strict", got "Loose"`},
-		{"fieldManager=" + string(make([]byte, 129)), "fieldManager may not be longer than 128 characters"},
+		{"", "", false},
+		{"dryRun=All&fieldManager=kubectl&fieldValidation=Strict", "", false},
+		// kube-apiserver's ValidateDryRun.
+		{"dryRun=Some", `%s.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["Some"]: supported values: "All"`, true},
+		{"dryRun=All&dryRun=Bogus", `%s.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["All","Bogus"]: supported values: "All"`, true},
+		{"fieldValidation=Loose", `fieldValidation must be one of "Ignore", "Warn" or "Strict", got "Loose"`, false},
+		{"fieldManager=" + string(make([]byte, 129)), "fieldManager may not be longer than 128 characters", false},
 	}
 	for _, tt := range tests {
 		q, _ := url.ParseQuery(tt.query)
-		for name, parse := range map[string]func(url.Values) error{
-			"create": func(q url.Values) error { _, err := ParseCreateOptions(q); return err },
-			"update": func(q url.Values) error { _, err := ParseUpdateOptions(q); return err },
-			"patch":  func(q url.Values) error { _, err := ParsePatchOptions(q); return err },
+		for kind, parse := range map[string]func(url.Values) error{
+			"CreateOptions": func(q url.Values) error { _, err := ParseCreateOptions(q); return err },
+			"UpdateOptions": func(q url.Values) error { _, err := ParseUpdateOptions(q); return err },
+			"PatchOptions":  func(q url.Values) error { _, err := ParsePatchOptions(q); return err },
 		} {
 			err := parse(q)
-			if got := errString(err); got != tt.wantErr {
-				t.Errorf("%s %q: error %q, want %q", name, tt.query, got, tt.wantErr)
+			want := tt.wantErr
+			if strings.Contains(want, "%s") {
+				want = fmt.Sprintf(want, kind)
 			}
-			if err != nil && !IsBadRequest(err) {
-				t.Errorf("%s %q: %v is not a BadRequest", name, tt.query, err)
+			if got := errString(err); got != want {
+				t.Errorf("%s %q: error %q, want %q", kind, tt.query, got, want)
+			}
+			if err != nil && tt.invalid != IsInvalid(err) {
+				t.Errorf("%s %q: %v: Invalid is %v, want %v", kind, tt.query, err, IsInvalid(err), tt.invalid)
+			}
+			if err != nil && !tt.invalid && !IsBadRequest(err) {
+				t.Errorf("%s %q: %v is not a BadRequest", kind, tt.query, err)
 			}
 		}
 	}
@@ -150,19 +166,45 @@ func TestParseWriteOptions(t *testing.T) {
 }
 
 func TestParseDeleteQuery(t *testing.T) {
-	q := url.Values{"gracePeriodSeconds": {"0"}, "propagationPolicy": {"Foreground"}, "orphanDependents": {"false"}, "dryRun": {"All"}}
+	q := url.Values{"gracePeriodSeconds": {"0"}, "propagationPolicy": {"Foreground"}, "dryRun": {"All"}}
 	var o DeleteOptions
 	if err := ParseDeleteQuery(q, &o); err != nil {
 		t.Fatal(err)
 	}
 	if o.GracePeriodSeconds == nil || *o.GracePeriodSeconds != 0 || o.PropagationPolicy == nil || *o.PropagationPolicy != DeletePropagationForeground ||
-		o.OrphanDependents == nil || *o.OrphanDependents || len(o.DryRun) != 1 {
+		len(o.DryRun) != 1 {
 		t.Errorf("got %+v", o)
 	}
-	err := ParseDeleteQuery(url.Values{"propagationPolicy": {"Sideways"}}, &DeleteOptions{})
-	const want = `DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: "Sideways": supported values: "Foreground", "Background", "Orphan", "nil"`
-	if errString(err) != want || !IsInvalid(err) {
-		t.Errorf("error %q, want %q", errString(err), want)
+	var orphan DeleteOptions
+	if err := ParseDeleteQuery(url.Values{"orphanDependents": {"false"}}, &orphan); err != nil || orphan.OrphanDependents == nil || *orphan.OrphanDependents {
+		t.Errorf("orphanDependents=false: %+v, %v", orphan, err)
+	}
+	const invalid = `DeleteOptions.meta.k8s.io "" is invalid: `
+	for _, tc := range []struct {
+		q    url.Values
+		body DeleteOptions
+		want string
+	}{
+		{url.Values{"propagationPolicy": {"Sideways"}}, DeleteOptions{},
+			invalid + `propagationPolicy: Unsupported value: "Sideways": supported values: "Foreground", "Background", "Orphan", "nil"`},
+		// kube-apiserver's ValidateDeleteOptions: not both, in the
+		// query, the body or one in each.
+		{url.Values{"propagationPolicy": {"Foreground"}, "orphanDependents": {"false"}}, DeleteOptions{},
+			invalid + `propagationPolicy: Invalid value: "Foreground": orphanDependents and deletionPropagation cannot be both set`},
+		{url.Values{"orphanDependents": {"true"}}, DeleteOptions{PropagationPolicy: ptrTo(DeletePropagationOrphan)},
+			invalid + `propagationPolicy: Invalid value: "Orphan": orphanDependents and deletionPropagation cannot be both set`},
+		{url.Values{"dryRun": {"Bogus"}}, DeleteOptions{},
+			invalid + `dryRun: Unsupported value: ["Bogus"]: supported values: "All"`},
+		{nil, DeleteOptions{OrphanDependents: ptrTo(true), PropagationPolicy: ptrTo(DeletionPropagation("x")), DryRun: []string{"x"}},
+			invalid + `[propagationPolicy: Invalid value: "x": orphanDependents and deletionPropagation cannot be both set, ` +
+				`propagationPolicy: Unsupported value: "x": supported values: "Foreground", "Background", "Orphan", "nil", ` +
+				`dryRun: Unsupported value: ["x"]: supported values: "All"]`},
+	} {
+		o := tc.body
+		err := ParseDeleteQuery(tc.q, &o)
+		if errString(err) != tc.want || !IsInvalid(err) {
+			t.Errorf("%v %+v: error %q, want %q", tc.q, tc.body, errString(err), tc.want)
+		}
 	}
 	checkJSON(t, DeleteOptions{TypeMeta: TypeMeta{Kind: "DeleteOptions", APIVersion: "v1"}, GracePeriodSeconds: o.GracePeriodSeconds, PropagationPolicy: o.PropagationPolicy},
 		`{"kind":"DeleteOptions","apiVersion":"v1","gracePeriodSeconds":0,"propagationPolicy":"Foreground"}`)
@@ -174,3 +216,5 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+func ptrTo[T any](v T) *T { return &v }

@@ -687,6 +687,12 @@ func (s *Scope) serveWatch(w http.ResponseWriter, r *http.Request, ns string, op
 	if flusher != nil {
 		flusher.Flush()
 	}
+	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds < 0 {
+		// kube-apiserver arms its watch timer with the negative timeout,
+		// which fires at once: 200 and an empty stream.
+		request.SignalWatchInit(r.Context())
+		return
+	}
 	// Flow control holds the watch's seats until its initial events are
 	// sent: with sendInitialEvents, until the bookmark that ends them;
 	// for the legacy watch from "" or "0", until no event is at hand

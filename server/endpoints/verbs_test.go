@@ -106,8 +106,16 @@ func TestErrorBodies(t *testing.T) {
 			422, meta.StatusReasonInvalid, `widgets.test.example.com "w1" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update`},
 		{"invalid name", req{method: "POST", path: ns, body: `{"metadata":{"name":"UPPER"}}`},
 			422, meta.StatusReasonInvalid, `Widget.test.example.com "UPPER" is invalid: metadata.name: Invalid value: "UPPER": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
+		// kube-apiserver's ValidateCreateOptions, ValidatePatchOptions
+		// and ValidateDeleteOptions: 422 naming the options' kind.
 		{"bad dryRun", req{method: "POST", path: ns + "?dryRun=Some", body: `{"metadata":{"name":"x"}}`},
-			400, meta.StatusReasonBadRequest, `Invalid dryRun value: "Some"; supported values: "All"`},
+			422, meta.StatusReasonInvalid, `CreateOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["Some"]: supported values: "All"`},
+		{"bad dryRun on PATCH", req{method: "PATCH", path: ns + "/w1?dryRun=Bogus", body: `{}`, contentType: "application/merge-patch+json"},
+			422, meta.StatusReasonInvalid, `PatchOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["Bogus"]: supported values: "All"`},
+		{"bad dryRun on DELETE", req{method: "DELETE", path: ns + "/w1?dryRun=Bogus"},
+			422, meta.StatusReasonInvalid, `DeleteOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["Bogus"]: supported values: "All"`},
+		{"orphanDependents and propagationPolicy", req{method: "DELETE", path: ns + "/w1?orphanDependents=false", body: `{"propagationPolicy":"Background"}`},
+			422, meta.StatusReasonInvalid, `DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Invalid value: "Background": orphanDependents and deletionPropagation cannot be both set`},
 		{"unknown path", req{method: "GET", path: gv + "/sprockets"},
 			404, meta.StatusReasonNotFound, "the server could not find the requested resource"},
 		{"unknown group", req{method: "GET", path: "/apis/other.example.com/v1/things"},
