@@ -578,9 +578,12 @@ func (s *Store[T]) beforeUpdate(ctx context.Context, obj, old T, subresource str
 	if s.opts.StatusSubresource {
 		if subresource == "status" {
 			// Only status may change through /status; metadata and spec
-			// are the current ones, as for custom resources in Kubernetes.
+			// are the current ones, as for custom resources in Kubernetes,
+			// but for managedFields, which record the status write.
 			s.ti.copySpec(obj, old)
+			managed := m.ManagedFields
 			*m = *om
+			m.ManagedFields = managed
 		} else {
 			s.ti.copyStatus(obj, old)
 		}

@@ -55,9 +55,10 @@ type Scope struct {
 	// StopWatches, when closed, ends every open watch (server shutdown).
 	StopWatches <-chan struct{}
 
-	info registry.ResourceInfo
-	gvk  meta.GroupVersionKind
-	gvr  meta.GroupVersionResource
+	info     registry.ResourceInfo
+	managers fieldManagers
+	gvk      meta.GroupVersionKind
+	gvr      meta.GroupVersionResource
 }
 
 func (s *Scope) init() {
@@ -73,6 +74,7 @@ func (s *Scope) init() {
 	if s.MinRequestTimeout <= 0 {
 		s.MinRequestTimeout = 30 * time.Minute
 	}
+	s.initFieldManagers()
 }
 
 func (s *Scope) groupResource() meta.GroupResource { return s.gvr.GroupResource() }
@@ -371,6 +373,7 @@ func (s *Scope) Create(w http.ResponseWriter, r *http.Request, ns string) {
 		respond.Error(w, r, err)
 		return
 	}
+	s.recordUpdate(r, nil, obj, opts.FieldManager, "")
 	dryRun := len(opts.DryRun) > 0
 	admit, validate := s.admissionFuncs(r.Context(), admission.Create, ns, "", "", dryRun)
 	it, err := s.Resource.Create(r.Context(), ns, obj, registry.WriteOptions{DryRun: dryRun, Admit: admit, Validate: validate})
@@ -432,7 +435,12 @@ func (s *Scope) Update(w http.ResponseWriter, r *http.Request, ns, name, subreso
 	if uid := obj.GetObjectMeta().UID; uid != "" {
 		uo.Preconditions = &meta.Preconditions{UID: &uid}
 	}
-	it, created, err := s.Resource.Update(r.Context(), ns, name, func(context.Context, meta.Object) (meta.Object, error) {
+	sent := obj.GetObjectMeta().ManagedFields
+	it, created, err := s.Resource.Update(r.Context(), ns, name, func(_ context.Context, current meta.Object) (meta.Object, error) {
+		// A retried update records against the object it now
+		// replaces, from the managedFields the client sent.
+		obj.GetObjectMeta().ManagedFields = sent
+		s.recordUpdate(r, current, obj, opts.FieldManager, subresource)
 		return obj, nil
 	}, uo)
 	if err != nil {
@@ -454,7 +462,7 @@ const (
 	strategicPatchType = "application/strategic-merge-patch+json"
 )
 
-var supportedPatchTypes = []string{jsonPatchType, mergePatchType, strategicPatchType}
+var supportedPatchTypes = []string{jsonPatchType, mergePatchType, strategicPatchType, applyPatchType}
 
 // MaxJSONPatchOperations is the most operations one JSON patch may hold, as
 // in kube-apiserver (413 beyond).
@@ -476,8 +484,8 @@ var jsonPatchOptions = func() *jsonpatch.ApplyOptions {
 // Patch serves PATCH on a named object or its status: JSON patch, JSON
 // merge patch, and strategic merge patch with the merge strategies of the
 // Go type's patchStrategy and patchMergeKey tags, as k8s.io/apiserver
-// serves it for its types (kubectl patch sends it by default). Server-side
-// apply is answered 415.
+// serves it for its types (kubectl patch sends it by default), and
+// server-side apply (apply.go).
 func (s *Scope) Patch(w http.ResponseWriter, r *http.Request, ns, name, subresource string) {
 	form, err := negotiate(r.Header.Get("Accept"), false)
 	if err != nil {
@@ -491,8 +499,16 @@ func (s *Scope) Patch(w http.ResponseWriter, r *http.Request, ns, name, subresou
 	}
 	ct := r.Header.Get("Content-Type")
 	pt, _, _ := mime.ParseMediaType(ct)
+	if pt == applyPatchType {
+		s.apply(w, r, ns, name, subresource, opts, form)
+		return
+	}
 	if pt != jsonPatchType && pt != mergePatchType && pt != strategicPatchType {
 		respond.Error(w, r, meta.NewUnsupportedMediaType(ct, supportedPatchTypes))
+		return
+	}
+	if err := validatePatchOptions(opts, false); err != nil {
+		respond.Error(w, r, err)
 		return
 	}
 	patch, err := readBody(w, r, s.MaxRequestBodyBytes)
@@ -543,8 +559,11 @@ func (s *Scope) Patch(w http.ResponseWriter, r *http.Request, ns, name, subresou
 			return nil, err
 		}
 		obj := s.Resource.New()
-		warnings, err = decodeObject(patched, obj, s.gvk, opts.FieldValidation)
-		return obj, err
+		if warnings, err = decodeObject(patched, obj, s.gvk, opts.FieldValidation); err != nil {
+			return nil, err
+		}
+		s.recordUpdate(r, current, obj, opts.FieldManager, subresource)
+		return obj, nil
 	}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{DryRun: dryRun, Admit: admit, Validate: validate}, Subresource: subresource})
 	if err != nil {
 		respond.Error(w, r, err)

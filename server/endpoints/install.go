@@ -18,7 +18,7 @@ var (
 	// Strategic merge patch is advertised: kubectl apply then computes
 	// one from the x-kubernetes-patch-* extensions the schema model
 	// publishes, as it does against kube-apiserver's own types.
-	patchMediaTypes = []string{jsonPatchType, mergePatchType, strategicPatchType}
+	patchMediaTypes = []string{jsonPatchType, mergePatchType, strategicPatchType, applyPatchType}
 	readMediaTypes  = []string{"application/json", "application/yaml", "application/json;stream=watch"}
 )
 

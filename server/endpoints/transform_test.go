@@ -172,12 +172,10 @@ func TestPatch(t *testing.T) {
 	}
 	resp, b = ts.do(t, req{method: "PATCH", path: ns + "/w", contentType: "application/strategic-merge-patch+json", body: `{"spec":{"$patch":"sideways"}}`})
 	wantStatus(t, resp, b, http.StatusBadRequest, meta.StatusReasonBadRequest, `unknown patch type sideways in "$patch"`)
-	// Server-side apply is not served.
-	for _, ct := range []string{"application/apply-patch+yaml", "application/json"} {
-		resp, b := ts.do(t, req{method: "PATCH", path: ns + "/w", body: `{"spec":{"size":2}}`, contentType: ct})
-		wantStatus(t, resp, b, http.StatusUnsupportedMediaType, meta.StatusReasonUnsupportedMediaType,
-			"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json")
-	}
+	// A body that is no patch type is refused; apply is apply_test's.
+	resp, b = ts.do(t, req{method: "PATCH", path: ns + "/w", body: `{"spec":{"size":2}}`, contentType: "application/json"})
+	wantStatus(t, resp, b, http.StatusUnsupportedMediaType, meta.StatusReasonUnsupportedMediaType,
+		"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml")
 
 	// A dry-run patch answers the result and keeps the object.
 	resp, b = ts.do(t, req{method: "PATCH", path: ns + "/w?dryRun=All", body: `{"spec":{"size":50}}`, contentType: "application/merge-patch+json"})

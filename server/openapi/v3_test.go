@@ -218,10 +218,12 @@ func checkV3Resource(t *testing.T, doc *v3Doc, r served) {
 		if op.RequestBody == nil || !op.RequestBody.Required {
 			t.Fatalf("PATCH %s: request body %+v", path, op.RequestBody)
 		}
-		// Strategic merge patch is listed, as kube-apiserver lists it for
-		// its own types: kubectl apply then computes one from the schema.
-		if _, smp := op.RequestBody.Content["application/strategic-merge-patch+json"]; !smp || len(op.RequestBody.Content) != 3 {
-			t.Errorf("PATCH %s consumes %v, want JSON patch, merge patch and strategic merge patch", path, op.RequestBody.Content)
+		// Strategic merge patch and apply are listed, as kube-apiserver
+		// lists them for its own types: kubectl apply then computes a
+		// strategic merge patch from the schema.
+		_, smp := op.RequestBody.Content["application/strategic-merge-patch+json"]
+		if _, apply := op.RequestBody.Content["application/apply-patch+yaml"]; !smp || !apply || len(op.RequestBody.Content) != 4 {
+			t.Errorf("PATCH %s consumes %v, want JSON patch, merge patch, strategic merge patch and apply", path, op.RequestBody.Content)
 		}
 		for mt, c := range op.RequestBody.Content {
 			if c["schema"].(map[string]any)["$ref"] != "#/components/schemas/"+metaV1+"Patch" {
