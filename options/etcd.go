@@ -53,6 +53,11 @@ type EtcdOptions struct {
 	// DefaultWatchCacheSizes are the program's own sizes, which the flag
 	// overrides entry by entry. Not a flag.
 	DefaultWatchCacheSizes map[meta.GroupResource]int
+	// MaxObjectBytes is the size limit of a stored object on every backend
+	// (storage.DefaultMaxObjectBytes, what etcd's default request limit
+	// holds); larger writes get 413. The embedded etcd is set to hold it;
+	// an external etcd needs its --max-request-bytes raised to hold more.
+	MaxObjectBytes int64
 
 	// Set by Complete.
 
@@ -77,6 +82,7 @@ func NewEtcdOptions() *EtcdOptions {
 		CompactionInterval: 5 * time.Minute,
 		AttemptTimeout:     DefaultEtcdAttemptTimeout,
 		EnableWatchCache:   true,
+		MaxObjectBytes:     storage.DefaultMaxObjectBytes,
 	}
 }
 
@@ -102,6 +108,10 @@ func (o *EtcdOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.AttemptTimeout, "etcd-attempt-timeout", o.AttemptTimeout,
 		"How long one read or write may wait for one etcd member before it is tried again on another member. "+
 			"0 waits as long as the request allows.")
+	fs.Int64Var(&o.MaxObjectBytes, "storage-max-object-bytes", o.MaxObjectBytes,
+		"The size limit in bytes of a stored object, on every storage backend; larger writes are refused with 413. "+
+			"The default is what etcd's default --max-request-bytes holds; the embedded etcd is set to hold the limit, an external etcd must allow "+
+			"requests of the limit plus 8 KiB.")
 	fs.BoolVar(&o.EnableWatchCache, "watch-cache", o.EnableWatchCache,
 		"Enable watch caching in the apiserver")
 	fs.StringSliceVar(&o.WatchCacheSizes, "watch-cache-sizes", o.WatchCacheSizes,
@@ -149,6 +159,9 @@ func (o *EtcdOptions) Validate() []error {
 	}
 	if o.AttemptTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--etcd-attempt-timeout can not be negative value"))
+	}
+	if o.MaxObjectBytes <= 0 {
+		errs = append(errs, fmt.Errorf("--storage-max-object-bytes must be positive"))
 	}
 	if _, err := ParseWatchCacheSizes(o.WatchCacheSizes); err != nil {
 		errs = append(errs, err)

@@ -36,6 +36,7 @@ type Storage struct {
 	etcd               etcd3.Config
 	compactionInterval time.Duration
 	attemptTimeout     time.Duration
+	maxObjectBytes     int64
 	watchCache         storage.WatchCacheConfig
 	logger             *slog.Logger
 
@@ -58,6 +59,7 @@ func newStorage(o *EtcdOptions, logger *slog.Logger) *Storage {
 		},
 		compactionInterval: o.CompactionInterval,
 		attemptTimeout:     o.AttemptTimeout,
+		maxObjectBytes:     o.MaxObjectBytes,
 		watchCache:         o.WatchCache,
 		logger:             logger,
 	}
@@ -83,14 +85,14 @@ func (s *Storage) open(ctx context.Context) (storage.Interface, error) {
 	}
 	switch s.backend {
 	case BackendMemory:
-		m := memory.New()
+		m := memory.New(memory.WithMaxObjectBytes(s.maxObjectBytes))
 		s.store, s.closers = m, []func() error{m.Close}
 	case BackendEmbedded:
 		retention := s.compactionInterval
 		if retention == 0 {
 			retention = -1 // the flag's 0 turns compaction off
 		}
-		e, err := embedded.Start(ctx, embedded.Config{DataDir: s.dataDir, CompactionRetention: retention, Logger: s.logger})
+		e, err := embedded.Start(ctx, embedded.Config{DataDir: s.dataDir, CompactionRetention: retention, MaxObjectBytes: s.maxObjectBytes, Logger: s.logger})
 		if err != nil {
 			return nil, err
 		}
@@ -114,7 +116,8 @@ func (s *Storage) open(ctx context.Context) (storage.Interface, error) {
 		for i, m := range members {
 			kvs[i] = m
 		}
-		st := etcd3.New(client, etcd3.WithPrefix(s.prefix), etcd3.WithMembers(kvs...), etcd3.WithAttemptTimeout(s.attemptTimeout))
+		st := etcd3.New(client, etcd3.WithPrefix(s.prefix), etcd3.WithMembers(kvs...), etcd3.WithAttemptTimeout(s.attemptTimeout),
+			etcd3.WithMaxObjectBytes(s.maxObjectBytes))
 		closeMembers := func() error {
 			var errs []error
 			for _, m := range members {

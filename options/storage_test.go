@@ -69,3 +69,42 @@ func TestStorageWatchCache(t *testing.T) {
 		})
 	}
 }
+
+// TestStorageMaxObjectBytes checks that --storage-max-object-bytes is the
+// object size limit of every backend, and that the default is
+// storage.DefaultMaxObjectBytes.
+func TestStorageMaxObjectBytes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd")
+	}
+	endpoints := etcdtest.Start(t)
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		limit int64
+	}{
+		{"memory, default", []string{"--storage-backend=memory"}, storage.DefaultMaxObjectBytes},
+		{"memory", []string{"--storage-backend=memory", "--storage-max-object-bytes=2048"}, 2048},
+		{"embedded", []string{"--storage-backend=embedded", "--storage-max-object-bytes=2048"}, 2048},
+		{"etcd3", []string{"--etcd-servers=" + endpoints[0], "--etcd-prefix=/max-object", "--storage-max-object-bytes=2048"}, 2048},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, _ := newTestOptions(t, tc.args...)
+			st := newStorage(o.Etcd, o.Logger)
+			t.Cleanup(func() { st.Close() })
+			s, err := st.For(meta.GroupResource{Group: "test.example.com", Resource: "widgets"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			_, err = s.Create(ctx, "/test.example.com/widgets/big", make([]byte, tc.limit+1))
+			var se *storage.Error
+			if !errors.As(err, &se) || se.Code != storage.CodeTooLarge || se.Limit != tc.limit {
+				t.Fatalf("Create of %d bytes: %v, want ErrTooLarge naming limit %d", tc.limit+1, err, tc.limit)
+			}
+			if _, err := s.Create(ctx, "/test.example.com/widgets/fits", make([]byte, tc.limit)); err != nil {
+				t.Fatalf("Create of %d bytes: %v", tc.limit, err)
+			}
+		})
+	}
+}

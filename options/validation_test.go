@@ -51,6 +51,7 @@ func TestCompleteRejects(t *testing.T) {
 		{"embedded without data dir", []string{"--data-dir="}, []string{"--data-dir must be specified with --storage-backend=embedded"}},
 		{"etcd cert without key", []string{"--etcd-certfile=c.pem"}, []string{"--etcd-certfile and --etcd-keyfile must be given together"}},
 		{"negative compaction", []string{"--etcd-compaction-interval=-1m"}, []string{"--etcd-compaction-interval can not be negative value"}},
+		{"object size limit of 0", []string{"--storage-max-object-bytes=0"}, []string{"--storage-max-object-bytes must be positive"}},
 		{"watch cache entry without size", []string{"--watch-cache-sizes=pods"}, []string{"invalid value of watch cache size: pods"}},
 		{"watch cache size not a number", []string{"--watch-cache-sizes=flunders.wardle.example.com#many"}, []string{"invalid size of watch cache size: flunders.wardle.example.com#many"}},
 		{"negative watch cache size", []string{"--watch-cache-sizes=pods#-1"}, []string{"watch cache size cannot be negative: pods#-1"}},

@@ -159,8 +159,12 @@ func (s *Store[T]) listKV(ctx context.Context, ns string, opts meta.ListOptions)
 	}
 	res, err := s.opts.Storage.List(ctx, s.prefix(ns), so)
 	if err != nil {
-		if errors.Is(err, storage.ErrExpired) && opts.Continue != "" {
-			return res, continueExpired(err)
+		if errors.Is(err, storage.ErrExpired) {
+			if opts.Continue != "" {
+				return res, continueExpired(err)
+			}
+			// kube-apiserver's words for a list at a compacted revision.
+			return res, meta.NewResourceExpired("The resourceVersion for the provided list is too old.")
 		}
 		return res, s.storageError(err, "")
 	}

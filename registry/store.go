@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -766,6 +767,8 @@ func parseResourceVersion(rv string) (int64, error) {
 }
 
 // storageError turns a storage error into the Status kube-apiserver answers.
+// What a client reads names no storage key and carries no error chain: a
+// backend's failure is logged here and answered with a fixed message.
 func (s *Store[T]) storageError(err error, name string) error {
 	var se *meta.StatusError
 	if errors.As(err, &se) {
@@ -779,7 +782,8 @@ func (s *Store[T]) storageError(err error, name string) error {
 		if errors.Is(err, context.Canceled) {
 			return meta.NewTimeout("request did not complete within requested timeout - context canceled", 0)
 		}
-		return meta.NewInternalError(err)
+		s.logStorageError(err)
+		return meta.NewInternalError(errors.New("the storage request failed"))
 	}
 	switch e.Code {
 	case storage.CodeNotFound:
@@ -790,15 +794,37 @@ func (s *Store[T]) storageError(err error, name string) error {
 		return meta.NewConflict(s.opts.Resource, name,
 			errors.New("the object has been modified; please apply your changes to the latest version and try again"))
 	case storage.CodeExpired:
-		return meta.NewResourceExpired(e.Error())
+		return meta.NewResourceExpired(clientMessage(e, "too old resource version"))
 	case storage.CodeTooLargeResourceVersion:
-		st := meta.NewTimeout(e.Error(), 1)
+		st := meta.NewTimeout(clientMessage(e, "Too large resource version"), 1)
 		st.ErrStatus.Details.Causes = []meta.StatusCause{{Type: "ResourceVersionTooLarge", Message: "Too large resource version"}}
 		return st
 	case storage.CodeInvalidObject:
-		return meta.NewBadRequest(e.Error())
+		return meta.NewBadRequest(clientMessage(e, "invalid request"))
 	case storage.CodeUnavailable:
-		return meta.NewServiceUnavailable(fmt.Sprintf("storage is unavailable: %v", e.Err))
+		s.logStorageError(err)
+		return meta.NewServiceUnavailable("storage is unavailable")
+	case storage.CodeTooLarge:
+		// kube-apiserver's 413 for a body over its limit, with the limit.
+		if e.Limit > 0 {
+			return meta.NewRequestEntityTooLarge(fmt.Sprintf("limit is %d", e.Limit))
+		}
+		return meta.NewRequestEntityTooLarge(clientMessage(e, "the object is larger than the storage accepts"))
 	}
-	return meta.NewInternalError(err)
+	s.logStorageError(err)
+	return meta.NewInternalError(errors.New("the storage request failed"))
+}
+
+// clientMessage is the message of e written for clients, or def.
+func clientMessage(e *storage.Error, def string) string {
+	if e.Message != "" {
+		return e.Message
+	}
+	return def
+}
+
+// logStorageError logs what a client is not told of a failed storage
+// request: the error chain, with the key in it.
+func (s *Store[T]) logStorageError(err error) {
+	slog.Warn("storage request failed", "resource", s.opts.Resource.String(), "err", err)
 }

@@ -17,6 +17,7 @@ const (
 	CodeTooLargeResourceVersion
 	CodeInvalidObject
 	CodeUnavailable
+	CodeTooLarge
 )
 
 // Error is the error type every backend returns for the cases callers branch on.
@@ -27,8 +28,13 @@ type Error struct {
 	// compacted one of an Expired, the requested one of a
 	// TooLargeResourceVersion.
 	Revision int64
-	Message  string
-	Err      error
+	// Limit is the object size limit a TooLarge value exceeded, 0 when the
+	// backend refused it without saying its limit.
+	Limit int64
+	// Message, when set, is written for clients: it names no key and
+	// carries no error chain (Error adds those).
+	Message string
+	Err     error
 	// Continue, on the ErrExpired of a continued list, is a token that
 	// resumes the list at the latest revision (see NewContinueExpired).
 	Continue string
@@ -43,6 +49,7 @@ var (
 	ErrTooLargeResourceVersion = &Error{Code: CodeTooLargeResourceVersion}
 	ErrInvalidObject           = &Error{Code: CodeInvalidObject}
 	ErrUnavailable             = &Error{Code: CodeUnavailable}
+	ErrTooLarge                = &Error{Code: CodeTooLarge}
 )
 
 func (e *Error) Error() string {
@@ -63,6 +70,8 @@ func (e *Error) Error() string {
 			msg = "invalid object"
 		case CodeUnavailable:
 			msg = "storage unavailable"
+		case CodeTooLarge:
+			msg = "object too large"
 		}
 	}
 	if e.Key != "" {
@@ -115,6 +124,33 @@ func NewUnavailable(err error) error { return &Error{Code: CodeUnavailable, Err:
 // message the client sees.
 func NewInvalidObject(format string, args ...any) error {
 	return &Error{Code: CodeInvalidObject, Message: fmt.Sprintf(format, args...)}
+}
+
+// DefaultMaxObjectBytes is the size limit of a stored object on every
+// backend: etcd's default request limit (--max-request-bytes, 1.5 MiB)
+// less MaxObjectOverheadBytes, so that the limit an object meets is the
+// same on etcd, the embedded etcd and in memory.
+const DefaultMaxObjectBytes = 3<<19 - MaxObjectOverheadBytes
+
+// MaxObjectOverheadBytes is what the etcd transaction that writes an object
+// adds to its size at most: the key three times (compare, put, get) and the
+// request's framing. A backend whose etcd accepts requests of N bytes can
+// store objects of N - MaxObjectOverheadBytes.
+const MaxObjectOverheadBytes = 8 << 10
+
+// NewTooLarge returns ErrTooLarge: a value of size bytes is over limit.
+func NewTooLarge(size, limit int64) error {
+	return &Error{Code: CodeTooLarge, Limit: limit,
+		Message: fmt.Sprintf("the object is %d bytes, over the limit of %d", size, limit)}
+}
+
+// CheckSize returns ErrTooLarge when value is over limit bytes; a limit of
+// zero or less checks nothing. Backends call it before every write.
+func CheckSize(value []byte, limit int64) error {
+	if limit > 0 && int64(len(value)) > limit {
+		return NewTooLarge(int64(len(value)), limit)
+	}
+	return nil
 }
 
 // CodeOf returns the Code of err, or 0 when it is not a storage error.

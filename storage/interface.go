@@ -25,7 +25,9 @@ type KeyValue struct {
 // values testable with errors.Is against ErrNotFound, ErrAlreadyExists,
 // ErrConflict, ErrExpired, ErrTooLargeResourceVersion, ErrInvalidObject
 // (malformed client input such as a bad continue token, or a continue token
-// combined with a revision) and ErrUnavailable.
+// combined with a revision), ErrUnavailable and ErrTooLarge (a value over
+// the backend's object size limit, DefaultMaxObjectBytes unless configured:
+// Create and GuaranteedUpdate refuse it and write nothing).
 //
 // Byte slices a store returns (values, previous values) are shared with the
 // store and its other readers: callers must not modify them.

@@ -50,6 +50,11 @@ type Config struct {
 	// chatty and its warnings about a single-node setup are expected here.
 	Logger   *slog.Logger
 	LogLevel slog.Leveler
+	// MaxObjectBytes is the size limit of a stored object; zero means
+	// storage.DefaultMaxObjectBytes. etcd's request limit is raised to hold
+	// it, and the stores Storage returns refuse larger objects with
+	// storage.ErrTooLarge.
+	MaxObjectBytes int64
 	// UnsafeNoFsync skips fsync: acknowledged writes can be lost on a
 	// crash. Only for tests whose data is thrown away.
 	UnsafeNoFsync bool
@@ -57,10 +62,11 @@ type Config struct {
 
 // Etcd is a running embedded etcd.
 type Etcd struct {
-	etcd   *embed.Etcd
-	client *clientv3.Client
-	level  *quietingLevel
-	once   sync.Once
+	etcd           *embed.Etcd
+	client         *clientv3.Client
+	level          *quietingLevel
+	maxObjectBytes int64
+	once           sync.Once
 }
 
 // Start starts etcd on cfg.DataDir and returns once it serves requests, or
@@ -99,7 +105,7 @@ func Start(ctx context.Context, cfg Config) (*Etcd, error) {
 		e.Close()
 		return nil, fmt.Errorf("embedded: waiting for etcd: %w", ctx.Err())
 	}
-	return &Etcd{etcd: e, client: v3client.New(e.Server), level: level}, nil
+	return &Etcd{etcd: e, client: v3client.New(e.Server), level: level, maxObjectBytes: maxObjectBytes(cfg)}, nil
 }
 
 // quietingLevel is the level of etcd's logger, raised past everything
@@ -183,6 +189,8 @@ func etcdConfig(cfg Config, level slog.Leveler) (*embed.Config, error) {
 	case cfg.CompactionRetention > 0:
 		ec.AutoCompactionMode, ec.AutoCompactionRetention = embed.CompactorModePeriodic, cfg.CompactionRetention.String()
 	}
+	// The limit objects meet is the store's, never etcd's own.
+	ec.MaxRequestBytes = max(ec.MaxRequestBytes, uint(maxObjectBytes(cfg)+storage.MaxObjectOverheadBytes))
 	if cfg.QuotaBackendBytes > 0 {
 		ec.QuotaBackendBytes = cfg.QuotaBackendBytes
 	}
@@ -200,9 +208,17 @@ func etcdConfig(cfg Config, level slog.Leveler) (*embed.Config, error) {
 // Client returns the in-process client. It stays valid until Close.
 func (e *Etcd) Client() *clientv3.Client { return e.client }
 
-// Storage returns a storage.Interface on this etcd.
+// Storage returns a storage.Interface on this etcd, with the object size
+// limit of its Config unless opts set another.
 func (e *Etcd) Storage(opts ...etcd3.Option) storage.Interface {
-	return etcd3.New(e.client, opts...)
+	return etcd3.New(e.client, append([]etcd3.Option{etcd3.WithMaxObjectBytes(e.maxObjectBytes)}, opts...)...)
+}
+
+func maxObjectBytes(cfg Config) int64 {
+	if cfg.MaxObjectBytes > 0 {
+		return cfg.MaxObjectBytes
+	}
+	return storage.DefaultMaxObjectBytes
 }
 
 // Close stops etcd after the requests in flight; the data stays in

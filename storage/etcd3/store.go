@@ -12,6 +12,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/apikit-dev/apikit/storage"
 )
@@ -57,6 +59,20 @@ func WithMaxRevisionWait(d time.Duration) Option {
 	return func(s *store) { s.maxRevisionWait = d }
 }
 
+// WithMaxObjectBytes sets the size limit of a stored value (default
+// storage.DefaultMaxObjectBytes, what etcd's default request limit holds):
+// Create and GuaranteedUpdate refuse a larger one with storage.ErrTooLarge
+// before sending it. A limit above what the etcd cluster accepts (its
+// --max-request-bytes less storage.MaxObjectOverheadBytes) needs that flag
+// raised on etcd; what etcd refuses is ErrTooLarge too.
+func WithMaxObjectBytes(n int64) Option {
+	return func(s *store) {
+		if n > 0 {
+			s.maxObjectBytes = n
+		}
+	}
+}
+
 type store struct {
 	client           *clientv3.Client
 	prefix           string
@@ -67,6 +83,7 @@ type store struct {
 	members        members
 	attemptTimeout time.Duration
 	retryWindow    time.Duration
+	maxObjectBytes int64
 
 	mu       sync.Mutex
 	closed   bool
@@ -88,6 +105,7 @@ func New(client *clientv3.Client, opts ...Option) storage.Interface {
 		bookmarkInterval: DefaultBookmarkInterval,
 		maxRevisionWait:  DefaultMaxRevisionWait,
 		retryWindow:      DefaultRetryWindow,
+		maxObjectBytes:   storage.DefaultMaxObjectBytes,
 		watchers:         map[*watcher]struct{}{},
 	}
 	s.members.list = []*member{{kv: client}}
@@ -135,6 +153,11 @@ func (s *store) mapErr(ctx context.Context, op, key string, rev int64, err error
 		return storage.NewTooLargeResourceVersion(rev, cur)
 	case errors.Is(ctx.Err(), context.Canceled):
 		return fmt.Errorf("etcd3: %s %q: %w", op, key, ctx.Err())
+	case errors.Is(err, rpctypes.ErrRequestTooLarge), status.Code(err) == codes.ResourceExhausted:
+		// etcd's --max-request-bytes, or the client's send limit, is
+		// below this store's object limit.
+		return &storage.Error{Code: storage.CodeTooLarge, Key: key, Err: err,
+			Message: "the object is larger than etcd accepts (its --max-request-bytes)"}
 	}
 	var se *storage.Error
 	if errors.As(err, &se) {
@@ -155,6 +178,9 @@ func (s *store) checkOpen() error {
 // Create implements storage.Interface.
 func (s *store) Create(ctx context.Context, key string, value []byte) (int64, error) {
 	if err := s.checkOpen(); err != nil {
+		return 0, err
+	}
+	if err := storage.CheckSize(value, s.maxObjectBytes); err != nil {
 		return 0, err
 	}
 	k := s.full(key)
@@ -363,6 +389,15 @@ func (s *store) GuaranteedUpdate(ctx context.Context, key string, opts storage.U
 				continue
 			}
 			return cur, nil
+		}
+		if err := storage.CheckSize(newValue, s.maxObjectBytes); err != nil {
+			if !fresh {
+				if err := refresh(); err != nil {
+					return storage.KeyValue{}, err
+				}
+				continue
+			}
+			return storage.KeyValue{}, err
 		}
 		var expect int64
 		if exists {

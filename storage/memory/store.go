@@ -37,6 +37,7 @@ type config struct {
 	watchBuffer        int
 	bookmarkInterval   time.Duration
 	maxRevisionWait    time.Duration
+	maxObjectBytes     int64
 	now                func() time.Time
 }
 
@@ -71,6 +72,17 @@ func WithBookmarkInterval(d time.Duration) Option {
 // the store to reach it before failing with ErrTooLargeResourceVersion.
 func WithMaxRevisionWait(d time.Duration) Option {
 	return func(c *config) { c.maxRevisionWait = d }
+}
+
+// WithMaxObjectBytes sets the size limit of a stored value (default
+// storage.DefaultMaxObjectBytes, etcd's): Create and GuaranteedUpdate refuse
+// a larger one with storage.ErrTooLarge.
+func WithMaxObjectBytes(n int64) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxObjectBytes = n
+		}
+	}
 }
 
 // version is one value of one key. A delete is a version too (a
@@ -191,6 +203,7 @@ func New(opts ...Option) *Store {
 		watchBuffer:        DefaultWatchBuffer,
 		bookmarkInterval:   DefaultBookmarkInterval,
 		maxRevisionWait:    DefaultMaxRevisionWait,
+		maxObjectBytes:     storage.DefaultMaxObjectBytes,
 		now:                time.Now,
 	}
 	for _, o := range opts {
@@ -214,6 +227,9 @@ func errClosed() error { return storage.NewUnavailable(errors.New("memory store 
 // Create implements storage.Interface.
 func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, error) {
 	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := storage.CheckSize(value, s.cfg.maxObjectBytes); err != nil {
 		return 0, err
 	}
 	value = bytes.Clone(value)
@@ -397,6 +413,15 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, opts storage.U
 				continue
 			}
 			return curKV, nil
+		}
+		if err := storage.CheckSize(newValue, s.cfg.maxObjectBytes); err != nil {
+			if !fresh {
+				if err := retry(); err != nil {
+					return storage.KeyValue{}, err
+				}
+				continue
+			}
+			return storage.KeyValue{}, err
 		}
 		newValue = bytes.Clone(newValue)
 		s.mu.Lock()

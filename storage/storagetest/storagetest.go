@@ -35,6 +35,9 @@ type Factory struct {
 	// unread. Stores whose watches never fall behind (an etcd watch waits
 	// for its consumer) leave it nil.
 	SlowWatchers func(t *testing.T) (s storage.Interface, n int)
+	// MaxObjectBytes is the object size limit of the stores New returns;
+	// zero means storage.DefaultMaxObjectBytes, every backend's default.
+	MaxObjectBytes int64
 }
 
 // Run runs the conformance suite against the stores f makes.
@@ -49,6 +52,7 @@ func Run(t *testing.T, f Factory) {
 	t.Run("List", func(t *testing.T) { testList(t, f) })
 	t.Run("Watch", func(t *testing.T) { testWatch(t, f) })
 	t.Run("CurrentRevision", func(t *testing.T) { testCurrentRevision(t, f) })
+	t.Run("ObjectSize", func(t *testing.T) { testObjectSize(t, f) })
 }
 
 // eventTimeout bounds every wait for an event that must come. It is
