@@ -34,7 +34,8 @@ func TestApplyTo(t *testing.T) {
 	o, _ := newTestOptions(t, "--bind-address=127.0.0.2", "--secure-port=9443", "--max-requests-inflight=10", "--max-mutating-requests-inflight=5",
 		"--request-timeout=30s", "--min-request-timeout=60", "--shutdown-delay-duration=3s", "--enable-priority-and-fairness=false",
 		"--tls-min-version=VersionTLS13", "--runtime-config=wardle.example.com/v1alpha1=false", "--watch-cache-sizes=pods#0",
-		"--storage-backend=memory", "--external-hostname=api.example.com", "--service-cluster-ip-range=10.96.0.0/12")
+		"--storage-backend=memory", "--external-hostname=api.example.com", "--service-cluster-ip-range=10.96.0.0/12",
+		"--storage-max-object-bytes=4096")
 	c, err := o.Complete()
 	if err != nil {
 		t.Fatal(err)
@@ -58,6 +59,7 @@ func TestApplyTo(t *testing.T) {
 		{"request timeout", cfg.RequestTimeout, 30 * time.Second},
 		{"min request timeout", cfg.MinRequestTimeout, time.Minute},
 		{"shutdown delay", cfg.ShutdownDelayDuration, 3 * time.Second},
+		{"object size limit of patches", cfg.MaxObjectBytes, int64(4096)},
 		{"priority and fairness", cfg.EnablePriorityAndFairness, false},
 		{"queue wait limit", cfg.RequestWaitLimit, 7500 * time.Millisecond},
 		{"storage", cfg.Storage, any(o.Etcd.Storage)},

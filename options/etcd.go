@@ -206,6 +206,8 @@ func (o *EtcdOptions) ApplyTo(c *server.Config) error {
 		return fmt.Errorf("etcd options: ApplyTo before Complete")
 	}
 	c.Storage = o.Storage
+	// Patches are bounded by the limit the backend stores.
+	c.MaxObjectBytes = o.MaxObjectBytes
 	if o.Backend() != BackendMemory {
 		c.ReadyzChecks = append(c.ReadyzChecks, server.HealthCheck{Name: "etcd", Check: o.Storage.Check})
 	}

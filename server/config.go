@@ -93,8 +93,9 @@ type Config struct {
 	MaxRequestBodyBytes int64
 	// MaxObjectBytes bounds the object a PATCH of any type produces,
 	// checked on its JSON before it is decoded (413 beyond); zero means
-	// MaxRequestBodyBytes. The storage backend applies its own limit to
-	// what it stores.
+	// storage.DefaultMaxObjectBytes, what every storage backend stores by
+	// default. --storage-max-object-bytes sets it and the backends' limit
+	// alike, so that one limit bounds objects however they are written.
 	MaxObjectBytes int64
 	// LongRunning reports requests exempt from RequestTimeout.
 	LongRunning func(*request.Info) bool

@@ -26,6 +26,7 @@ import (
 	"github.com/apikit-dev/apikit/request"
 	"github.com/apikit-dev/apikit/schema"
 	"github.com/apikit-dev/apikit/server/respond"
+	"github.com/apikit-dev/apikit/storage"
 )
 
 // DefaultMaxRequestBodyBytes is the body size limit kube-apiserver applies
@@ -45,8 +46,8 @@ type Scope struct {
 	MaxRequestBodyBytes int64
 	// MaxObjectBytes bounds the JSON of the object a patch produces,
 	// checked before it is decoded (413 beyond); zero means
-	// MaxRequestBodyBytes: a patch makes no object that a PUT could not
-	// send. Storage applies its own limit to what it stores.
+	// storage.DefaultMaxObjectBytes, the limit every storage backend
+	// applies to what it stores by default.
 	MaxObjectBytes int64
 	// MinRequestTimeout is the base of a watch's lifetime when the client
 	// gives no timeoutSeconds: a random duration between it and twice it,
@@ -69,7 +70,7 @@ func (s *Scope) init() {
 		s.MaxRequestBodyBytes = DefaultMaxRequestBodyBytes
 	}
 	if s.MaxObjectBytes <= 0 {
-		s.MaxObjectBytes = s.MaxRequestBodyBytes
+		s.MaxObjectBytes = storage.DefaultMaxObjectBytes
 	}
 	if s.MinRequestTimeout <= 0 {
 		s.MinRequestTimeout = 30 * time.Minute

@@ -7,6 +7,7 @@ import (
 
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/server"
+	"github.com/apikit-dev/apikit/storage"
 )
 
 // jsonPatchOps is a JSON patch of n replace operations.
@@ -67,20 +68,20 @@ func TestPatchCopyAmplification(t *testing.T) {
 }
 
 // TestPatchResultSize: whatever the patch type, an object a patch makes
-// larger than the object limit (by default the 3 MiB body limit: a patch
-// makes nothing a PUT could not send) is refused with 413 before it is
-// decoded, though each body is under the body limit.
+// larger than the object limit (by default the storage's,
+// storage.DefaultMaxObjectBytes) is refused with 413 before it is decoded,
+// though each body is under the body limit.
 func TestPatchResultSize(t *testing.T) {
-	twoMiB := strings.Repeat("x", 2<<20)
+	oneMiB := strings.Repeat("x", 1<<20)
 	for _, tc := range []struct {
 		name, contentType, patch string
 		limit                    int64 // Config.MaxObjectBytes; 0 for the default
 		owner                    string
 	}{
-		{"merge", "application/merge-patch+json", `{"spec":{"tags":["` + twoMiB + `"]}}`, 0, twoMiB},
-		{"strategic", "application/strategic-merge-patch+json", `{"spec":{"tags":["` + twoMiB + `"]}}`, 0, twoMiB},
-		{"json", "application/json-patch+json", `[{"op":"add","path":"/spec/tags","value":["` + twoMiB + `"]}]`, 0, twoMiB},
-		{"json copy", "application/json-patch+json", `[{"op":"copy","from":"/spec/owner","path":"/spec/raw"}]`, 0, twoMiB},
+		{"merge", "application/merge-patch+json", `{"spec":{"tags":["` + oneMiB + `"]}}`, 0, oneMiB},
+		{"strategic", "application/strategic-merge-patch+json", `{"spec":{"tags":["` + oneMiB + `"]}}`, 0, oneMiB},
+		{"json", "application/json-patch+json", `[{"op":"add","path":"/spec/tags","value":["` + oneMiB + `"]}]`, 0, oneMiB},
+		{"json copy", "application/json-patch+json", `[{"op":"copy","from":"/spec/owner","path":"/spec/raw"}]`, 0, oneMiB},
 		{"configured limit", "application/merge-patch+json", `{"spec":{"tags":["` + strings.Repeat("y", 70<<10) + `"]}}`, 64 << 10, "o"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,7 +89,7 @@ func TestPatchResultSize(t *testing.T) {
 			ts.create(t, "w", `{"owner":"`+tc.owner+`"}`)
 			limit := tc.limit
 			if limit == 0 {
-				limit = 3 << 20
+				limit = storage.DefaultMaxObjectBytes
 			}
 			resp, b := ts.do(t, req{method: "PATCH", path: ns + "/w", body: tc.patch, contentType: tc.contentType})
 			wantStatus(t, resp, b, 413, meta.StatusReasonRequestEntityTooLarge, fmt.Sprintf("Request entity too large: limit is %d", limit))
