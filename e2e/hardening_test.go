@@ -1,17 +1,23 @@
 package e2e
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/tls"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 )
@@ -39,6 +45,8 @@ func tlsClient(t *testing.T, w *Wardle, anonymous, h2 bool) (*http.Client, *atom
 	tr := &http.Transport{
 		TLSClientConfig:   tlsCfg,
 		ForceAttemptHTTP2: h2,
+		// Ask for gzip only explicitly, and see what the server sent.
+		DisableCompression: true,
 		DialTLSContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			dials.Add(1)
 			return dialer.DialContext(ctx, network, addr)
@@ -55,13 +63,23 @@ func tlsClient(t *testing.T, w *Wardle, anonymous, h2 bool) (*http.Client, *atom
 // Authorization header when authorization is set.
 func get(t *testing.T, c *http.Client, w *Wardle, path, authorization string) (int, string, string) {
 	t.Helper()
+	h := http.Header{}
+	if authorization != "" {
+		h.Set("Authorization", authorization)
+	}
+	resp, b := getWith(t, c, w, path, h)
+	return resp.StatusCode, string(b), resp.Proto
+}
+
+// getWith GETs path with the headers h and returns the response with its
+// body read (as sent: not decompressed).
+func getWith(t *testing.T, c *http.Client, w *Wardle, path string, h http.Header) (*http.Response, []byte) {
+	t.Helper()
 	req, err := http.NewRequest("GET", w.RESTConfig().Host+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if authorization != "" {
-		req.Header.Set("Authorization", authorization)
-	}
+	req.Header = h
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", path, err)
@@ -71,7 +89,7 @@ func get(t *testing.T, c *http.Client, w *Wardle, path, authorization string) (i
 	if err != nil {
 		t.Fatalf("GET %s: %v", path, err)
 	}
-	return resp.StatusCode, string(b), resp.Proto
+	return resp, b
 }
 
 // TestHealthDetailsWithheld: the health endpoints are public, so a failing
@@ -182,5 +200,71 @@ func TestNoCoreGroup(t *testing.T) {
 	}
 	if out := w.Kubectl("api-resources", "--api-group=wardle.example.com", "-o", "name"); !strings.Contains(out, "flunders.wardle.example.com") {
 		t.Errorf("kubectl api-resources: %s", out)
+	}
+}
+
+// TestLargeListsCompressed: a LIST larger than 128 KiB is gzip-compressed
+// for a client that accepts gzip, as kube-apiserver's
+// APIResponseCompression does; client-go and kubectl ask for it and read it
+// unseen. A watch is not compressed.
+func TestLargeListsCompressed(t *testing.T) {
+	w := StartWardle(t, "--storage-backend=memory")
+	const n = 600 // ~220 KiB of Flunders
+	res := w.Dynamic().Resource(flundersGVR).Namespace("gz")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for worker := range 8 {
+		wg.Go(func() {
+			for i := worker; i < n; i += 8 {
+				_, err := res.Create(ctx, newFlunder("gz", fmt.Sprintf("flunder-%04d", i), strings.Repeat("ref", 20)), metav1.CreateOptions{})
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	c, _ := tlsClient(t, w, false, true)
+	const path = "/apis/wardle.example.com/v1beta1/namespaces/gz/flunders"
+	resp, body := getWith(t, c, w, path, http.Header{"Accept-Encoding": {"gzip"}})
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Encoding") != "gzip" {
+		t.Fatalf("%d, Content-Encoding %q, %d bytes", resp.StatusCode, resp.Header.Get("Content-Encoding"), len(body))
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := json.NewDecoder(zr).Decode(&list); err != nil || len(list.Items) != n {
+		t.Fatalf("decompressed list: %d items, %v", len(list.Items), err)
+	}
+	plainResp, plain := getWith(t, c, w, path, http.Header{})
+	if plainResp.Header.Get("Content-Encoding") != "" || len(plain) <= 128<<10 {
+		t.Errorf("without Accept-Encoding: Content-Encoding %q, %d bytes", plainResp.Header.Get("Content-Encoding"), len(plain))
+	}
+	t.Logf("LIST of %d: %d bytes, %d gzip-compressed (%.1fx smaller)", n, len(plain), len(body), float64(len(plain))/float64(len(body)))
+
+	// client-go and kubectl ask for gzip and decompress.
+	l, err := res.List(ctx, metav1.ListOptions{})
+	if err != nil || len(l.Items) != n {
+		t.Errorf("client-go list: %v", err)
+	}
+	if out := w.Kubectl("get", "flunders", "-n", "gz", "-o", "name"); strings.Count(out, "\n") != n {
+		t.Errorf("kubectl get flunders: %d lines", strings.Count(out, "\n"))
+	}
+
+	// A watch's events go out as they happen, never compressed.
+	wresp, events := getWith(t, c, w, path+"?watch=true&resourceVersion=0&timeoutSeconds=2", http.Header{"Accept-Encoding": {"gzip"}})
+	if wresp.StatusCode != 200 || wresp.Header.Get("Content-Encoding") != "" || strings.Count(string(events), `"type":"ADDED"`) != n {
+		t.Errorf("watch: %d, Content-Encoding %q, %d ADDED events", wresp.StatusCode, wresp.Header.Get("Content-Encoding"), strings.Count(string(events), `"type":"ADDED"`))
 	}
 }

@@ -34,14 +34,14 @@ func wantsAggregated(accept string) (version string, ok bool) {
 	return "", false
 }
 
-func writeAggregated(w http.ResponseWriter, version string, list *meta.APIGroupDiscoveryList) {
+func writeAggregated(w http.ResponseWriter, r *http.Request, version string, list *meta.APIGroupDiscoveryList) {
 	list.TypeMeta = meta.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/" + version}
 	if list.Items == nil {
 		list.Items = []meta.APIGroupDiscovery{}
 	}
 	body, err := encodeJSON(list)
 	if err != nil {
-		respond.Error(w, nil, meta.NewInternalError(err))
+		respond.Error(w, r, meta.NewInternalError(err))
 		return
 	}
 	ct := aggregatedDiscoveryMediaType
@@ -49,7 +49,7 @@ func writeAggregated(w http.ResponseWriter, version string, list *meta.APIGroupD
 		ct = strings.Replace(ct, "v=v2", "v="+version, 1)
 	}
 	w.Header().Set("Vary", "Accept")
-	respond.Raw(w, http.StatusOK, ct, body)
+	respond.Body(w, r, http.StatusOK, ct, body)
 }
 
 // DiscoveryGroups lists the API groups /apis serves, in the order clients
@@ -76,7 +76,7 @@ func (s *GenericServer) SetDiscoveryGroups(d DiscoveryGroups) {
 func (s *GenericServer) serveAPIs(w http.ResponseWriter, r *http.Request) {
 	if d := s.discoveryGroups.Load(); d != nil {
 		if v, ok := wantsAggregated(r.Header.Get("Accept")); ok {
-			writeAggregated(w, v, &meta.APIGroupDiscoveryList{Items: (*d).AggregatedGroups()})
+			writeAggregated(w, r, v, &meta.APIGroupDiscoveryList{Items: (*d).AggregatedGroups()})
 			return
 		}
 		out := meta.APIGroupList{TypeMeta: meta.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: (*d).APIGroups()}
@@ -84,7 +84,7 @@ func (s *GenericServer) serveAPIs(w http.ResponseWriter, r *http.Request) {
 			out.Groups = []meta.APIGroup{}
 		}
 		w.Header().Set("Vary", "Accept")
-		respond.JSON(w, http.StatusOK, out)
+		respond.Object(w, r, http.StatusOK, out)
 		return
 	}
 	groups := s.APIGroups()
@@ -93,7 +93,7 @@ func (s *GenericServer) serveAPIs(w http.ResponseWriter, r *http.Request) {
 		for _, g := range groups {
 			list.Items = append(list.Items, aggregatedGroup(g))
 		}
-		writeAggregated(w, v, list)
+		writeAggregated(w, r, v, list)
 		return
 	}
 	out := meta.APIGroupList{TypeMeta: meta.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"}, Groups: []meta.APIGroup{}}
@@ -103,7 +103,7 @@ func (s *GenericServer) serveAPIs(w http.ResponseWriter, r *http.Request) {
 		out.Groups = append(out.Groups, *ag)
 	}
 	w.Header().Set("Vary", "Accept")
-	respond.JSON(w, http.StatusOK, out)
+	respond.Object(w, r, http.StatusOK, out)
 }
 
 // aggregatedGroup is one group in aggregated discovery.

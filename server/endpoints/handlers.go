@@ -147,7 +147,7 @@ func (s *Scope) writeItem(w http.ResponseWriter, r *http.Request, code int, it r
 		respond.Error(w, r, err)
 		return
 	}
-	respond.Raw(w, code, contentType, body)
+	respond.Body(w, r, code, contentType, body)
 }
 
 func (s *Scope) encodeItem(r *http.Request, it registry.Item, form outputForm, listMeta *meta.ListMeta) ([]byte, string, error) {
@@ -221,7 +221,7 @@ func (s *Scope) writeList(w http.ResponseWriter, r *http.Request, list *registry
 			return
 		}
 		t.ListMeta = lm
-		respond.JSON(w, http.StatusOK, t)
+		respond.Object(w, r, http.StatusOK, t)
 		return
 	case formPartialMetadata:
 		items := make([]meta.PartialObjectMetadata, len(list.Items))
@@ -232,7 +232,7 @@ func (s *Scope) writeList(w http.ResponseWriter, r *http.Request, list *registry
 				return
 			}
 		}
-		respond.JSON(w, http.StatusOK, struct {
+		respond.Object(w, r, http.StatusOK, struct {
 			meta.TypeMeta `json:",inline"`
 			meta.ListMeta `json:"metadata"`
 			Items         []meta.PartialObjectMetadata `json:"items"`
@@ -264,7 +264,7 @@ func (s *Scope) writeList(w http.ResponseWriter, r *http.Request, list *registry
 			respond.Error(w, r, meta.NewInternalError(err))
 			return
 		}
-		respond.Raw(w, http.StatusOK, "application/yaml", y)
+		respond.Body(w, r, http.StatusOK, "application/yaml", y)
 		return
 	}
 	// The items go out as they are, through a small buffer: no copy of
@@ -275,6 +275,14 @@ func (s *Scope) writeList(w http.ResponseWriter, r *http.Request, list *registry
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
+	if respond.Compress(r, size) {
+		// The items go through the compressor, which keeps its own
+		// window: still no copy of the whole list.
+		z := respond.StartGzip(w, http.StatusOK)
+		writeListJSON(z, head, bodies, tail)
+		_ = z.Close() // a failed write means the client went away
+		return
+	}
 	h.Set("Content-Length", strconv.Itoa(size))
 	w.WriteHeader(http.StatusOK)
 	bw := listWriters.Get().(*bufio.Writer)
@@ -286,16 +294,8 @@ func (s *Scope) writeList(w http.ResponseWriter, r *http.Request, list *registry
 }
 
 // listWriters buffer list responses on their way to the connection, in
-// writes of listWriteSize bytes.
-var listWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, listWriteSize) }}
-
-// listWriteSize is the largest HTTP/2 DATA payload whose frame (9 bytes of
-// header) fits one TLS record (16 KiB of plaintext). Each write of a
-// handler becomes its own frames, and each frame its own TLS records and
-// write syscalls: 32 KiB writes went out as frames of 16 KiB + 9 bytes,
-// two records and two syscalls each, which cost a large LIST a fifth of its
-// CPU. Over HTTP/1.1 the size is as good as any.
-const listWriteSize = 16<<10 - 9
+// writes of respond.WriteSize bytes (see there why that size).
+var listWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, respond.WriteSize) }}
 
 // writeListJSON writes a list from its parts: head (up to the items' "["),
 // the items' JSON, and the tail.

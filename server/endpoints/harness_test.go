@@ -186,6 +186,9 @@ type req struct {
 	body         string
 	contentType  string
 	accept       string
+	// acceptEncoding, when set, is sent, and the body is returned as the
+	// server sent it (Go's transport decompresses only what it asked for).
+	acceptEncoding string
 }
 
 // do makes the request and returns the response with its body read.
@@ -208,6 +211,9 @@ func (ts *testServer) do(t testing.TB, r req) (*http.Response, []byte) {
 	}
 	if r.accept != "" {
 		hr.Header.Set("Accept", r.accept)
+	}
+	if r.acceptEncoding != "" {
+		hr.Header.Set("Accept-Encoding", r.acceptEncoding)
 	}
 	resp, err := ts.Client().Do(hr)
 	if err != nil {

@@ -2,6 +2,7 @@ package filters
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"io"
@@ -87,7 +88,7 @@ func WithAudit(h http.Handler, sink audit.Sink, policy audit.PolicyChecker, long
 					ev.RequestObject = auditedObject(body, r.Header.Get("Content-Type"))
 				}
 				if aw.capture != nil {
-					ev.ResponseObject = auditedObject(aw.capture, aw.Header().Get("Content-Type"))
+					ev.ResponseObject = auditedResponse(aw.capture, aw.Header())
 				}
 			})
 		}
@@ -118,6 +119,24 @@ func levelOf(policy audit.PolicyChecker, r *http.Request, info *request.Info) (s
 
 // auditedObject is a captured body as an Event holds it: JSON as it came,
 // YAML as JSON, nothing for other forms (protobuf) or a body over the limit.
+// auditedResponse is auditedObject for a response body, which may be
+// gzip-compressed (respond.Compress): the Event holds what it decompresses
+// to, if that is within maxAuditedBody.
+func auditedResponse(b *limitedBuffer, h http.Header) json.RawMessage {
+	if h.Get("Content-Encoding") != "gzip" || b.overflow || b.buf.Len() == 0 {
+		return auditedObject(b, h.Get("Content-Type"))
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(b.buf.Bytes()))
+	if err != nil {
+		return nil
+	}
+	plain := &limitedBuffer{limit: maxAuditedBody}
+	if _, err := io.Copy(plain, io.LimitReader(zr, maxAuditedBody+1)); err != nil {
+		return nil
+	}
+	return auditedObject(plain, h.Get("Content-Type"))
+}
+
 func auditedObject(b *limitedBuffer, contentType string) json.RawMessage {
 	if b.overflow || b.buf.Len() == 0 {
 		return nil

@@ -19,6 +19,7 @@ import (
 	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/request"
 	"github.com/apikit-dev/apikit/server/filters"
+	"github.com/apikit-dev/apikit/server/respond"
 )
 
 type memorySink struct {
@@ -352,6 +353,25 @@ rules:
 			}
 		})
 	}
+
+	t.Run("RequestResponse, a gzip-compressed response as JSON", func(t *testing.T) {
+		sink := &memorySink{}
+		big := `{"kind":"FlunderList","items":[` + strings.Repeat(`{"metadata":{"name":"f"}},`, 10000) + `{}]}`
+		h := filters.WithAudit(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			respond.Body(w, r, http.StatusOK, "application/json", []byte(big))
+		}), sink, policy, longRunning)
+		r := withInfo(httptest.NewRequest("GET", "/apis/wardle.example.com/v1beta1/namespaces/full/flunders", nil))
+		r.Header.Set("Accept-Encoding", "gzip")
+		r = r.WithContext(authn.WithUser(r.Context(), alice))
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		if rec.Header().Get("Content-Encoding") != "gzip" || rec.Body.Len() >= len(big) {
+			t.Fatalf("not compressed: %q, %d bytes", rec.Header().Get("Content-Encoding"), rec.Body.Len())
+		}
+		if evs := sink.all(); len(evs) != 1 || string(evs[0].ResponseObject) != big {
+			t.Errorf("%d events; the response object is not the uncompressed body", len(evs))
+		}
+	})
 
 	t.Run("failed authentication under a policy", func(t *testing.T) {
 		sink := &memorySink{}

@@ -15,14 +15,23 @@ import (
 
 // JSON writes v as JSON with the given status code.
 func JSON(w http.ResponseWriter, code int, v any) {
+	body, err := encode(v)
+	if err != nil {
+		Error(w, nil, err)
+		return
+	}
+	Raw(w, code, "application/json", body)
+}
+
+// encode is v in JSON, HTML characters unescaped, as Kubernetes writes it.
+func encode(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		Error(w, nil, meta.NewInternalError(err))
-		return
+		return nil, meta.NewInternalError(err)
 	}
-	Raw(w, code, "application/json", buf.Bytes())
+	return buf.Bytes(), nil
 }
 
 // Raw writes body with a content type and status code.
