@@ -155,7 +155,9 @@ func TestExemptIsNeverQueued(t *testing.T) {
 		}
 		dones = append(dones, d)
 	}
-	if d := time.Since(start); d > 40*time.Millisecond {
+	// A queued request would wait out RequestWaitLimit (50 ms) each, 5 s for
+	// the hundred; the bound leaves room for a loaded machine, not for queuing.
+	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("100 exempt requests took %v", d)
 	}
 	for _, d := range dones {
