@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -95,4 +96,50 @@ func TestStreamingListNotOlderThanAnOldRevision(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWatchBookmarkBeforeTimeout checks that a watch that allows bookmarks
+// gets one shortly before its timeoutSeconds, as kube-apiserver's watch
+// cache sends it, so that client-go resumes from the latest revision.
+func TestWatchBookmarkBeforeTimeout(t *testing.T) {
+	w := StartWardle(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res := w.Dynamic().Resource(flundersGVR).Namespace("timeout")
+	a, err := res.Create(ctx, newFlunder("timeout", "a", "x"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeout := int64(5)
+	start := time.Now()
+	wi, err := res.Watch(ctx, metav1.ListOptions{ResourceVersion: a.GetResourceVersion(), AllowWatchBookmarks: true, TimeoutSeconds: &timeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wi.Stop()
+	var got []watch.Event
+	for ev := range wi.ResultChan() {
+		got = append(got, ev)
+	}
+	if d := time.Since(start); d < time.Duration(timeout-1)*time.Second {
+		t.Fatalf("the watch ended after %v, before its timeout of %ds", d, timeout)
+	}
+	if len(got) != 1 || got[0].Type != watch.Bookmark {
+		t.Fatalf("the watch got %d events (%v); want one BOOKMARK before its timeout", len(got), got)
+	}
+	// At a's revision or later: the cache's revision moves with writes to
+	// other resources of the same etcd too.
+	m, _ := got[0].Object.(*unstructured.Unstructured)
+	if m == nil || rv(t, m.GetResourceVersion()) < rv(t, a.GetResourceVersion()) {
+		t.Errorf("bookmark %v; want one at %s or later", got[0].Object, a.GetResourceVersion())
+	}
+}
+
+func rv(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatalf("resourceVersion %q: %v", s, err)
+	}
+	return n
 }

@@ -1082,3 +1082,40 @@ func TestConsistentReadsTrustOrderedProgressOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestBookmarkBeforeDeadline checks that a watch that asked for bookmarks
+// gets one shortly before its context's deadline (a client's
+// timeoutSeconds), as kube-apiserver's watch cache sends it, however far
+// the next periodic bookmark is; a watch that did not ask gets none.
+func TestBookmarkBeforeDeadline(t *testing.T) {
+	for _, bookmarks := range []bool{true, false} {
+		t.Run(fmt.Sprintf("bookmarks %v", bookmarks), func(t *testing.T) {
+			c := testCacher(t, newMemory(), WithBookmarkInterval(time.Hour))
+			mustCreate(t, testContext(t), c, "/d/a", val("a", 1))
+			rev := caughtUp(t, c)
+			timeout := storage.DeadlineBookmarkLead + time.Second
+			ctx, cancel := context.WithTimeout(testContext(t), timeout)
+			defer cancel()
+			start := time.Now()
+			w, err := c.Watch(ctx, "/d/", storage.WatchOptions{Revision: rev, Bookmarks: bookmarks})
+			if err != nil {
+				t.Fatalf("Watch: %v", err)
+			}
+			defer w.Stop()
+			var got []storage.Event
+			for ev := range w.ResultChan() {
+				got = append(got, ev)
+			}
+			switch {
+			case !bookmarks && len(got) > 0:
+				t.Fatalf("a watch without bookmarks got %+v", got)
+			case !bookmarks:
+			case len(got) != 1 || got[0].Type != storage.Bookmark || got[0].Revision != rev:
+				t.Fatalf("the watch got %+v; want one Bookmark at %d before its deadline", got, rev)
+			}
+			if d := time.Since(start); d < timeout-100*time.Millisecond {
+				t.Fatalf("the watch ended after %v, before its deadline", d)
+			}
+		})
+	}
+}

@@ -98,7 +98,10 @@
 // have made a Kubernetes reflector list at once); no watcher ever holds
 // up another or the cache.
 // Bookmarks go to the watches that asked for them every bookmark interval
-// (a minute), at the revision the watch has delivered everything up to.
+// (a minute), at the revision the watch has delivered everything up to,
+// and 2 s before the watch's deadline (a client's timeoutSeconds), as
+// kube-apiserver's watch cache sends them, so that the client resumes from
+// the latest revision (storage.DeadlineBookmark).
 //
 // # The window
 //

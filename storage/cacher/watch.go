@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apikit-dev/apikit/storage"
 )
@@ -194,6 +195,13 @@ func (w *watcher) run() {
 		return
 	}
 	c := w.c
+	var due <-chan time.Time // the bookmark before the watch's deadline
+	if w.bookmarks {
+		var stop func()
+		due, stop = storage.DeadlineBookmark(w.ctx)
+		defer stop()
+	}
+	deadlineBookmark := false
 	for {
 		var err error
 		behind := false
@@ -243,9 +251,9 @@ func (w *watcher) run() {
 		if !caughtUp {
 			continue
 		}
-		if w.bookmarks && gen != w.gen {
+		if w.bookmarks && (gen != w.gen || deadlineBookmark) {
 			// Every change up to seen has been sent.
-			w.gen = gen
+			w.gen, deadlineBookmark = gen, false
 			if seen >= w.after && seen > w.lastBookmark {
 				w.lastBookmark = seen
 				if !w.send(storage.Event{Type: storage.Bookmark, Revision: seen}) {
@@ -255,6 +263,8 @@ func (w *watcher) run() {
 		}
 		select {
 		case <-wake:
+		case <-due:
+			due, deadlineBookmark = nil, true
 		case <-w.stop:
 			return
 		case <-w.ctx.Done():

@@ -268,3 +268,29 @@ func TestWatchStopsWithContext(t *testing.T) {
 		t.Fatal("canceled watcher still registered")
 	}
 }
+
+// TestBookmarkBeforeDeadline checks that a watch that asked for bookmarks
+// gets one shortly before its context's deadline, as kube-apiserver's watch
+// cache sends it, however far the next periodic bookmark is.
+func TestBookmarkBeforeDeadline(t *testing.T) {
+	s := New(WithBookmarkInterval(time.Hour))
+	defer s.Close()
+	rev, err := s.Create(t.Context(), "/d/a", []byte("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), storage.DeadlineBookmarkLead+time.Second)
+	defer cancel()
+	w, err := s.Watch(ctx, "/d/", storage.WatchOptions{Revision: rev, Bookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var got []storage.Event
+	for ev := range w.ResultChan() {
+		got = append(got, ev)
+	}
+	if len(got) != 1 || got[0].Type != storage.Bookmark || got[0].Revision != rev {
+		t.Fatalf("the watch got %+v; want one Bookmark at %d before its deadline", got, rev)
+	}
+}

@@ -212,11 +212,14 @@ func (w *watcher) run() {
 	}
 	w.initial = nil
 
-	var tick <-chan time.Time
+	var tick, due <-chan time.Time // due: the bookmark before the deadline
 	if w.bookmarks {
 		t := time.NewTicker(w.s.cfg.bookmarkInterval)
 		defer t.Stop()
 		tick = t.C
+		var stop func()
+		due, stop = storage.DeadlineBookmark(w.ctx)
+		defer stop()
 	}
 	for {
 		select {
@@ -255,6 +258,11 @@ func (w *watcher) run() {
 				}
 			}
 		case <-tick:
+			if _, ok := w.bookmark(); !ok {
+				return
+			}
+		case <-due:
+			due = nil
 			if _, ok := w.bookmark(); !ok {
 				return
 			}
