@@ -16,11 +16,11 @@ import (
 	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/authn/delegation"
 	"github.com/apikit-dev/apikit/authn/oidc"
-	"github.com/apikit-dev/apikit/authn/review"
 	"github.com/apikit-dev/apikit/authn/serviceaccount"
 	"github.com/apikit-dev/apikit/authn/webhook"
 	"github.com/apikit-dev/apikit/certs"
 	"github.com/apikit-dev/apikit/server"
+	"github.com/apikit-dev/apikit/server/system"
 )
 
 // AuthenticationOptions choose how the server identifies callers, with
@@ -615,11 +615,7 @@ func (o *AuthenticationOptions) ApplyTo(c *server.Config) error {
 // delegated-authentication-configmap, which watches the front server's
 // ConfigMap until the server stops.
 func (o *AuthenticationOptions) InstallSystemAPIs(s *server.GenericServer) error {
-	resources, err := review.Resources(o.TokenAuthenticator, o.APIAudiences)
-	if err != nil {
-		return fmt.Errorf("authentication.k8s.io: %w", err)
-	}
-	if err := s.InstallAPIGroup(server.NewAPIGroupInfo(review.GroupName).AddVersion(review.Version, resources...)); err != nil {
+	if err := system.InstallAuthentication(s, o.TokenAuthenticator, o.APIAudiences); err != nil {
 		return err
 	}
 	if src, rv := o.Delegation, o.delegationRV; src != nil {

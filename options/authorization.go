@@ -1,10 +1,8 @@
 package options
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -14,10 +12,10 @@ import (
 	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/authz"
 	"github.com/apikit-dev/apikit/authz/rbac"
-	"github.com/apikit-dev/apikit/authz/review"
 	"github.com/apikit-dev/apikit/authz/webhook"
 	"github.com/apikit-dev/apikit/certs"
 	"github.com/apikit-dev/apikit/server"
+	"github.com/apikit-dev/apikit/server/system"
 	"github.com/apikit-dev/apikit/storage"
 )
 
@@ -259,60 +257,11 @@ func (o *AuthorizationOptions) InstallSystemAPIs(s *server.GenericServer) error 
 	if o.Authorizer == nil {
 		return errors.New("authorization: InstallSystemAPIs before ApplyTo")
 	}
-	reviews, err := review.Resources(o.Authorizer, o.RuleResolver)
-	if err != nil {
-		return fmt.Errorf("authorization.k8s.io: %w", err)
-	}
-	if err := s.InstallAPIGroup(server.NewAPIGroupInfo(review.GroupName).AddVersion(review.Version, reviews...)); err != nil {
+	if err := system.InstallAuthorization(s, o.Authorizer, o.RuleResolver); err != nil {
 		return err
 	}
 	if !o.hasMode(ModeRBAC) {
 		return nil
 	}
-	if o.storage == nil {
-		return errors.New("RBAC: the server has no storage for its roles and bindings")
-	}
-	stores, err := rbac.NewStores(o.storage)
-	if err != nil {
-		return err
-	}
-	if err := s.InstallAPIGroup(server.NewAPIGroupInfo(rbac.GroupName).AddVersion(rbac.Version,
-		stores.Resources(o.Authorizer, o.rbacAuthorizer)...)); err != nil {
-		return err
-	}
-	index, policy := o.RBACIndex, o.RBACPolicy
-	return s.AddPostStartHook("rbac/bootstrap-roles", func(ctx context.Context) error {
-		log := slog.Default().With("hook", "rbac/bootstrap-roles")
-		if err := reconcileWithRetry(ctx, stores, policy, log); err != nil {
-			return err
-		}
-		go rbac.Sync(ctx, stores, index, log)
-		go rbac.Aggregate(ctx, stores.ClusterRoles, index, log)
-		select {
-		case <-index.Synced():
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	})
-}
-
-// reconcileWithRetry reconciles the bootstrap policy, retrying for 30
-// seconds while storage is not answering, as kube-apiserver does.
-func reconcileWithRetry(ctx context.Context, stores *rbac.Stores, p rbac.Policy, log *slog.Logger) error {
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := rbac.Reconcile(ctx, stores, p)
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("unable to initialize roles: %w", err)
-		}
-		log.Info("reconciling the RBAC bootstrap policy failed; retrying", "err", err)
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-	}
+	return system.InstallRBAC(s, o.storage, o.Authorizer, &system.RBAC{Index: o.RBACIndex, Authorizer: o.rbacAuthorizer, Policy: o.RBACPolicy})
 }

@@ -1,18 +1,14 @@
 package options
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/apikit-dev/apikit/flowcontrol"
-	"github.com/apikit-dev/apikit/flowcontrol/resources"
-	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/server"
+	"github.com/apikit-dev/apikit/server/system"
 	"github.com/apikit-dev/apikit/storage"
 )
 
@@ -96,49 +92,5 @@ func (o *FlowControlOptions) InstallSystemAPIs(s *server.GenericServer) error {
 	if o.APF == nil {
 		return nil
 	}
-	if o.storage == nil {
-		return errors.New("priority and fairness: the server has no storage for its configuration")
-	}
-	api, err := resources.New(o.storage)
-	if err != nil {
-		return fmt.Errorf("priority and fairness: %w", err)
-	}
-	if err := s.InstallAPIGroup(server.NewAPIGroupInfo(flowcontrol.GroupName).AddVersion(flowcontrol.Version, api.Resources()...)); err != nil {
-		return err
-	}
-	if err := s.Handle(flowcontrol.DebugPathPrefix, o.APF.DebugHandler()); err != nil {
-		return err
-	}
-	apf := o.APF
-	if err := s.AddPostStartHook("priority-and-fairness-config-producer", func(ctx context.Context) error {
-		log := slog.Default().With("hook", "priority-and-fairness-config-producer")
-		for {
-			err := api.Ensure(ctx)
-			if err == nil {
-				return nil
-			}
-			log.Warn("ensuring the default configuration; retrying", "err", err)
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(time.Second):
-			}
-		}
-	}); err != nil {
-		return err
-	}
-	return s.AddPostStartHook("priority-and-fairness-config-consumer", func(ctx context.Context) error {
-		log := slog.Default().With("hook", "priority-and-fairness-config-consumer")
-		go api.Run(ctx, apf, log)
-		go resources.TrackObjectCounts(ctx, apf, func() []registry.Resource {
-			var out []registry.Resource
-			for _, g := range s.APIGroups() {
-				for _, v := range g.Versions {
-					out = append(out, v.Resources...)
-				}
-			}
-			return out
-		}, resources.DefaultCountPeriod, log)
-		return nil
-	})
+	return system.InstallFlowControl(s, o.storage, o.APF)
 }

@@ -1,0 +1,234 @@
+package system
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/apikit-dev/apikit/authn"
+	authnreview "github.com/apikit-dev/apikit/authn/review"
+	"github.com/apikit-dev/apikit/authz"
+	"github.com/apikit-dev/apikit/authz/rbac"
+	authzreview "github.com/apikit-dev/apikit/authz/review"
+	"github.com/apikit-dev/apikit/flowcontrol"
+	"github.com/apikit-dev/apikit/flowcontrol/resources"
+	"github.com/apikit-dev/apikit/registry"
+	"github.com/apikit-dev/apikit/server"
+	"github.com/apikit-dev/apikit/storage"
+)
+
+// Config says which system APIs a server serves and what they read.
+type Config struct {
+	// Storage holds the RBAC objects and the flow control configuration.
+	// Required with RBAC or APF.
+	Storage storage.Factory
+	// Authorizer is the server's authorizer, which the access reviews ask;
+	// RuleResolver answers SelfSubjectRulesReview (nil: no rules known).
+	Authorizer   authz.Authorizer
+	RuleResolver authz.RuleResolver
+	// Tokens answers TokenReview, for APIAudiences when a review names
+	// none; nil finds every token unauthenticated.
+	Tokens       authn.TokenAuthenticator
+	APIAudiences []string
+	// RBAC, when set, serves rbac.authorization.k8s.io.
+	RBAC *RBAC
+	// APF, when set, serves flowcontrol.apiserver.k8s.io and applies the
+	// stored configuration to it.
+	APF *flowcontrol.APF
+}
+
+// RBAC is the RBAC mode: its index, the authorizer reading it, and the
+// bootstrap policy reconciled at every start.
+type RBAC struct {
+	Index      *rbac.Index
+	Authorizer *rbac.Authorizer
+	Policy     rbac.Policy
+}
+
+// NewRBAC returns an empty index, its authorizer and kube-apiserver's
+// default policy.
+func NewRBAC() *RBAC {
+	index := rbac.NewIndex()
+	return &RBAC{Index: index, Authorizer: rbac.NewAuthorizer(index), Policy: rbac.DefaultPolicy()}
+}
+
+// DefaultAlwaysAllowPaths are the paths every caller may read, as
+// kube-apiserver's --authorization-always-allow-paths default.
+var DefaultAlwaysAllowPaths = []string{"/healthz", "/readyz", "/livez"}
+
+// Defaults gives cfg kube-apiserver's default authorization (the health
+// paths, then system:masters, then RBAC) and priority and fairness (when
+// cfg.EnablePriorityAndFairness, the default), and returns the Config
+// that Install needs for them, reading cfg.Storage. Call it before
+// cfg.Complete; set Tokens on the result if the server authenticates
+// bearer tokens.
+func Defaults(cfg *server.Config) (Config, error) {
+	if cfg.Storage == nil {
+		return Config{}, errors.New("system: the server.Config has no Storage")
+	}
+	paths, err := authz.AlwaysAllowPaths(DefaultAlwaysAllowPaths...)
+	if err != nil {
+		return Config{}, err
+	}
+	r := NewRBAC()
+	cfg.Authorizer = authz.Union(paths, authz.PrivilegedGroups(authn.SystemPrivilegedGroup), r.Authorizer)
+	fc, err := server.DefaultFlowControl(cfg)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg.FlowControl = fc
+	apf, _ := fc.(*flowcontrol.APF)
+	return Config{Storage: cfg.Storage, Authorizer: cfg.Authorizer, RuleResolver: r.Authorizer, RBAC: r, APF: apf}, nil
+}
+
+// Install serves the system APIs c names on s, the outermost server of
+// its chain (a chain serves them once), with their post-start hooks.
+func Install(s *server.GenericServer, c Config) error {
+	if err := InstallAuthentication(s, c.Tokens, c.APIAudiences); err != nil {
+		return err
+	}
+	if err := InstallAuthorization(s, c.Authorizer, c.RuleResolver); err != nil {
+		return err
+	}
+	if c.RBAC != nil {
+		if err := InstallRBAC(s, c.Storage, c.Authorizer, c.RBAC); err != nil {
+			return err
+		}
+	}
+	if c.APF != nil {
+		return InstallFlowControl(s, c.Storage, c.APF)
+	}
+	return nil
+}
+
+// InstallAuthentication serves authentication.k8s.io/v1: SelfSubjectReview
+// (kubectl auth whoami) and TokenReview (this server as another's token
+// webhook).
+func InstallAuthentication(s *server.GenericServer, tokens authn.TokenAuthenticator, apiAudiences []string) error {
+	rs, err := authnreview.Resources(tokens, apiAudiences)
+	if err != nil {
+		return fmt.Errorf("authentication.k8s.io: %w", err)
+	}
+	return s.InstallAPIGroup(server.NewAPIGroupInfo(authnreview.GroupName).AddVersion(authnreview.Version, rs...))
+}
+
+// InstallAuthorization serves authorization.k8s.io/v1: the access reviews
+// (kubectl auth can-i) asking a, and SelfSubjectRulesReview from r.
+func InstallAuthorization(s *server.GenericServer, a authz.Authorizer, r authz.RuleResolver) error {
+	if a == nil {
+		return errors.New("authorization.k8s.io: no authorizer")
+	}
+	rs, err := authzreview.Resources(a, r)
+	if err != nil {
+		return fmt.Errorf("authorization.k8s.io: %w", err)
+	}
+	return s.InstallAPIGroup(server.NewAPIGroupInfo(authzreview.GroupName).AddVersion(authzreview.Version, rs...))
+}
+
+// InstallRBAC serves rbac.authorization.k8s.io/v1 from f's storage (writes
+// authorized by a, escalation checked by r's authorizer) and adds the
+// post-start hook rbac/bootstrap-roles: it reconciles r.Policy, then keeps
+// r.Index equal to the stored objects until the server stops, and is done
+// once the index has synced.
+func InstallRBAC(s *server.GenericServer, f storage.Factory, a authz.Authorizer, r *RBAC) error {
+	if f == nil {
+		return errors.New("RBAC: the server has no storage for its roles and bindings")
+	}
+	stores, err := rbac.NewStores(f)
+	if err != nil {
+		return err
+	}
+	if err := s.InstallAPIGroup(server.NewAPIGroupInfo(rbac.GroupName).AddVersion(rbac.Version,
+		stores.Resources(a, r.Authorizer)...)); err != nil {
+		return err
+	}
+	index, policy := r.Index, r.Policy
+	return s.AddPostStartHook("rbac/bootstrap-roles", func(ctx context.Context) error {
+		log := slog.Default().With("hook", "rbac/bootstrap-roles")
+		if err := reconcileWithRetry(ctx, stores, policy, log); err != nil {
+			return err
+		}
+		go rbac.Sync(ctx, stores, index, log)
+		go rbac.Aggregate(ctx, stores.ClusterRoles, index, log)
+		select {
+		case <-index.Synced():
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
+}
+
+// reconcileWithRetry reconciles the bootstrap policy, retrying for 30
+// seconds while storage is not answering, as kube-apiserver does.
+func reconcileWithRetry(ctx context.Context, stores *rbac.Stores, p rbac.Policy, log *slog.Logger) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := rbac.Reconcile(ctx, stores, p)
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("unable to initialize roles: %w", err)
+		}
+		log.Info("reconciling the RBAC bootstrap policy failed; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// InstallFlowControl serves flowcontrol.apiserver.k8s.io/v1 from f's
+// storage and apf's debug endpoints, and adds kube-apiserver's post-start
+// hooks: priority-and-fairness-config-producer ensures the default
+// configuration, priority-and-fairness-config-consumer applies the stored
+// one to apf as it changes and tracks object counts (for list costs).
+func InstallFlowControl(s *server.GenericServer, f storage.Factory, apf *flowcontrol.APF) error {
+	if f == nil {
+		return errors.New("priority and fairness: the server has no storage for its configuration")
+	}
+	api, err := resources.New(f)
+	if err != nil {
+		return fmt.Errorf("priority and fairness: %w", err)
+	}
+	if err := s.InstallAPIGroup(server.NewAPIGroupInfo(flowcontrol.GroupName).AddVersion(flowcontrol.Version, api.Resources()...)); err != nil {
+		return err
+	}
+	if err := s.Handle(flowcontrol.DebugPathPrefix, apf.DebugHandler()); err != nil {
+		return err
+	}
+	if err := s.AddPostStartHook("priority-and-fairness-config-producer", func(ctx context.Context) error {
+		log := slog.Default().With("hook", "priority-and-fairness-config-producer")
+		for {
+			err := api.Ensure(ctx)
+			if err == nil {
+				return nil
+			}
+			log.Warn("ensuring the default configuration; retrying", "err", err)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Second):
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	return s.AddPostStartHook("priority-and-fairness-config-consumer", func(ctx context.Context) error {
+		log := slog.Default().With("hook", "priority-and-fairness-config-consumer")
+		go api.Run(ctx, apf, log)
+		go resources.TrackObjectCounts(ctx, apf, func() []registry.Resource {
+			var out []registry.Resource
+			for _, g := range s.APIGroups() {
+				for _, v := range g.Versions {
+					out = append(out, v.Resources...)
+				}
+			}
+			return out
+		}, resources.DefaultCountPeriod, log)
+		return nil
+	})
+}
