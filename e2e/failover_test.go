@@ -209,8 +209,10 @@ func (r *foRun) faults(ctx context.Context, c *etcdtest.Cluster) {
 	l := leader()
 	r.setWindow("leader SIGKILL (10 s)")
 	t.Logf("%s killing the leader %s", time.Now().Format("15:04:05.000"), l.Name)
+	killed := time.Now()
 	l.Kill()
-	sleep(10 * time.Second)
+	r.awaitNewLeader(ctx, c, l, killed)
+	sleep(10*time.Second - time.Since(killed))
 	r.setWindow("after: leader restarted")
 	restart(l)
 	sleep(settle)
@@ -239,6 +241,19 @@ func (r *foRun) faults(ctx context.Context, c *etcdtest.Cluster) {
 
 // setWindow ends the current window and starts the next one; "" ends the
 // last.
+// awaitNewLeader logs how long after since the cluster named a leader
+// other than old: the time no write can commit, whatever the client does.
+func (r *foRun) awaitNewLeader(ctx context.Context, c *etcdtest.Cluster, old *etcdtest.Member, since time.Time) {
+	for ctx.Err() == nil && time.Since(since) < time.Minute {
+		if l, err := c.Leader(ctx); err == nil && l != old {
+			r.t.Logf("%s is the new leader %v after the kill", l.Name, time.Since(since).Round(10*time.Millisecond))
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	r.t.Logf("no new leader within a minute of the kill")
+}
+
 func (r *foRun) setWindow(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -46,13 +46,17 @@ const troubleWindow = 5 * time.Second
 // client given to New, whose balancer cannot tell a frozen member from a
 // busy one. A member that fails a call, or does not answer within the
 // attempt timeout, is passed over until a probe finds it answering again.
-// Watches and compaction stay on the client given to New.
+// When kvs are whole clients (clientv3.Watcher too), each watch goes
+// through one of them that is up, and ends with ErrUnavailable when that
+// member fails, so that its consumer resumes it on another; otherwise
+// watches stay on the client given to New. Compaction always does.
 func WithMembers(kvs ...clientv3.KV) Option {
 	return func(s *store) {
 		if len(kvs) > 0 {
 			s.members.list = s.members.list[:0]
 			for _, kv := range kvs {
-				s.members.list = append(s.members.list, &member{kv: kv})
+				w, _ := kv.(clientv3.Watcher)
+				s.members.list = append(s.members.list, &member{kv: kv, watcher: w})
 			}
 		}
 	}
@@ -117,9 +121,26 @@ func DialMembers(cfg Config) ([]*clientv3.Client, error) {
 // member is one way to the cluster.
 type member struct {
 	kv clientv3.KV
+	// watcher carries the watches of the member, when its KV is a whole
+	// client; nil: they go through the store's client.
+	watcher clientv3.Watcher
 	// down is set when a call through the member failed, and cleared by
 	// the probe it starts.
 	down atomic.Bool
+
+	mu   sync.Mutex
+	fell chan struct{} // closed when the member goes down; nil until asked
+}
+
+// fallen returns a channel closed when the member next goes down: a watch
+// on a member that froze would otherwise wait as long as the freeze.
+func (m *member) fallen() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fell == nil {
+		m.fell = make(chan struct{})
+	}
+	return m.fell
 }
 
 // members picks the member each try of a call goes to, and probes the
@@ -171,6 +192,12 @@ func (ms *members) failed(m *member, timeout time.Duration) {
 	if len(ms.list) < 2 || !m.down.CompareAndSwap(false, true) {
 		return
 	}
+	m.mu.Lock()
+	if m.fell != nil {
+		close(m.fell)
+		m.fell = nil
+	}
+	m.mu.Unlock()
 	if timeout <= 0 {
 		timeout = time.Second
 	}
@@ -223,6 +250,19 @@ func (ms *members) close() {
 	}
 	ms.mu.Unlock()
 	ms.probes.Wait()
+}
+
+// watchVia returns what a new watch goes through: a member that is up,
+// when the members carry watches, with a channel closed when that member
+// fails (the watch then ends, to be resumed on another member); else the
+// store's client, and a nil channel.
+func (s *store) watchVia() (clientv3.Watcher, <-chan struct{}) {
+	if len(s.members.list) > 1 {
+		if m := s.members.pick(nil); m.watcher != nil {
+			return m.watcher, m.fallen()
+		}
+	}
+	return s.client, nil
 }
 
 // retrying reports whether calls are tried more than once.

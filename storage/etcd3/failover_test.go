@@ -320,3 +320,128 @@ func TestTryTimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchLeavesFrozenMember freezes the member a watch runs on: the
+// watch must end with ErrUnavailable once the member fails a call (its
+// consumer then resumes it elsewhere), not wait out the freeze, and a
+// watch resumed from its last revision must see the writes made since.
+func TestWatchLeavesFrozenMember(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-member etcd cluster")
+	}
+	cluster := etcdtest.StartCluster(t, 3)
+	client := newClient(t, cluster.Endpoints())
+	clients, err := DialMembers(Config{Endpoints: cluster.Endpoints()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kvs []clientv3.KV
+	for _, c := range clients {
+		t.Cleanup(func() { c.Close() })
+		kvs = append(kvs, c)
+	}
+	s := New(client, WithPrefix("/watchfrozen"), WithMembers(kvs...), WithAttemptTimeout(500*time.Millisecond))
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	for i := range 9 { // warm up every member's connection
+		if _, err := s.Create(ctx, fmt.Sprintf("/warm%d", i), []byte("{}")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	leader, err := cluster.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A watch on a follower: freezing the leader would test an election.
+	var (
+		w        storage.Watcher
+		frozen   *etcdtest.Member
+		lastSeen int64
+	)
+	for range 6 {
+		rev, err := s.CurrentRevision(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lastSeen = rev
+		cand, err := s.Watch(ctx, "/", storage.WatchOptions{Revision: rev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range clients {
+			if cand.(*watcher).via == clientv3.Watcher(c) && cluster.Members[i] != leader {
+				w, frozen = cand, cluster.Members[i]
+			}
+		}
+		if w != nil {
+			break
+		}
+		cand.Stop()
+	}
+	if w == nil {
+		t.Fatal("no watch went through a follower")
+	}
+	defer w.Stop()
+
+	const freeze = 20 * time.Second
+	frozen.Freeze()
+	thawed := time.AfterFunc(freeze, frozen.Thaw)
+	defer func() {
+		if thawed.Stop() {
+			frozen.Thaw()
+		}
+	}()
+	started := time.Now()
+	ended := false
+	for i := 0; !ended; i++ {
+		if time.Since(started) > 8*time.Second {
+			t.Fatalf("the watch on the frozen member %s did not end within 8s (freeze: %v)", frozen.Name, freeze)
+		}
+		if _, err := s.Create(ctx, fmt.Sprintf("/k%d", i), fmt.Appendf(nil, `{"metadata":{"uid":"u%d"}}`, i)); err != nil {
+			t.Fatalf("create while %s is frozen: %v", frozen.Name, err)
+		}
+		drain := time.After(100 * time.Millisecond)
+	events:
+		for {
+			select {
+			case ev, ok := <-w.ResultChan():
+				if !ok || ev.Type == storage.ErrorEvent {
+					if ok && storage.CodeOf(ev.Err) != storage.CodeUnavailable {
+						t.Fatalf("the watch ended with %v, want ErrUnavailable", ev.Err)
+					}
+					ended = true
+					break events
+				}
+				lastSeen = max(lastSeen, ev.Revision)
+			case <-drain:
+				break events
+			}
+		}
+	}
+	t.Logf("the watch on %s ended %v after the freeze", frozen.Name, time.Since(started).Round(time.Millisecond))
+
+	// Resumed from what it saw, it gets the writes it missed, while the
+	// member is still frozen.
+	rev, err := s.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resumed, err := s.Watch(ctx, "/", storage.WatchOptions{Revision: lastSeen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resumed.Stop()
+	timeout := time.After(8 * time.Second)
+	for lastSeen < rev {
+		select {
+		case ev, ok := <-resumed.ResultChan():
+			if !ok || ev.Type == storage.ErrorEvent {
+				t.Fatalf("the resumed watch ended: %v", ev.Err)
+			}
+			lastSeen = max(lastSeen, ev.Revision)
+		case <-timeout:
+			t.Fatalf("the resumed watch reached revision %d of %d in 8s", lastSeen, rev)
+		}
+	}
+}

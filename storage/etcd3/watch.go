@@ -23,6 +23,10 @@ type watcher struct {
 	cancel context.CancelFunc
 	prefix string
 	opts   storage.WatchOptions
+	// via carries the watch; fell is closed when its member fails (nil:
+	// never, see watchVia).
+	via  clientv3.Watcher
+	fell <-chan struct{}
 
 	out  chan storage.Event
 	done chan struct{}
@@ -56,7 +60,7 @@ func (w *watcher) RequestProgress(ctx context.Context) error {
 	// metadata. Before the stream exists (while the initial events are
 	// read) the client drops the request; the flag stays set, and the next
 	// notification answers it.
-	if err := w.s.client.RequestProgress(w.ctx); err != nil && w.ctx.Err() == nil {
+	if err := w.via.RequestProgress(w.ctx); err != nil && w.ctx.Err() == nil {
 		return storage.NewUnavailable(fmt.Errorf("etcd3: requesting watch progress: %w", err))
 	}
 	return nil
@@ -77,7 +81,10 @@ func (s *store) Watch(ctx context.Context, prefix string, opts storage.WatchOpti
 	// WithRequireLeader makes etcd end the watch when its member loses the
 	// leader, instead of leaving it silently stale.
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	via, fell := s.watchVia()
 	w := &watcher{
+		via:    via,
+		fell:   fell,
 		s:      s,
 		ctx:    wctx,
 		cancel: cancel,
@@ -108,6 +115,21 @@ func (w *watcher) run() {
 	}()
 	defer w.cancel()
 
+	// The etcd watch ends when the member carrying it fails: a frozen
+	// member would hold it, and clientv3's Watch, which waits for the
+	// member to confirm the watch, as long as the freeze.
+	etcdCtx, stopEtcd := context.WithCancel(w.ctx)
+	defer stopEtcd()
+	if w.fell != nil {
+		go func() {
+			select {
+			case <-w.fell:
+				stopEtcd()
+			case <-etcdCtx.Done():
+			}
+		}()
+	}
+
 	full := w.s.full(w.prefix)
 	from := w.opts.Revision
 	initial := from == 0 || w.opts.SendInitialEvents
@@ -122,7 +144,7 @@ func (w *watcher) run() {
 		// as anything was written meanwhile (a server's start writes a
 		// lot), and etcd catches such a watch up only every 100 ms,
 		// answering no progress request on its stream until then.
-		wch = w.s.client.Watch(w.ctx, full, clientv3.WithPrefix(), clientv3.WithPrevKV(),
+		wch = w.via.Watch(etcdCtx, full, clientv3.WithPrefix(), clientv3.WithPrevKV(),
 			clientv3.WithProgressNotify(), clientv3.WithCreatedNotify())
 		rev, ok := w.created(wch)
 		if !ok {
@@ -136,7 +158,7 @@ func (w *watcher) run() {
 		}
 		from = rev
 	} else {
-		wch = w.s.client.Watch(w.ctx, full, clientv3.WithPrefix(), clientv3.WithRev(from+1),
+		wch = w.via.Watch(etcdCtx, full, clientv3.WithPrefix(), clientv3.WithRev(from+1),
 			clientv3.WithPrevKV(), clientv3.WithProgressNotify())
 	}
 	var tick <-chan time.Time
@@ -159,10 +181,7 @@ func (w *watcher) run() {
 		select {
 		case resp, ok := <-wch:
 			if !ok {
-				if w.ctx.Err() == nil {
-					w.send(storage.Event{Type: storage.ErrorEvent,
-						Err: storage.NewUnavailable(fmt.Errorf("etcd3: watch of %q ended by the client", w.prefix))})
-				}
+				w.closed()
 				return
 			}
 			if err := resp.Err(); err != nil {
@@ -187,6 +206,9 @@ func (w *watcher) run() {
 				}
 				seen = max(seen, e.Kv.ModRevision)
 			}
+		case <-w.fell:
+			w.memberFailed()
+			return
 		case <-tick:
 			// etcd answers a progress request only when every watch on the
 			// stream has caught up, and never before a watch's start
@@ -198,7 +220,7 @@ func (w *watcher) run() {
 			// The request goes to the stream this watch shares with the
 			// client's other watches; every watch on it gets the answer,
 			// which is harmless.
-			if err := w.s.client.RequestProgress(w.ctx); err != nil && w.ctx.Err() == nil {
+			if err := w.via.RequestProgress(w.ctx); err != nil && w.ctx.Err() == nil {
 				w.send(storage.Event{Type: storage.ErrorEvent,
 					Err: storage.NewUnavailable(fmt.Errorf("etcd3: requesting watch progress: %w", err))})
 				return
@@ -217,10 +239,7 @@ func (w *watcher) created(wch clientv3.WatchChan) (int64, bool) {
 	case resp, ok := <-wch:
 		switch {
 		case !ok:
-			if w.ctx.Err() == nil {
-				w.send(storage.Event{Type: storage.ErrorEvent,
-					Err: storage.NewUnavailable(fmt.Errorf("etcd3: watch of %q ended by the client", w.prefix))})
-			}
+			w.closed()
 			return 0, false
 		case resp.Err() != nil:
 			w.send(storage.Event{Type: storage.ErrorEvent, Err: w.watchErr(0, resp)})
@@ -231,8 +250,33 @@ func (w *watcher) created(wch clientv3.WatchChan) (int64, bool) {
 			return 0, false
 		}
 		return resp.Header.Revision, true
+	case <-w.fell:
+		w.memberFailed()
+		return 0, false
 	case <-w.ctx.Done():
 		return 0, false
+	}
+}
+
+// memberFailed ends a watch whose member failed: its consumer resumes it
+// from the last revision it saw, on another member.
+func (w *watcher) memberFailed() {
+	w.send(storage.Event{Type: storage.ErrorEvent,
+		Err: storage.NewUnavailable(fmt.Errorf("etcd3: watch of %q: its etcd member failed", w.prefix))})
+}
+
+// closed ends a watch whose etcd watch channel closed: the consumer
+// stopped it, its member failed, or the client ended it.
+func (w *watcher) closed() {
+	if w.ctx.Err() != nil {
+		return
+	}
+	select {
+	case <-w.fell:
+		w.memberFailed()
+	default:
+		w.send(storage.Event{Type: storage.ErrorEvent,
+			Err: storage.NewUnavailable(fmt.Errorf("etcd3: watch of %q ended by the client", w.prefix))})
 	}
 }
 
@@ -254,7 +298,11 @@ func (w *watcher) sendInitial(rev int64) (int64, bool) {
 		if rev > 0 {
 			ropts = append(ropts, clientv3.WithRev(rev))
 		}
-		resp, err := w.s.client.Get(w.ctx, key, ropts...)
+		var resp *clientv3.GetResponse
+		err := w.s.call(w.ctx, false, func(ctx context.Context, kv clientv3.KV, _ bool) (err error) {
+			resp, err = kv.Get(ctx, key, ropts...)
+			return err
+		})
 		if err != nil {
 			if w.ctx.Err() == nil {
 				w.send(storage.Event{Type: storage.ErrorEvent, Err: w.s.mapErr(w.ctx, "watch", w.prefix, rev, err)})
