@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -245,4 +246,73 @@ func TestUpdateManagersCapped(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzApply sends arbitrary apply bodies, managers and force to a widget
+// that exists and one that does not: every answer is a success whose
+// managedFields record the manager, or a Status of the response's code;
+// the only 5xx is kube-apiserver's for a configuration its schema does not
+// type (a field the type lacks, as kube-apiserver answers it).
+//
+//	go test ./server/endpoints -run - -fuzz FuzzApply -fuzztime 30s
+func FuzzApply(f *testing.F) {
+	for _, s := range []struct {
+		name, manager string
+		force         bool
+		body          string
+	}{
+		{"w", "m", false, "apiVersion: test.example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  size: 2\n"},
+		{"n", "m", true, `{"apiVersion":"test.example.com/v1","kind":"Widget","metadata":{"name":"n","labels":{"a":"b"}},"spec":{"parts":[{"name":"p","count":1}],"tags":["x","y"],"named":{"k":{"name":"v"}}}}`},
+		{"w", "other", false, `{"apiVersion":"test.example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"size":3,"free":{"a":[1,{"b":null}]}}}`},
+		{"w", "", false, `{"apiVersion":"test.example.com/v1","kind":"Widget","metadata":{"name":"w"}}`},
+		{"w", "m", false, `{"apiVersion":"test.example.com/v1","kind":"Widget","metadata":{"name":"w","managedFields":[{}]}}`},
+		{"w", "m", false, `{"apiVersion":"test.example.com/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"parts":[{"name":"a"},{"name":"a"}]}}`},
+		{"w", "m", false, "- a\n- b\n"},
+	} {
+		f.Add(s.name, s.manager, s.force, []byte(s.body))
+	}
+	ts := newTestServer(f)
+	ts.create(f, "w", `{"size":1}`)
+	f.Fuzz(func(t *testing.T, name, manager string, force bool, body []byte) {
+		if name != "w" {
+			name = "n"
+		}
+		q := url.Values{}
+		if manager != "" {
+			q.Set("fieldManager", manager)
+		}
+		if force {
+			q.Set("force", "true")
+		}
+		resp, b := ts.do(t, req{method: "PATCH", path: ns + "/" + name + "?" + q.Encode(), contentType: applyType, body: string(body)})
+		if !json.Valid(b) {
+			t.Fatalf("%d, not JSON: %q", resp.StatusCode, b)
+		}
+		if resp.StatusCode >= 400 {
+			var st meta.Status
+			if err := json.Unmarshal(b, &st); err != nil || st.Kind != "Status" || int(st.Code) != resp.StatusCode || st.Message == "" {
+				t.Fatalf("%d with %s, want a Status of that code", resp.StatusCode, b)
+			}
+			if resp.StatusCode >= 500 && !strings.HasPrefix(st.Message, "failed to create typed patch object") {
+				t.Fatalf("%q: %d %s", body, resp.StatusCode, b)
+			}
+			return
+		}
+		var obj meta.PartialObjectMetadata
+		if err := json.Unmarshal(b, &obj); err != nil {
+			t.Fatalf("%v in %s", err, b)
+		}
+		found := false
+		for _, e := range obj.ManagedFields {
+			if e.FieldsType != "FieldsV1" || e.APIVersion != "test.example.com/v1" || (e.Operation != "Apply" && e.Operation != "Update") {
+				t.Fatalf("bad entry %+v in %s", e, b)
+			}
+			found = found || (e.Manager == manager && e.Operation == "Apply")
+		}
+		// An apply that leaves the manager nothing to own (only
+		// server-set fields) records no entry.
+		if !found && strings.Contains(string(body), "spec") && resp.StatusCode == 201 {
+			t.Logf("no Apply entry for %q after %s", manager, body)
+		}
+	})
 }

@@ -169,15 +169,18 @@ func (m *Manager) typedValue(obj any) (*typed.TypedValue, error) {
 	if err != nil {
 		return nil, err
 	}
-	return m.typedJSON(data)
+	return m.typedJSON(data, typed.AllowDuplicates)
 }
 
-func (m *Manager) typedJSON(data []byte) (*typed.TypedValue, error) {
+// typedJSON types a JSON object. Stored objects may hold duplicate list
+// keys (written before a list became a map, or by other patch types);
+// applied configurations may not, as in kube-apiserver.
+func (m *Manager) typedJSON(data []byte, opts ...typed.ValidationOptions) (*typed.TypedValue, error) {
 	v, err := value.FromJSON(data)
 	if err != nil {
 		return nil, err
 	}
-	return typed.AsTyped(v, m.typ.Schema, m.typ.TypeRef, typed.AllowDuplicates)
+	return typed.AsTyped(v, m.typ.Schema, m.typ.TypeRef, opts...)
 }
 
 // Update records in obj's managedFields what manager changed from live
