@@ -10,17 +10,18 @@ import (
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/server"
 	"github.com/apikit-dev/apikit/storage"
+	"github.com/apikit-dev/apikit/storage/backend"
 )
 
 // Storage backends --storage-backend names.
 const (
 	// BackendEmbedded is an etcd inside the process, with its data under
 	// --data-dir: the default.
-	BackendEmbedded = "embedded"
+	BackendEmbedded = backend.Embedded
 	// BackendEtcd3 is the etcd cluster at --etcd-servers.
-	BackendEtcd3 = "etcd3"
+	BackendEtcd3 = backend.Etcd3
 	// BackendMemory keeps everything in memory, lost on exit.
-	BackendMemory = "memory"
+	BackendMemory = backend.Memory
 )
 
 // EtcdOptions choose the storage: the backend, where etcd is, and the

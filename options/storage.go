@@ -1,201 +1,32 @@
 package options
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"net/http"
-	"sync"
-	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-
-	"github.com/apikit-dev/apikit/meta"
-	"github.com/apikit-dev/apikit/storage"
-	"github.com/apikit-dev/apikit/storage/cacher"
-	"github.com/apikit-dev/apikit/storage/embedded"
+	"github.com/apikit-dev/apikit/storage/backend"
 	"github.com/apikit-dev/apikit/storage/etcd3"
-	"github.com/apikit-dev/apikit/storage/memory"
 )
 
-// Storage is the storage.Factory the etcd options give a server: the one
-// backend --storage-backend names, shared by every resource (their keys
-// keep them apart), with a watch cache in front of each resource that
-// --watch-cache and --watch-cache-sizes cache. It is opened by Open, or on
-// first use; Close releases it, after the server has stopped.
-//
-// The memory backend gets no cache: it already serves every read from
-// memory, consistently and with a memo per value, and a cache would add a
-// copy of its index and a wait for its own watch to every consistent read
-// (see docs/benchmarks.md).
-type Storage struct {
-	backend            string
-	dataDir            string
-	prefix             string
-	etcd               etcd3.Config
-	compactionInterval time.Duration
-	attemptTimeout     time.Duration
-	maxObjectBytes     int64
-	watchCache         storage.WatchCacheConfig
-	logger             *slog.Logger
-
-	mu      sync.Mutex
-	store   storage.Interface
-	caches  *cacher.Factory // nil without watch caches
-	closers []func() error
-	closed  bool
-}
+// Storage is the storage.Factory the etcd options give a server, assembled
+// by storage/backend from the flags: the one backend --storage-backend
+// names, with a watch cache in front of each resource that --watch-cache
+// and --watch-cache-sizes cache.
+type Storage = backend.Storage
 
 func newStorage(o *EtcdOptions, logger *slog.Logger) *Storage {
-	return &Storage{
-		backend: o.Backend(),
-		dataDir: o.etcdDataDir(),
-		prefix:  o.Prefix,
-		etcd: etcd3.Config{
+	return backend.New(backend.Config{
+		Backend: o.Backend(),
+		DataDir: o.etcdDataDir(),
+		Prefix:  o.Prefix,
+		Etcd: etcd3.Config{
 			Endpoints: o.ServerList,
 			CAFile:    o.CAFile, CertFile: o.CertFile, KeyFile: o.KeyFile,
 			Logger: logger,
 		},
-		compactionInterval: o.CompactionInterval,
-		attemptTimeout:     o.AttemptTimeout,
-		maxObjectBytes:     o.MaxObjectBytes,
-		watchCache:         o.WatchCache,
-		logger:             logger,
-	}
-}
-
-// Backend names the backend: embedded, etcd3 or memory.
-func (s *Storage) Backend() string { return s.backend }
-
-// Open starts or connects to the backend, unless it is open already.
-func (s *Storage) Open(ctx context.Context) error {
-	_, err := s.open(ctx)
-	return err
-}
-
-func (s *Storage) open(ctx context.Context) (storage.Interface, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, errors.New("storage is closed")
-	}
-	if s.store != nil {
-		return s.store, nil
-	}
-	switch s.backend {
-	case BackendMemory:
-		m := memory.New(memory.WithMaxObjectBytes(s.maxObjectBytes))
-		s.store, s.closers = m, []func() error{m.Close}
-	case BackendEmbedded:
-		retention := s.compactionInterval
-		if retention == 0 {
-			retention = -1 // the flag's 0 turns compaction off
-		}
-		e, err := embedded.Start(ctx, embedded.Config{DataDir: s.dataDir, CompactionRetention: retention, MaxObjectBytes: s.maxObjectBytes, Logger: s.logger})
-		if err != nil {
-			return nil, err
-		}
-		st := e.Storage(etcd3.WithPrefix(s.prefix))
-		s.store, s.closers = st, []func() error{st.Close, e.Close}
-		s.logger.Info("embedded etcd started", "dataDir", s.dataDir)
-	case BackendEtcd3:
-		client, err := etcd3.Dial(ctx, s.etcd)
-		if err != nil {
-			return nil, err
-		}
-		// Reads and writes go through a client per member, so that a
-		// failed or frozen member is passed over; watches and compaction
-		// stay on the client of the whole cluster.
-		members, err := etcd3.DialMembers(s.etcd)
-		if err != nil {
-			client.Close()
-			return nil, err
-		}
-		kvs := make([]clientv3.KV, len(members))
-		for i, m := range members {
-			kvs[i] = m
-		}
-		st := etcd3.New(client, etcd3.WithPrefix(s.prefix), etcd3.WithMembers(kvs...), etcd3.WithAttemptTimeout(s.attemptTimeout),
-			etcd3.WithMaxObjectBytes(s.maxObjectBytes))
-		closeMembers := func() error {
-			var errs []error
-			for _, m := range members {
-				errs = append(errs, m.Close())
-			}
-			return errors.Join(errs...)
-		}
-		compactCtx, stopCompactor := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			if s.compactionInterval > 0 {
-				etcd3.RunCompactor(compactCtx, client, s.compactionInterval)
-			}
-		}()
-		s.store = st
-		s.closers = []func() error{st.Close, func() error { stopCompactor(); <-done; return nil }, closeMembers, client.Close}
-		s.logger.Info("connected to etcd", "servers", s.etcd.Endpoints)
-	default:
-		return nil, fmt.Errorf("unknown storage backend %q", s.backend)
-	}
-	if s.watchCache.Enabled && s.backend != BackendMemory {
-		// The caches close before the backend they watch.
-		s.caches = cacher.NewFactory(storage.Shared(s.store), s.watchCache, cacher.WithLogger(s.logger))
-		s.closers = append([]func() error{s.caches.Close}, s.closers...)
-	}
-	return s.store, nil
-}
-
-var _ storage.RootedFactory = (*Storage)(nil)
-
-// For returns the resource's storage, opening the backend if needed: the
-// backend behind the resource's watch cache when it has one.
-func (s *Storage) For(resource meta.GroupResource) (storage.Interface, error) {
-	return s.ForRoot(resource, storage.KeyRoot(resource))
-}
-
-// ForRoot is For for a resource whose keys live under root (a registry
-// store with a custom KeyRoot): its watch cache holds that root.
-func (s *Storage) ForRoot(resource meta.GroupResource, root string) (storage.Interface, error) {
-	st, err := s.open(context.Background())
-	if err != nil {
-		return nil, fmt.Errorf("opening %s storage: %w", s.backend, err)
-	}
-	s.mu.Lock()
-	caches := s.caches
-	s.mu.Unlock()
-	if caches != nil {
-		return caches.ForRoot(resource, root)
-	}
-	return st, nil
-}
-
-// Check is a readiness check: the backend answers within two seconds.
-func (s *Storage) Check(r *http.Request) error {
-	s.mu.Lock()
-	st := s.store
-	s.mu.Unlock()
-	if st == nil {
-		return errors.New("storage not open")
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-	defer cancel()
-	_, err := st.CurrentRevision(ctx)
-	return err
-}
-
-// Close stops the backend; it is safe to call more than once.
-func (s *Storage) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed = true
-	var errs []error
-	for _, c := range s.closers {
-		if err := c(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	s.closers, s.store, s.caches = nil, nil, nil
-	return errors.Join(errs...)
+		CompactionInterval: o.CompactionInterval,
+		AttemptTimeout:     o.AttemptTimeout,
+		MaxObjectBytes:     o.MaxObjectBytes,
+		WatchCache:         o.WatchCache,
+		Logger:             logger,
+	})
 }

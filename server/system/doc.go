@@ -7,7 +7,8 @@
 // priority and fairness configuration, applied as it changes).
 //
 // It sits beside server, which knows none of these: a program that builds
-// a server from Go code calls Defaults on its server.Config and Install on
-// the server, and gets what the options package (which calls the same
-// functions from flags) gives a command.
+// a server from Go code assembles its storage with storage/backend, calls
+// Defaults on its server.Config and Install on the server, and gets what
+// the options package (which calls the same functions from flags) gives a
+// command.
 package system

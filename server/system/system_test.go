@@ -19,7 +19,7 @@ import (
 	"github.com/apikit-dev/apikit/server"
 	"github.com/apikit-dev/apikit/server/system"
 	"github.com/apikit-dev/apikit/storage"
-	"github.com/apikit-dev/apikit/storage/memory"
+	"github.com/apikit-dev/apikit/storage/backend"
 )
 
 type widget struct {
@@ -35,10 +35,11 @@ const userHeader = "X-Test-User"
 // Defaults and Install give it RBAC, priority and fairness and the review
 // APIs, as the server command has them.
 func TestServerFromGoCode(t *testing.T) {
-	mem := memory.New()
-	t.Cleanup(func() { mem.Close() })
+	// Storage assembled by the library, as the flags would have it.
+	st := backend.New(backend.Config{Backend: backend.Memory, MaxObjectBytes: storage.DefaultMaxObjectBytes})
+	t.Cleanup(func() { st.Close() })
 	cfg := server.NewConfig()
-	cfg.Storage = storage.Shared(mem)
+	cfg.Storage = st
 	cfg.Logger = discardLogger()
 	cfg.Authenticator = authn.Func(func(r *http.Request) (*authn.Response, bool, error) {
 		name := r.Header.Get(userHeader)
