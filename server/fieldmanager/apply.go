@@ -30,11 +30,7 @@ func (m *Manager) Apply(live meta.Object, patch []byte, manager string, force bo
 	if err != nil {
 		return nil, meta.NewInternalError(fmt.Errorf("failed to decode managed fields: %v", err))
 	}
-	liveView, err := withoutManagedFields(live)
-	if err != nil {
-		return nil, meta.NewInternalError(err)
-	}
-	liveT, err := m.typedValue(liveView)
+	liveT, err := m.typedLive(live)
 	if err != nil {
 		return nil, unknownError(fmt.Sprintf("failed to create typed live object (%s): %v", m.describe(live), err))
 	}

@@ -203,11 +203,7 @@ func (m *Manager) update(live, obj meta.Object, manager string) error {
 	om := obj.GetObjectMeta()
 	mf := m.decodeLiveOrNew(live, om.ManagedFields)
 	om.ManagedFields = nil
-	liveCopy, err := withoutManagedFields(live)
-	if err != nil {
-		return err
-	}
-	liveT, err := m.typedValue(liveCopy)
+	liveT, err := m.typedLive(live)
 	if err != nil {
 		return fmt.Errorf("the live object as %s: %w", m.gvk, err)
 	}
@@ -269,28 +265,15 @@ func (m *Manager) decodeLiveOrNew(live meta.Object, sent []meta.ManagedFields) *
 	return mf
 }
 
-// withoutManagedFields is a shallow view of obj's JSON without its
-// managedFields, which no typed comparison needs.
-func withoutManagedFields(obj meta.Object) (any, error) {
-	data, err := json.Marshal(obj)
-	if err != nil {
-		return nil, err
-	}
-	var v map[string]json.RawMessage
-	if err := json.Unmarshal(data, &v); err != nil {
-		return nil, err
-	}
-	if md, ok := v["metadata"]; ok {
-		var mdm map[string]json.RawMessage
-		if err := json.Unmarshal(md, &mdm); err != nil {
-			return nil, err
-		}
-		delete(mdm, "managedFields")
-		if v["metadata"], err = json.Marshal(mdm); err != nil {
-			return nil, err
-		}
-	}
-	return v, nil
+// typedLive types the live object without its managedFields, which no
+// comparison needs. The registry hands each write a private copy of the
+// live object, so they are set aside and put back rather than copied.
+func (m *Manager) typedLive(live meta.Object) (*typed.TypedValue, error) {
+	om := live.GetObjectMeta()
+	saved := om.ManagedFields
+	om.ManagedFields = nil
+	defer func() { om.ManagedFields = saved }()
+	return m.typedValue(live)
 }
 
 // strip removes the server-set fields from manager's set, and the manager
