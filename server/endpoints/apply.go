@@ -71,6 +71,13 @@ func (s *Scope) recordUpdate(r *http.Request, live, obj meta.Object, fieldManage
 	}
 }
 
+// tooLarge reports whether storage refused a write as too large. An
+// object's managedFields can make it so: kube-apiserver then writes it
+// again without them, and so do the handlers (all but apply).
+func tooLarge(err error) bool {
+	return meta.ReasonForError(err) == meta.StatusReasonRequestEntityTooLarge
+}
+
 // validatePatchOptions checks the options kube-apiserver checks per patch
 // type: apply needs a fieldManager, only apply takes force.
 func validatePatchOptions(opts meta.PatchOptions, apply bool) error {

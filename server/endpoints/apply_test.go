@@ -1,14 +1,20 @@
 package endpoints_test
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/registry"
+	"github.com/apikit-dev/apikit/server"
+	"github.com/apikit-dev/apikit/storage/memory"
 )
 
 const applyType = "application/apply-patch+yaml"
@@ -315,4 +321,85 @@ func FuzzApply(f *testing.F) {
 			t.Logf("no Apply entry for %q after %s", manager, body)
 		}
 	})
+}
+
+// TestTooLargeRetriedWithoutManagedFields: a write that storage refuses as
+// too large with its managedFields is written again without them, as
+// kube-apiserver does; apply is not retried.
+func TestTooLargeRetriedWithoutManagedFields(t *testing.T) {
+	mem := memory.New(memory.WithMaxObjectBytes(2048))
+	t.Cleanup(func() { _ = mem.Close() })
+	widgets, err := registry.NewStore(registry.Options[*Widget]{
+		Resource: meta.GroupResource{Group: group, Resource: "widgets"}, Kind: "Widget", NamespaceScoped: true,
+		StorageVersion: "v1", Strategy: registry.DefaultStrategy[*Widget]{}, Storage: mem, AllowCreateOnUpdate: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := server.NewConfig()
+	cfg.SecureServing.Certificate = &tls.Certificate{}
+	cfg.Authenticator = authn.Func(func(*http.Request) (*authn.Response, bool, error) {
+		return &authn.Response{User: authn.User{Name: "tester", Groups: []string{authn.SystemPrivilegedGroup}}}, true, nil
+	})
+	cfg.Logger = discardLogger()
+	completed, err := cfg.Complete()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := completed.New("test", server.NewEmptyDelegate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.InstallAPIGroup(server.NewAPIGroupInfo(group).AddVersion("v1", registry.Serve(widgets))); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler)
+	t.Cleanup(hs.Close)
+	ts := &testServer{Server: hs}
+
+	// Labels of ~1.1 KB: the object fits, its labels' managedFields
+	// (about as large again) do not.
+	labels := map[string]string{}
+	for i := range 30 {
+		labels[fmt.Sprintf("label-%02d-%s", i, strings.Repeat("x", 20))] = "v"
+	}
+	body, _ := json.Marshal(map[string]any{"apiVersion": "test.example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "big", "labels": labels}})
+	rv := ""
+	for _, w := range []struct {
+		method, path, contentType string
+		code                      int
+	}{
+		{"POST", ns, "application/json", 201},
+		{"PUT", ns + "/big", "application/json", 200},
+		{"PATCH", ns + "/big", "application/merge-patch+json", 200},
+	} {
+		b := string(body)
+		switch w.method {
+		case "PUT":
+			b = strings.Replace(b, `"name":"big"`, `"name":"big","resourceVersion":"`+rv+`"`, 1)
+		case "PATCH":
+			// Every label changes hands: the patcher's entry is as
+			// large as the labels.
+			b = `{"metadata":{"labels":` + strings.ReplaceAll(string(must(json.Marshal(labels))), `"v"`, `"w"`) + `}}`
+		}
+		resp, out := ts.do(t, req{method: w.method, path: w.path, body: b, contentType: w.contentType})
+		if resp.StatusCode != w.code {
+			t.Fatalf("%s: %d %s", w.method, resp.StatusCode, out)
+		}
+		m := decode(t, out)
+		if path(m, "metadata.managedFields") != nil {
+			t.Errorf("%s kept managedFields that do not fit", w.method)
+		}
+		rv, _ = path(m, "metadata.resourceVersion").(string)
+	}
+	resp, b := ts.apply(t, ns+"/big", "m", "", string(body))
+	wantStatus(t, resp, b, http.StatusRequestEntityTooLarge, meta.StatusReasonRequestEntityTooLarge, "Request entity too large: limit is 2048")
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

@@ -377,7 +377,12 @@ func (s *Scope) Create(w http.ResponseWriter, r *http.Request, ns string) {
 	s.recordUpdate(r, nil, obj, opts.FieldManager, "")
 	dryRun := len(opts.DryRun) > 0
 	admit, validate := s.admissionFuncs(r.Context(), admission.Create, ns, "", "", dryRun)
-	it, err := s.Resource.Create(r.Context(), ns, obj, registry.WriteOptions{DryRun: dryRun, Admit: admit, Validate: validate})
+	wo := registry.WriteOptions{DryRun: dryRun, Admit: admit, Validate: validate}
+	it, err := s.Resource.Create(r.Context(), ns, obj, wo)
+	if tooLarge(err) && obj.GetObjectMeta().ManagedFields != nil {
+		obj.GetObjectMeta().ManagedFields = nil
+		it, err = s.Resource.Create(r.Context(), ns, obj, wo)
+	}
 	if err != nil {
 		respond.Error(w, r, err)
 		return
@@ -437,13 +442,23 @@ func (s *Scope) Update(w http.ResponseWriter, r *http.Request, ns, name, subreso
 		uo.Preconditions = &meta.Preconditions{UID: &uid}
 	}
 	sent := obj.GetObjectMeta().ManagedFields
-	it, created, err := s.Resource.Update(r.Context(), ns, name, func(_ context.Context, current meta.Object) (meta.Object, error) {
+	withoutManaged := false
+	update := func(_ context.Context, current meta.Object) (meta.Object, error) {
 		// A retried update records against the object it now
 		// replaces, from the managedFields the client sent.
 		obj.GetObjectMeta().ManagedFields = sent
-		s.recordUpdate(r, current, obj, opts.FieldManager, subresource)
+		if withoutManaged {
+			obj.GetObjectMeta().ManagedFields = nil
+		} else {
+			s.recordUpdate(r, current, obj, opts.FieldManager, subresource)
+		}
 		return obj, nil
-	}, uo)
+	}
+	it, created, err := s.Resource.Update(r.Context(), ns, name, update, uo)
+	if tooLarge(err) {
+		withoutManaged = true
+		it, created, err = s.Resource.Update(r.Context(), ns, name, update, uo)
+	}
 	if err != nil {
 		respond.Error(w, r, err)
 		return
@@ -536,7 +551,8 @@ func (s *Scope) Patch(w http.ResponseWriter, r *http.Request, ns, name, subresou
 	dryRun := len(opts.DryRun) > 0
 	admit, validate := s.admissionFuncs(r.Context(), admission.Update, ns, name, subresource, dryRun)
 	var warnings []string
-	it, _, err := s.Resource.Update(r.Context(), ns, name, func(_ context.Context, current meta.Object) (meta.Object, error) {
+	withoutManaged := false
+	update := func(_ context.Context, current meta.Object) (meta.Object, error) {
 		if current == nil {
 			return nil, meta.NewNotFound(s.groupResource(), name)
 		}
@@ -563,9 +579,19 @@ func (s *Scope) Patch(w http.ResponseWriter, r *http.Request, ns, name, subresou
 		if warnings, err = decodeObject(patched, obj, s.gvk, opts.FieldValidation); err != nil {
 			return nil, err
 		}
-		s.recordUpdate(r, current, obj, opts.FieldManager, subresource)
+		if withoutManaged {
+			obj.GetObjectMeta().ManagedFields = nil
+		} else {
+			s.recordUpdate(r, current, obj, opts.FieldManager, subresource)
+		}
 		return obj, nil
-	}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{DryRun: dryRun, Admit: admit, Validate: validate}, Subresource: subresource})
+	}
+	uo := registry.UpdateOptions{WriteOptions: registry.WriteOptions{DryRun: dryRun, Admit: admit, Validate: validate}, Subresource: subresource}
+	it, _, err := s.Resource.Update(r.Context(), ns, name, update, uo)
+	if tooLarge(err) {
+		withoutManaged = true
+		it, _, err = s.Resource.Update(r.Context(), ns, name, update, uo)
+	}
 	if err != nil {
 		respond.Error(w, r, err)
 		return

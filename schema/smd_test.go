@@ -1,0 +1,68 @@
+package schema_test
+
+import (
+	"reflect"
+	"testing"
+
+	smd "sigs.k8s.io/structured-merge-diff/v6/schema"
+
+	"github.com/apikit-dev/apikit/schema"
+)
+
+// TestSMD: the merge semantics of the model become structured-merge-diff's
+// element relationships, so apply merges as OpenAPI publishes.
+func TestSMD(t *testing.T) {
+	set := schema.NewSet()
+	root, err := set.AddType(reflect.TypeOf(object{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := set.SMD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	specKey := schema.Key(reflect.TypeOf(spec{}))
+	specType, ok := s.FindNamedType(specKey)
+	if !ok || specType.Map == nil {
+		t.Fatalf("no struct %s in %v", specKey, s)
+	}
+	field := func(name string) smd.TypeRef {
+		t.Helper()
+		f, ok := specType.Map.FindField(name)
+		if !ok {
+			t.Fatalf("no field %s", name)
+		}
+		return f.Type
+	}
+	tests := []struct {
+		field string
+		check func(smd.TypeRef) bool
+	}{
+		{"ports", func(r smd.TypeRef) bool {
+			return r.Inlined.List != nil && r.Inlined.List.ElementRelationship == smd.Associative && reflect.DeepEqual(r.Inlined.List.Keys, []string{"name", "protocol"})
+		}},
+		{"merged", func(r smd.TypeRef) bool {
+			return r.Inlined.List != nil && r.Inlined.List.ElementRelationship == smd.Associative && reflect.DeepEqual(r.Inlined.List.Keys, []string{"name"})
+		}},
+		{"tags", func(r smd.TypeRef) bool {
+			return r.Inlined.List != nil && r.Inlined.List.ElementRelationship == smd.Associative && len(r.Inlined.List.Keys) == 0
+		}},
+		{"args", func(r smd.TypeRef) bool { return r.Inlined.List != nil && r.Inlined.List.ElementRelationship == smd.Atomic }},
+		{"selector", func(r smd.TypeRef) bool { return r.Inlined.Map != nil && r.Inlined.Map.ElementRelationship == smd.Atomic }},
+		{"labels", func(r smd.TypeRef) bool { return r.Inlined.Map != nil && r.Inlined.Map.ElementRelationship == smd.Separable }},
+		{"ref", func(r smd.TypeRef) bool {
+			return r.NamedType != nil && r.ElementRelationship != nil && *r.ElementRelationship == smd.Atomic
+		}},
+		{"raw", func(r smd.TypeRef) bool { return r.NamedType != nil && *r.NamedType == "__untyped_deduced_" }},
+		{"mode", func(r smd.TypeRef) bool { return r.Inlined.Scalar != nil && *r.Inlined.Scalar == smd.String }},
+		{"replicas", func(r smd.TypeRef) bool { return r.Inlined.Scalar != nil && *r.Inlined.Scalar == smd.Numeric }},
+	}
+	for _, tt := range tests {
+		if r := field(tt.field); !tt.check(r) {
+			t.Errorf("%s = %+v", tt.field, r)
+		}
+	}
+	if _, ok := s.FindNamedType(root.Ref); !ok {
+		t.Errorf("the root %s has no typedef", root.Ref)
+	}
+}
