@@ -47,9 +47,15 @@ func TestSMD(t *testing.T) {
 		{"tags", func(r smd.TypeRef) bool {
 			return r.Inlined.List != nil && r.Inlined.List.ElementRelationship == smd.Associative && len(r.Inlined.List.Keys) == 0
 		}},
-		{"args", func(r smd.TypeRef) bool { return r.Inlined.List != nil && r.Inlined.List.ElementRelationship == smd.Atomic }},
-		{"selector", func(r smd.TypeRef) bool { return r.Inlined.Map != nil && r.Inlined.Map.ElementRelationship == smd.Atomic }},
-		{"labels", func(r smd.TypeRef) bool { return r.Inlined.Map != nil && r.Inlined.Map.ElementRelationship == smd.Separable }},
+		{"args", func(r smd.TypeRef) bool {
+			return r.Inlined.List != nil && r.Inlined.List.ElementRelationship == smd.Atomic
+		}},
+		{"selector", func(r smd.TypeRef) bool {
+			return r.Inlined.Map != nil && r.Inlined.Map.ElementRelationship == smd.Atomic
+		}},
+		{"labels", func(r smd.TypeRef) bool {
+			return r.Inlined.Map != nil && r.Inlined.Map.ElementRelationship == smd.Separable
+		}},
 		{"ref", func(r smd.TypeRef) bool {
 			return r.NamedType != nil && r.ElementRelationship != nil && *r.ElementRelationship == smd.Atomic
 		}},
