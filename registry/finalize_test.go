@@ -55,6 +55,8 @@ func TestFinalizerRaces(t *testing.T) {
 		arm func(t *testing.T, racing *racingStorage, other *registry.Store[*Widget])
 		// act is the request under test.
 		act func(st *registry.Store[*Widget]) (*Widget, error)
+		// recreated: the other client made a namesake, which must survive.
+		recreated bool
 	}{
 		{
 			// The delete read the object with its finalizer; the finalizer
@@ -107,6 +109,27 @@ func TestFinalizerRaces(t *testing.T) {
 				return out, err
 			},
 		},
+		{
+			// The object is deleted and made again under the same name
+			// between the update that removed the last finalizer and the
+			// delete it causes: the new object is not deleted.
+			name: "a namesake made before the delete an update causes", marked: true, recreated: true,
+			arm: func(t *testing.T, racing *racingStorage, other *registry.Store[*Widget]) {
+				racing.beforeDelete = func() {
+					ctx := context.Background()
+					if _, _, err := other.Update(ctx, "ns", "w", removeFinalizers, registry.UpdateOptions{}); err != nil {
+						t.Errorf("other client's update: %v", err)
+					}
+					if _, err := other.Create(ctx, "ns", widget("ns", "w", 2), registry.WriteOptions{}); err != nil {
+						t.Errorf("other client's create: %v", err)
+					}
+				}
+			},
+			act: func(st *registry.Store[*Widget]) (*Widget, error) {
+				out, _, err := st.Update(context.Background(), "ns", "w", removeFinalizers, registry.UpdateOptions{})
+				return out, err
+			},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := newMemory(t)
@@ -139,7 +162,10 @@ func TestFinalizerRaces(t *testing.T) {
 				t.Fatal("the other client's write never ran: the test does not race")
 			}
 			got, _, err := other.Get(context.Background(), "ns", "w", meta.GetOptions{})
-			if !meta.IsNotFound(err) {
+			switch {
+			case tc.recreated && (err != nil || got.UID == cur.UID):
+				t.Errorf("after the race: %v, object %+v; want the namesake", err, got)
+			case !tc.recreated && !meta.IsNotFound(err):
 				t.Errorf("after the race: %v, object %+v; want it gone", err, got)
 			}
 		})
