@@ -11,4 +11,8 @@
 //
 // Dial connects to a cluster (endpoints, TLS files, dial timeout), and
 // RunCompactor keeps etcd's history bounded the way kube-apiserver does.
+// With DialMembers, WithMembers and WithAttemptTimeout the store survives
+// the loss, freeze or restart of a member (failover.go, docs/failover.md):
+// each try is bounded and goes to a member that is up, and a write tried
+// again recognises its own earlier commit.
 package etcd3

@@ -38,7 +38,7 @@ const DefaultRetryWindow = 10 * time.Second
 const probeInterval = 250 * time.Millisecond
 
 // troubleWindow is how long after a member failed a call the tries of
-// every call are bounded tighter (see call).
+// every call are bounded tighter (see tryTimeout).
 const troubleWindow = 5 * time.Second
 
 // WithMembers sends the store's reads and writes through kvs, one per
