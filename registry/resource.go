@@ -143,6 +143,14 @@ type VersionConverter interface {
 	ToServed(stored meta.Object) (meta.Object, error)
 }
 
+// StorageConverter is implemented by every served Resource: it converts an
+// object of the served version to the storage version, so that, with
+// VersionConverter, an object moves between any two served versions
+// (server-side apply compares field sets recorded in other versions so).
+type StorageConverter interface {
+	ToStorage(served meta.Object) (meta.Object, error)
+}
+
 // Conversion converts between a served version V and the storage version S.
 // FromStorage must not modify its argument, which may be shared.
 type Conversion[S, V meta.Object] struct {
@@ -186,6 +194,11 @@ func (r *served[S, V]) ToServed(stored meta.Object) (meta.Object, error) {
 		return nil, fmt.Errorf("object of type %T is not a %s", stored, r.st.opts.Kind)
 	}
 	return r.toServed(s, nil)
+}
+
+// ToStorage implements StorageConverter.
+func (r *served[S, V]) ToStorage(obj meta.Object) (meta.Object, error) {
+	return r.toStorage(obj)
 }
 
 func (r *served[S, V]) Info() ResourceInfo {

@@ -339,6 +339,13 @@ func (s *GenericServer) InstallAPIGroup(g *APIGroupInfo) error {
 		}
 		g = served
 	}
+	// Each resource's served versions, for server-side apply's conversions.
+	versions := map[string][]registry.Resource{}
+	for _, v := range g.Versions {
+		for _, res := range v.Resources {
+			versions[res.Info().Resource] = append(versions[res.Info().Resource], res)
+		}
+	}
 	for _, v := range g.Versions {
 		if v.Version == "" || len(v.Resources) == 0 {
 			return fmt.Errorf("server: version %q of group %q needs resources", v.Version, g.Name)
@@ -364,6 +371,7 @@ func (s *GenericServer) InstallAPIGroup(g *APIGroupInfo) error {
 				Resource:            res,
 				Schemas:             s.schemas,
 				Schema:              shape,
+				Versions:            versions[info.Resource],
 				Admission:           s.config.Admission,
 				MaxRequestBodyBytes: s.config.MaxRequestBodyBytes,
 				MaxObjectBytes:      s.config.MaxObjectBytes,

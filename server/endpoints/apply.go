@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/yaml"
@@ -31,7 +32,7 @@ func (s *Scope) initFieldManagers() {
 	if s.Schemas == nil || s.Schema == nil {
 		return
 	}
-	cfg := fieldmanager.Config{Schemas: s.Schemas, Schema: s.Schema, GVK: s.gvk, New: s.Resource.New}
+	cfg := fieldmanager.Config{Schemas: s.Schemas, Schema: s.Schema, GVK: s.gvk, New: s.Resource.New, Versions: s.versions()}
 	if s.info.StatusSubresource {
 		// Writes to the main resource never own status, and writes to
 		// status own only status, as kube-apiserver's reset fields.
@@ -50,6 +51,26 @@ func (s *Scope) initFieldManagers() {
 			slog.Error("server-side apply unavailable", "resource", s.groupResource().String()+"/status", "err", err)
 		}
 	}
+}
+
+// versions describes the resource's served versions for the field
+// managers' conversions; a version whose Go type has no schema, or that
+// cannot convert, is left out (its entries are then dropped, not compared).
+func (s *Scope) versions() map[string]fieldmanager.Version {
+	out := map[string]fieldmanager.Version{}
+	for _, res := range s.Versions {
+		to, ok1 := res.(registry.StorageConverter)
+		from, ok2 := res.(registry.VersionConverter)
+		if !ok1 || !ok2 {
+			continue
+		}
+		shape, err := s.Schemas.AddType(reflect.TypeOf(res.New()))
+		if err != nil {
+			continue
+		}
+		out[res.Info().GroupVersion.String()] = fieldmanager.Version{Schema: shape, New: res.New, ToStorage: to.ToStorage, FromStorage: from.ToServed}
+	}
+	return out
 }
 
 func (s *Scope) fieldManager(subresource string) *fieldmanager.Manager {

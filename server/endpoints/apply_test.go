@@ -11,9 +11,11 @@ import (
 	"testing"
 
 	"github.com/apikit-dev/apikit/authn"
+	"github.com/apikit-dev/apikit/examples/wardle/wardleapi"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/server"
+	"github.com/apikit-dev/apikit/storage"
 	"github.com/apikit-dev/apikit/storage/memory"
 )
 
@@ -402,4 +404,67 @@ func must(b []byte, err error) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// TestApplyAcrossVersions: field sets recorded in one served version are
+// converted to be compared with writes in another, as kube-apiserver
+// converts them: wardle's v1alpha1 spec.reference is v1beta1's
+// spec.flunderReference.
+func TestApplyAcrossVersions(t *testing.T) {
+	mem := memory.New()
+	t.Cleanup(func() { _ = mem.Close() })
+	api, err := wardleapi.New(storage.Shared(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	group, err := api.GroupInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := server.NewConfig()
+	cfg.SecureServing.Certificate = &tls.Certificate{}
+	cfg.Authenticator = authn.Func(func(*http.Request) (*authn.Response, bool, error) {
+		return &authn.Response{User: authn.User{Name: "tester", Groups: []string{authn.SystemPrivilegedGroup}}}, true, nil
+	})
+	cfg.Logger = discardLogger()
+	completed, err := cfg.Complete()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := completed.New("test", server.NewEmptyDelegate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.InstallAPIGroup(group); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler)
+	t.Cleanup(hs.Close)
+	ts := &testServer{Server: hs}
+	const (
+		beta  = "/apis/wardle.example.com/v1beta1/namespaces/default/flunders/f"
+		alpha = "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders/f"
+	)
+	resp, b := ts.apply(t, beta, "a", "", "apiVersion: wardle.example.com/v1beta1\nkind: Flunder\nmetadata:\n  name: f\nspec:\n  flunderReference: r1\n")
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("apply in v1beta1: %d %s", resp.StatusCode, b)
+	}
+	resp, b = ts.do(t, req{method: "PATCH", path: alpha + "?fieldManager=b", contentType: "application/merge-patch+json", body: `{"metadata":{"labels":{"x":"y"}}}`})
+	if resp.StatusCode != 200 {
+		t.Fatalf("patch in v1alpha1: %d %s", resp.StatusCode, b)
+	}
+	entries := map[string]string{}
+	for _, e := range path(decode(t, b), "metadata.managedFields").([]any) {
+		m := e.(map[string]any)
+		fields, _ := json.Marshal(m["fieldsV1"])
+		entries[fmt.Sprintf("%s/%s", m["manager"], m["apiVersion"])] = string(fields)
+	}
+	if entries["a/wardle.example.com/v1beta1"] != `{"f:spec":{"f:flunderReference":{}}}` ||
+		entries["b/wardle.example.com/v1alpha1"] != `{"f:metadata":{"f:labels":{".":{},"f:x":{}}}}` {
+		t.Errorf("entries after a write in the other version: %v", entries)
+	}
+	// a's v1beta1 field is v1alpha1's spec.reference: a conflict there,
+	// named in the version a recorded it in, as kube-apiserver names it.
+	resp, b = ts.apply(t, alpha, "c", "", "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: f\nspec:\n  reference: r2\n")
+	wantStatus(t, resp, b, http.StatusConflict, meta.StatusReasonConflict, `Apply failed with 1 conflict: conflict with "a": .spec.flunderReference`)
 }

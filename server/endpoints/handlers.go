@@ -40,6 +40,9 @@ type Scope struct {
 	// shape of the resource's Go type. Server-side apply merges by them.
 	Schemas *schema.Set
 	Schema  *schema.Schema
+	// Versions are the resource's served versions (Resource among them),
+	// between which server-side apply converts managed field sets.
+	Versions []registry.Resource
 	// Admission runs on every write; nil admits everything.
 	Admission admission.Chain
 	// MaxRequestBodyBytes bounds request bodies (default 3 MiB).

@@ -102,6 +102,11 @@ type Config struct {
 	Subresource string
 	// New returns an empty object of the served Go type.
 	New func() meta.Object
+	// Versions are the resource's served versions (this one included),
+	// keyed by apiVersion, through which field sets recorded in another
+	// version are converted to be compared. Without them such entries are
+	// dropped when the object is written in this version.
+	Versions map[string]Version
 	// IgnoredFields are fields writes through this endpoint never own:
 	// status on a main resource whose status is a subresource, as
 	// kube-apiserver's reset fields.
@@ -129,7 +134,11 @@ func New(cfg Config) (*Manager, error) {
 	if !m.typ.IsValid() {
 		return nil, fmt.Errorf("fieldmanager: no schema named %q", cfg.Schema.Ref)
 	}
-	builder := merge.UpdaterBuilder{Converter: sameVersion{m.version}}
+	conv, err := newConverter(s, m.version, cfg.Versions)
+	if err != nil {
+		return nil, err
+	}
+	builder := merge.UpdaterBuilder{Converter: conv}
 	if cfg.IgnoredFields != nil && !cfg.IgnoredFields.Empty() {
 		builder.IgnoredFields = map[fieldpath.APIVersion]*fieldpath.Set{m.version: cfg.IgnoredFields}
 	}
@@ -137,21 +146,92 @@ func New(cfg Config) (*Manager, error) {
 	return m, nil
 }
 
-// sameVersion is the converter of a Manager: it converts to the served
-// version only; entries recorded in another apiVersion of the resource
-// are dropped when an object is written in this one (see docs/apply.md).
-type sameVersion struct{ version fieldpath.APIVersion }
-
-var errOtherVersion = errors.New("fieldmanager: field sets of another apiVersion are not converted")
-
-func (c sameVersion) Convert(v *typed.TypedValue, version fieldpath.APIVersion) (*typed.TypedValue, error) {
-	if version == c.version {
-		return v, nil
-	}
-	return nil, errOtherVersion
+// Version is one served version of the resource, for conversions.
+type Version struct {
+	// Schema is the version's schema: a reference into Config.Schemas.
+	Schema *schema.Schema
+	// New returns an empty object of the version.
+	New func() meta.Object
+	// ToStorage and FromStorage convert an object of the version to the
+	// storage version and back.
+	ToStorage, FromStorage func(meta.Object) (meta.Object, error)
 }
 
-func (sameVersion) IsMissingVersionError(err error) bool { return errors.Is(err, errOtherVersion) }
+// converter moves typed values between the served versions of a resource
+// through its storage version, as kube-apiserver converts managed field
+// sets; a version it does not know is missing, and entries recorded in it
+// are dropped.
+type converter struct {
+	schema   *smdschema.Schema
+	own      fieldpath.APIVersion
+	versions map[fieldpath.APIVersion]Version
+	byType   map[string]fieldpath.APIVersion
+}
+
+var errOtherVersion = errors.New("fieldmanager: no conversion to that apiVersion")
+
+func newConverter(s *smdschema.Schema, own fieldpath.APIVersion, versions map[string]Version) (*converter, error) {
+	c := &converter{schema: s, own: own, versions: map[fieldpath.APIVersion]Version{}, byType: map[string]fieldpath.APIVersion{}}
+	for apiVersion, v := range versions {
+		if v.Schema == nil || v.Schema.Ref == "" || v.New == nil || v.ToStorage == nil || v.FromStorage == nil {
+			return nil, fmt.Errorf("fieldmanager: version %s needs a named schema, New and both conversions", apiVersion)
+		}
+		c.versions[fieldpath.APIVersion(apiVersion)] = v
+		c.byType[v.Schema.Ref] = fieldpath.APIVersion(apiVersion)
+	}
+	return c, nil
+}
+
+func (c *converter) Convert(v *typed.TypedValue, to fieldpath.APIVersion) (*typed.TypedValue, error) {
+	if to == c.own && len(c.versions) == 0 {
+		return v, nil
+	}
+	target, ok := c.versions[to]
+	if !ok {
+		if to == c.own {
+			return v, nil
+		}
+		return nil, errOtherVersion
+	}
+	name := ""
+	if ref := v.TypeRef(); ref.NamedType != nil {
+		name = *ref.NamedType
+	}
+	if name == target.Schema.Ref {
+		// The same Go type serves both versions: nothing to convert.
+		return v, nil
+	}
+	from, ok := c.versions[c.byType[name]]
+	if !ok {
+		return nil, fmt.Errorf("fieldmanager: a value of type %q belongs to no served version", name)
+	}
+	data, err := value.ToJSON(v.AsValue())
+	if err != nil {
+		return nil, err
+	}
+	obj := from.New()
+	if err := json.Unmarshal(data, obj); err != nil {
+		return nil, err
+	}
+	stored, err := from.ToStorage(obj)
+	if err != nil {
+		return nil, err
+	}
+	out, err := target.FromStorage(stored)
+	if err != nil {
+		return nil, err
+	}
+	if data, err = json.Marshal(out); err != nil {
+		return nil, err
+	}
+	tv, err := value.FromJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	return typed.AsTyped(tv, c.schema, typedRef(target.Schema.Ref), typed.AllowDuplicates)
+}
+
+func (*converter) IsMissingVersionError(err error) bool { return errors.Is(err, errOtherVersion) }
 
 // Manager returns the manager a request writes as: its fieldManager, else
 // the first part of its User-Agent, as kube-apiserver names it.
