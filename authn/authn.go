@@ -14,6 +14,20 @@ const (
 	SystemPrivilegedGroup = "system:masters"
 )
 
+// Service-account user names and groups, as Kubernetes names them: the
+// authenticators of authn/serviceaccount make them, and authorization and
+// flow control match them without importing those.
+const (
+	// ServiceAccountUsernamePrefix starts every service account's user
+	// name: system:serviceaccount:<namespace>:<name>.
+	ServiceAccountUsernamePrefix = "system:serviceaccount:"
+	// AllServiceAccountsGroup holds every service account.
+	AllServiceAccountsGroup = "system:serviceaccounts"
+	// ServiceAccountGroupPrefix starts the group of a namespace's service
+	// accounts: system:serviceaccounts:<namespace>.
+	ServiceAccountGroupPrefix = "system:serviceaccounts:"
+)
+
 // CredentialIDKey is the user extra under which authenticators record
 // which credential was used (JTI=<token id> for JWTs, X509SHA256=<digest>
 // for certificates), as kube-apiserver does, so that audit logs can tell

@@ -1,18 +1,20 @@
 package flowcontrol
 
-import "github.com/apikit-dev/apikit/meta"
+import (
+	"github.com/apikit-dev/apikit/authn"
+	"github.com/apikit-dev/apikit/meta"
+)
 
 // Names of Kubernetes' system users and groups the default configuration
 // refers to.
 const (
-	nodesGroup              = "system:nodes"
-	kubeControllerManager   = "system:kube-controller-manager"
-	kubeScheduler           = "system:kube-scheduler"
-	allServiceAccountsGroup = "system:serviceaccounts"
-	namespaceSystem         = "kube-system"
-	allAuthenticated        = "system:authenticated"
-	allUnauthenticated      = "system:unauthenticated"
-	systemPrivilegedGroup   = "system:masters"
+	nodesGroup            = "system:nodes"
+	kubeControllerManager = "system:kube-controller-manager"
+	kubeScheduler         = "system:kube-scheduler"
+	namespaceSystem       = "kube-system"
+	allAuthenticated      = "system:authenticated"
+	allUnauthenticated    = "system:unauthenticated"
+	systemPrivilegedGroup = "system:masters"
 )
 
 // MandatoryPriorityLevels returns the priority levels every server has:
@@ -135,7 +137,7 @@ func SuggestedFlowSchemas() []*FlowSchema {
 		newFlowSchema("kube-controller-manager", "workload-high", 800, FlowDistinguisherMethodByNamespace, all(users(kubeControllerManager)...)),
 		newFlowSchema("kube-scheduler", "workload-high", 800, FlowDistinguisherMethodByNamespace, all(users(kubeScheduler)...)),
 		newFlowSchema("kube-system-service-accounts", "workload-high", 900, FlowDistinguisherMethodByNamespace, all(kubeSystemServiceAccounts(NameAll)...)),
-		newFlowSchema("service-accounts", "workload-low", 9000, FlowDistinguisherMethodByUser, all(groups(allServiceAccountsGroup)...)),
+		newFlowSchema("service-accounts", "workload-low", 9000, FlowDistinguisherMethodByUser, all(groups(authn.AllServiceAccountsGroup)...)),
 		newFlowSchema("global-default", "global-default", 9900, FlowDistinguisherMethodByUser, all(groups(allUnauthenticated, allAuthenticated)...)),
 	}
 }

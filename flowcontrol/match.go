@@ -70,8 +70,7 @@ func matchesSubject(s *Subject, u *authn.User) bool {
 // system:serviceaccount:<namespace>:<name> (any name for "*"), without
 // allocating.
 func serviceAccountMatches(namespace, name, username string) bool {
-	const prefix = "system:serviceaccount:"
-	rest, ok := strings.CutPrefix(username, prefix)
+	rest, ok := strings.CutPrefix(username, authn.ServiceAccountUsernamePrefix)
 	if !ok {
 		return false
 	}

@@ -17,8 +17,8 @@ import (
 
 // Groups every service account is in, and the prefix of its namespace's.
 const (
-	AllServiceAccountsGroup  = "system:serviceaccounts"
-	NamespaceGroupPrefix     = "system:serviceaccounts:"
+	AllServiceAccountsGroup  = authn.AllServiceAccountsGroup
+	NamespaceGroupPrefix     = authn.ServiceAccountGroupPrefix
 	podNameKey               = "authentication.kubernetes.io/pod-name"
 	podUIDKey                = "authentication.kubernetes.io/pod-uid"
 	nodeNameKey              = "authentication.kubernetes.io/node-name"

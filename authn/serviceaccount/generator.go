@@ -15,10 +15,12 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	"github.com/google/uuid"
+
+	"github.com/apikit-dev/apikit/authn"
 )
 
 // UsernamePrefix starts the user name of every service account.
-const UsernamePrefix = "system:serviceaccount:"
+const UsernamePrefix = authn.ServiceAccountUsernamePrefix
 
 // Username returns the user name a service account authenticates as:
 // system:serviceaccount:<namespace>:<name>.
