@@ -48,7 +48,8 @@ const troubleWindow = 5 * time.Second
 // attempt timeout, is passed over until a probe finds it answering again.
 // When kvs are whole clients (clientv3.Watcher too), each watch goes
 // through one of them that is up, and ends with ErrUnavailable when that
-// member fails, so that its consumer resumes it on another; otherwise
+// member fails a call and then a probe, so that its consumer resumes it
+// on another; otherwise
 // watches stay on the client given to New. Compaction always does.
 func WithMembers(kvs ...clientv3.KV) Option {
 	return func(s *store) {
@@ -132,8 +133,11 @@ type member struct {
 	fell chan struct{} // closed when the member goes down; nil until asked
 }
 
-// fallen returns a channel closed when the member next goes down: a watch
-// on a member that froze would otherwise wait as long as the freeze.
+// fallen returns a channel closed when the member, down, next fails a
+// probe: a watch on a member that froze would otherwise wait as long as
+// the freeze. A member that failed a call but answers the probe keeps its
+// watches: under load, or while the cluster elects a leader, calls fail
+// on members that are alive.
 func (m *member) fallen() <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -141,6 +145,16 @@ func (m *member) fallen() <-chan struct{} {
 		m.fell = make(chan struct{})
 	}
 	return m.fell
+}
+
+// fall closes the channel fallen returned, if any.
+func (m *member) fall() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fell != nil {
+		close(m.fell)
+		m.fell = nil
+	}
 }
 
 // members picks the member each try of a call goes to, and probes the
@@ -192,12 +206,6 @@ func (ms *members) failed(m *member, timeout time.Duration) {
 	if len(ms.list) < 2 || !m.down.CompareAndSwap(false, true) {
 		return
 	}
-	m.mu.Lock()
-	if m.fell != nil {
-		close(m.fell)
-		m.fell = nil
-	}
-	m.mu.Unlock()
 	if timeout <= 0 {
 		timeout = time.Second
 	}
@@ -231,6 +239,10 @@ func (ms *members) failed(m *member, timeout time.Duration) {
 				m.down.Store(false)
 				return
 			}
+			// Not even a local read answers: the member is gone or
+			// frozen, not merely slow or between leaders, and its
+			// watches must move.
+			m.fall()
 		}
 	}()
 }
@@ -254,7 +266,8 @@ func (ms *members) close() {
 
 // watchVia returns what a new watch goes through: a member that is up,
 // when the members carry watches, with a channel closed when that member
-// fails (the watch then ends, to be resumed on another member); else the
+// fails a call and a probe (the watch then ends, to be resumed on another
+// member); else the
 // store's client, and a nil channel.
 func (s *store) watchVia() (clientv3.Watcher, <-chan struct{}) {
 	if len(s.members.list) > 1 {
