@@ -5,7 +5,8 @@
 // server/endpoints: a Go type becomes a schema by reflection (FromType reads
 // the json, description, enum, format, default, minimum, maximum, optional
 // and merge-strategy struct tags), and a CustomResourceDefinition's OpenAPI
-// v3 schema will become one too. What reads shapes reads this model:
+// v3 schema becomes one with FromOpenAPIV3, filed with Set.Add. What reads
+// shapes reads this model:
 // server/openapi renders the OpenAPI v2 and v3 definitions from it, and
 // server-side apply turns it into structured-merge-diff's typed values
 // (Set.SMD).

@@ -383,6 +383,8 @@ func describeType(n *Schema) string {
 		return "a struct"
 	case n.Unknown:
 		return "any value"
+	case n.Type == "":
+		return "an untyped value"
 	}
 	if strings.IndexByte("aeiou", n.Type[0]) >= 0 {
 		return "an " + n.Type
