@@ -52,7 +52,7 @@ func (f *failingWriter) Write(p []byte) (int, error) {
 
 func TestLogSink(t *testing.T) {
 	var buf bytes.Buffer
-	s := NewLogSink(&buf)
+	s := NewLogSink(&buf, FormatJSON)
 	s.Log(&Event{Kind: "Event", AuditID: "a"})
 	s.Log(&Event{Kind: "Event", AuditID: "b"})
 	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
@@ -60,7 +60,7 @@ func TestLogSink(t *testing.T) {
 		t.Errorf("%q", buf.String())
 	}
 	fw := &failingWriter{fail: true}
-	s = NewLogSink(fw)
+	s = NewLogSink(fw, "")
 	s.Log(&Event{}) // logged once, no panic
 	s.Log(&Event{})
 	fw.fail = false
@@ -71,7 +71,7 @@ func TestLogSink(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Error(err)
 	}
-	if _, err := OpenLogFile(t.TempDir()); err == nil {
+	if _, err := OpenLogFile(t.TempDir(), LogFileOptions{}); err == nil {
 		t.Error("a directory opened as the audit log")
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -24,6 +26,9 @@ type AuditOptions struct {
 	LogPath string
 	// PolicyFile is an audit.k8s.io/v1 Policy (YAML or JSON).
 	PolicyFile string
+	// LogFile is the log's format and rotation (--audit-log-format,
+	// --audit-log-maxsize, -maxbackup, -maxage, -compress).
+	LogFile audit.LogFileOptions
 
 	// Set by Complete.
 
@@ -33,27 +38,59 @@ type AuditOptions struct {
 	Policy *audit.Policy
 }
 
-// NewAuditOptions returns the default: no audit log.
-func NewAuditOptions() *AuditOptions { return &AuditOptions{} }
+// NewAuditOptions returns the default: no audit log; when one is asked
+// for, JSON, rotated at 100 MB, old files kept (kube-apiserver's defaults).
+func NewAuditOptions() *AuditOptions {
+	return &AuditOptions{LogFile: audit.LogFileOptions{Format: audit.FormatJSON}}
+}
 
-// AddFlags adds --audit-log-path and --audit-policy-file.
+// AddFlags adds --audit-log-path, --audit-policy-file and the log file's
+// format and rotation flags.
 func (o *AuditOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LogPath, "audit-log-path", o.LogPath,
 		"If set, all requests coming to the apiserver will be logged to this file.  '-' means standard out. "+
-			"Events are audit.k8s.io/v1 Events, one JSON object per line, at the levels of --audit-policy-file (without one, every request at the Metadata level).")
+			"Events are audit.k8s.io/v1 Events, one per line (--audit-log-format), at the levels of --audit-policy-file (without one, every request at the Metadata level).")
 	fs.StringVar(&o.PolicyFile, "audit-policy-file", o.PolicyFile,
 		"Path to the file that defines the audit policy configuration (an audit.k8s.io/v1 Policy: the first rule a request matches gives its level: None, Metadata, Request or RequestResponse).")
+	fs.IntVar(&o.LogFile.MaxAge, "audit-log-maxage", o.LogFile.MaxAge,
+		"The maximum number of days to retain old audit log files based on the timestamp encoded in their filename.")
+	fs.IntVar(&o.LogFile.MaxBackups, "audit-log-maxbackup", o.LogFile.MaxBackups,
+		"The maximum number of old audit log files to retain. Setting a value of 0 will mean there's no restriction on the number of files.")
+	fs.IntVar(&o.LogFile.MaxSize, "audit-log-maxsize", o.LogFile.MaxSize,
+		"The maximum size in megabytes of the audit log file before it gets rotated (0: 100).")
+	fs.BoolVar(&o.LogFile.Compress, "audit-log-compress", o.LogFile.Compress,
+		"If set, the rotated log files will be compressed using gzip.")
+	fs.StringVar(&o.LogFile.Format, "audit-log-format", o.LogFile.Format,
+		"Format of saved audits. \"legacy\" indicates 1-line text format for each event. \"json\" indicates structured json format. Known formats are "+
+			strings.Join(audit.LogFormats, ",")+".")
 }
 
-// Validate checks the path.
+// Validate checks the path and, when there is a log, its format and
+// rotation, with kube-apiserver's messages.
 func (o *AuditOptions) Validate() []error {
-	if o.LogPath != "" && o.LogPath != "-" && filepath.Base(o.LogPath) == "." {
-		return []error{fmt.Errorf("--audit-log-path %q is not a file", o.LogPath)}
+	if o.LogPath == "" {
+		return nil
 	}
-	return nil
+	var errs []error
+	if o.LogPath != "-" && filepath.Base(o.LogPath) == "." {
+		errs = append(errs, fmt.Errorf("--audit-log-path %q is not a file", o.LogPath))
+	}
+	if !slices.Contains(audit.LogFormats, o.LogFile.Format) {
+		errs = append(errs, fmt.Errorf("invalid audit log format %s, allowed formats are %q", o.LogFile.Format, strings.Join(audit.LogFormats, ",")))
+	}
+	for _, f := range []struct {
+		flag  string
+		value int
+	}{{"--audit-log-maxage", o.LogFile.MaxAge}, {"--audit-log-maxbackup", o.LogFile.MaxBackups}, {"--audit-log-maxsize", o.LogFile.MaxSize}} {
+		if f.value < 0 {
+			errs = append(errs, fmt.Errorf("%s %v can't be a negative number", f.flag, f.value))
+		}
+	}
+	return errs
 }
 
-// Complete opens the log file (creating it, mode 0600, and its directory).
+// Complete opens the log file (creating it, mode 0600, and its directory),
+// rotated as the flags say.
 func (o *AuditOptions) Complete() error {
 	if o.Sink != nil {
 		_ = o.Sink.Close()
@@ -69,7 +106,7 @@ func (o *AuditOptions) Complete() error {
 	if o.LogPath == "" {
 		return nil
 	}
-	sink, err := audit.OpenLogFile(o.LogPath)
+	sink, err := audit.OpenLogFile(o.LogPath, o.LogFile)
 	if err != nil {
 		return fmt.Errorf("--audit-log-path: %w", err)
 	}

@@ -1,0 +1,97 @@
+package options
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/apikit-dev/apikit/audit"
+)
+
+func parseAuditFlags(t *testing.T, args ...string) *AuditOptions {
+	t.Helper()
+	o := NewAuditOptions()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("parsing %q: %v", args, err)
+	}
+	return o
+}
+
+func TestAuditLogFlags(t *testing.T) {
+	dir := t.TempDir()
+	logPath := "--audit-log-path=" + filepath.Join(dir, "audit.log")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string // Validate's messages
+	}{
+		{name: "kube-apiserver's defaults", args: []string{logPath}},
+		{name: "rotation and legacy", args: []string{logPath, "--audit-log-maxsize=10", "--audit-log-maxbackup=3", "--audit-log-maxage=7", "--audit-log-compress", "--audit-log-format=legacy"}},
+		{name: "negative numbers", args: []string{logPath, "--audit-log-maxsize=-1", "--audit-log-maxbackup=-2", "--audit-log-maxage=-3"},
+			want: []string{"--audit-log-maxage -3 can't be a negative number", "--audit-log-maxbackup -2 can't be a negative number", "--audit-log-maxsize -1 can't be a negative number"}},
+		{name: "an unknown format", args: []string{logPath, "--audit-log-format=xml"},
+			want: []string{`invalid audit log format xml, allowed formats are "json,legacy"`}},
+		{name: "no log, nothing checked", args: []string{"--audit-log-maxsize=-1", "--audit-log-format=xml"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, err := range parseAuditFlags(t, tc.args...).Validate() {
+				got = append(got, err.Error())
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("errors %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if o := NewAuditOptions(); o.LogFile != (audit.LogFileOptions{Format: audit.FormatJSON}) {
+		t.Errorf("defaults %+v, want JSON, no size (lumberjack's 100 MB), every backup kept", o.LogFile)
+	}
+}
+
+// TestAuditLogFlagsRotate shows the flags reach the file: a log past
+// --audit-log-maxsize is rotated, and --audit-log-maxbackup old files kept.
+func TestAuditLogFlagsRotate(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.log")
+	o := parseAuditFlags(t, "--audit-log-path="+path, "--audit-log-maxsize=1", "--audit-log-maxbackup=1", "--audit-log-format=legacy")
+	if errs := o.Validate(); errs != nil {
+		t.Fatal(errs)
+	}
+	if err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("u", 64<<10)
+	for i := range 40 { // 2.5 MB: two rotations
+		o.Sink.Log(&audit.Event{AuditID: "id", Stage: audit.StageRequestReceived, RequestURI: "/" + long})
+		if i%16 == 15 {
+			time.Sleep(20 * time.Millisecond) // rotations in distinct milliseconds
+		}
+	}
+	if err := o.Sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var backups []string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		backups, _ = filepath.Glob(filepath.Join(dir, "audit-*.log"))
+		if len(backups) <= 1 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(backups) != 1 {
+		t.Fatalf("backups %v, want one", backups)
+	}
+	data, err := os.ReadFile(backups[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), ` AUDIT: id="id" stage="RequestReceived"`) {
+		t.Errorf("the backup is not in the legacy format: %.200s", data)
+	}
+}
