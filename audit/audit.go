@@ -27,6 +27,9 @@ const (
 	// LevelMetadata records who asked what, and the answer's code.
 	LevelMetadata = "Metadata"
 
+	// StageRequestReceived is recorded as soon as the audit filter has the
+	// request, before any handler runs: an event without a response.
+	StageRequestReceived  = "RequestReceived"
 	StageResponseStarted  = "ResponseStarted"
 	StageResponseComplete = "ResponseComplete"
 	StagePanic            = "Panic"

@@ -118,7 +118,7 @@ func ParsePolicy(data []byte) (*Policy, error) {
 
 var (
 	levels = []string{LevelNone, LevelMetadata, LevelRequest, LevelRequestResponse}
-	stages = []string{"RequestReceived", StageResponseStarted, StageResponseComplete, StagePanic}
+	stages = []string{StageRequestReceived, StageResponseStarted, StageResponseComplete, StagePanic}
 )
 
 func (p *Policy) validate() error {

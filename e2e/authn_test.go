@@ -250,6 +250,9 @@ func TestAuthentication(t *testing.T) {
 			Groups   []string `json:"groups"`
 		}
 		var sawImpersonation, sawCarol, sawForbidden bool
+		// Each audited request is logged when received and when complete,
+		// under one audit ID, as kube-apiserver does without omitStages.
+		stages := map[string][]string{}
 		sc := bufio.NewScanner(bytes.NewReader(data))
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
@@ -258,7 +261,7 @@ func TestAuthentication(t *testing.T) {
 				User                                          user
 				ImpersonatedUser                              *user
 				ObjectRef                                     *struct{ Resource, APIGroup string }
-				ResponseStatus                                struct{ Code int }
+				ResponseStatus                                *struct{ Code int }
 				SourceIPs                                     []string
 			}
 			if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
@@ -266,6 +269,14 @@ func TestAuthentication(t *testing.T) {
 			}
 			if ev.Kind != "Event" || ev.APIVersion != "audit.k8s.io/v1" || ev.Level != "Metadata" || ev.AuditID == "" || len(ev.SourceIPs) == 0 {
 				t.Fatalf("event %s", sc.Bytes())
+			}
+			if (ev.Stage == "RequestReceived") != (ev.ResponseStatus == nil) {
+				t.Errorf("a response status at stage %s: %s", ev.Stage, sc.Bytes())
+				continue
+			}
+			stages[ev.AuditID] = append(stages[ev.AuditID], ev.Stage)
+			if ev.ResponseStatus == nil {
+				continue
 			}
 			if ev.User.Username == "admin" && ev.ImpersonatedUser != nil && ev.ImpersonatedUser.Username == "frank" &&
 				ev.ObjectRef != nil && ev.ObjectRef.Resource == "flunders" && ev.Verb == "list" {
@@ -277,6 +288,19 @@ func TestAuthentication(t *testing.T) {
 			if ev.User.Username == "alice" && ev.ImpersonatedUser == nil && ev.ResponseStatus.Code == 403 {
 				sawForbidden = true
 			}
+		}
+		received := 0
+		for id, st := range stages {
+			if st[0] == "RequestReceived" {
+				received++
+				// A request still in flight has only RequestReceived.
+				if last := st[len(st)-1]; len(st) > 1 && last != "ResponseComplete" && last != "ResponseStarted" {
+					t.Errorf("audit ID %s: stages %v", id, st)
+				}
+			}
+		}
+		if received == 0 || received < len(stages)/2 {
+			t.Errorf("%d of %d audited requests have a RequestReceived event", received, len(stages))
 		}
 		if !sawImpersonation || !sawCarol || !sawForbidden {
 			t.Errorf("audit log lacks admin as frank (%v), carol's whoami (%v), alice's refused impersonation (%v)", sawImpersonation, sawCarol, sawForbidden)

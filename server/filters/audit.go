@@ -27,9 +27,10 @@ const AuditIDHeader = "Audit-ID"
 
 // WithAudit records the requests that reach it (authenticated ones: it
 // sits after authentication) as audit Events, handed to sink when the
-// response is complete; a long-running request (a watch) is also recorded
-// when its response starts, and a request whose handler panics with stage
-// Panic. policy gives each request its level and the stages to leave out,
+// request is received (stage RequestReceived, before any handler runs) and
+// when the response is complete; a long-running request (a watch) is also
+// recorded when its response starts, and a request whose handler panics
+// with stage Panic. policy gives each request its level and the stages to leave out,
 // as kube-apiserver's --audit-policy-file does: None records nothing,
 // Metadata who asked what and the answer's code, Request also the request's
 // body (JSON; YAML converted), RequestResponse also the response's (not of
@@ -59,6 +60,7 @@ func WithAudit(h http.Handler, sink audit.Sink, policy audit.PolicyChecker, long
 				sink.Log(e)
 			}
 		}
+		log(audit.StageRequestReceived, 0)
 		aw := &auditWriter{ResponseWriter: w}
 		longRun := info != nil && longRunning != nil && longRunning(info)
 		if longRun {
@@ -247,12 +249,15 @@ func newEvent(r *http.Request) audit.Event {
 	return ev
 }
 
-// finish stamps a copy of the recorded event with its stage and code.
+// finish stamps a copy of the recorded event with its stage and, once
+// there is a response, its code.
 func finish(rec *audit.Recorder, stage string, code int) *audit.Event {
 	ev := rec.Snapshot()
 	ev.Stage = stage
 	ev.StageTimestamp = audit.MicroTime(time.Now())
-	ev.ResponseStatus = &audit.ResponseStatus{Code: int32(code)}
+	if stage != audit.StageRequestReceived {
+		ev.ResponseStatus = &audit.ResponseStatus{Code: int32(code)}
+	}
 	return &ev
 }
 

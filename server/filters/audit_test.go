@@ -63,10 +63,17 @@ func TestAudit(t *testing.T) {
 		start := time.Now()
 		h.ServeHTTP(rec, r)
 		evs := sink.all()
-		if len(evs) != 1 {
-			t.Fatalf("%d events", len(evs))
+		if len(evs) != 2 {
+			t.Fatalf("%d events, want RequestReceived and ResponseComplete", len(evs))
 		}
-		ev := evs[0]
+		if got := evs[0]; got.Stage != audit.StageRequestReceived || got.ResponseStatus != nil || got.AuditID != evs[1].AuditID ||
+			got.User.Username != "alice" || got.Verb != "create" || got.ObjectRef == nil || got.Level != audit.LevelMetadata {
+			t.Errorf("RequestReceived event %+v", got)
+		}
+		if line, _ := json.Marshal(&evs[0]); strings.Contains(string(line), "responseStatus") {
+			t.Errorf("RequestReceived with a response status: %s", line)
+		}
+		ev := evs[1]
 		if ev.Kind != "Event" || ev.APIVersion != "audit.k8s.io/v1" || ev.Level != "Metadata" || ev.Stage != "ResponseComplete" ||
 			ev.Verb != "create" || ev.RequestURI != "/apis/wardle.example.com/v1beta1/namespaces/ns/flunders?fieldManager=kubectl" ||
 			ev.User.Username != "alice" || ev.User.UID != "u-1" || !slices.Equal(ev.User.Groups, alice.Groups) || ev.ImpersonatedUser != nil ||
@@ -103,7 +110,7 @@ func TestAudit(t *testing.T) {
 		r.Header.Set("Audit-ID", "my-trace-1")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, r)
-		if ev := sink.all()[0]; ev.AuditID != "my-trace-1" || rec.Header().Get("Audit-Id") != "my-trace-1" || ev.Verb != "get" || ev.ObjectRef != nil ||
+		if ev := sink.all()[1]; ev.AuditID != "my-trace-1" || rec.Header().Get("Audit-Id") != "my-trace-1" || ev.Verb != "get" || ev.ObjectRef != nil ||
 			ev.ResponseStatus.Code != 200 {
 			t.Errorf("event %+v", ev)
 		}
@@ -118,7 +125,7 @@ func TestAudit(t *testing.T) {
 		r.Header.Set("Impersonate-User", "bob")
 		r.Header.Set("Impersonate-Group", "dev")
 		h.ServeHTTP(httptest.NewRecorder(), r)
-		ev := sink.all()[0]
+		ev := sink.all()[1]
 		if ev.User.Username != "alice" || ev.ImpersonatedUser == nil || ev.ImpersonatedUser.Username != "bob" ||
 			!slices.Equal(ev.ImpersonatedUser.Groups, []string{"dev", "system:authenticated"}) || ev.ResponseStatus.Code != 204 {
 			t.Errorf("event %+v impersonated %+v", ev, ev.ImpersonatedUser)
@@ -127,7 +134,7 @@ func TestAudit(t *testing.T) {
 		r = auditedRequest("GET", "/apis/g/v/things", alice)
 		r.Header.Set("Impersonate-User", "root")
 		h.ServeHTTP(httptest.NewRecorder(), r)
-		if ev := sink.all()[1]; ev.ImpersonatedUser != nil || ev.ResponseStatus.Code != 403 {
+		if ev := sink.all()[3]; ev.ImpersonatedUser != nil || ev.ResponseStatus.Code != 403 {
 			t.Errorf("refused: %+v", ev)
 		}
 	})
@@ -137,14 +144,15 @@ func TestAudit(t *testing.T) {
 		h := filters.WithAudit(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.WriteHeader(200)
 			w.(http.Flusher).Flush()
-			if len(sink.all()) != 1 {
-				t.Error("no ResponseStarted event while the watch runs")
+			if len(sink.all()) != 2 {
+				t.Error("no RequestReceived and ResponseStarted events while the watch runs")
 			}
 		}), sink, nil, longRunning)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, auditedRequest("GET", "/apis/g/v/things?watch=true", alice))
 		evs := sink.all()
-		if len(evs) != 2 || evs[0].Stage != "ResponseStarted" || evs[1].Stage != "ResponseComplete" || evs[0].Verb != "watch" || evs[0].AuditID != evs[1].AuditID {
+		if len(evs) != 3 || evs[0].Stage != "RequestReceived" || evs[1].Stage != "ResponseStarted" || evs[2].Stage != "ResponseComplete" ||
+			evs[1].Verb != "watch" || evs[0].AuditID != evs[2].AuditID || evs[1].AuditID != evs[2].AuditID {
 			t.Errorf("events %+v", evs)
 		}
 		if !rec.Flushed {
@@ -162,7 +170,7 @@ func TestAudit(t *testing.T) {
 		defer slog.SetDefault(restore)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, auditedRequest("DELETE", "/apis/g/v/things/x", alice))
-		if evs := sink.all(); len(evs) != 1 || evs[0].Stage != "Panic" || evs[0].ResponseStatus.Code != 500 || rec.Code != 500 {
+		if evs := sink.all(); len(evs) != 2 || evs[0].Stage != "RequestReceived" || evs[1].Stage != "Panic" || evs[1].ResponseStatus.Code != 500 || rec.Code != 500 {
 			t.Errorf("events %+v, code %d", evs, rec.Code)
 		}
 	})
@@ -180,7 +188,7 @@ func TestAudit(t *testing.T) {
 
 func TestAuditLogFile(t *testing.T) {
 	path := t.TempDir() + "/audit/audit.log"
-	sink, err := audit.OpenLogFile(path)
+	sink, err := audit.OpenLogFile(path, audit.LogFileOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +201,7 @@ func TestAuditLogFile(t *testing.T) {
 	}
 	data := mustReadFile(t, path)
 	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-	if len(lines) != 3 {
+	if len(lines) != 6 { // RequestReceived and ResponseComplete each
 		t.Fatalf("%d lines:\n%s", len(lines), data)
 	}
 	for _, l := range lines {
@@ -263,11 +271,17 @@ func TestFailedAuthenticationAudit(t *testing.T) {
 			}
 			rec := httptest.NewRecorder()
 			chain(sink, tc.code).ServeHTTP(rec, r)
-			evs := sink.all()
-			if len(evs) != 1 {
-				t.Fatalf("%d events, want one: %+v", len(evs), evs)
+			// An authenticated request is also recorded when received; a
+			// refused one only once.
+			want := 1
+			if tc.wantUser != "" {
+				want = 2
 			}
-			ev := evs[0]
+			evs := sink.all()
+			if len(evs) != want {
+				t.Fatalf("%d events, want %d: %+v", len(evs), want, evs)
+			}
+			ev := evs[want-1]
 			if ev.ResponseStatus == nil || ev.ResponseStatus.Code != tc.wantCode || ev.Stage != tc.wantStage || ev.User.Username != tc.wantUser {
 				t.Errorf("event %+v (status %+v), want code %d at %s by %q", ev, ev.ResponseStatus, tc.wantCode, tc.wantStage, tc.wantUser)
 			}
@@ -292,7 +306,10 @@ rules:
   resources: [{group: wardle.example.com, resources: [flunders]}]
   omitStages: [ResponseStarted]
 - level: Metadata
+  resources: [{group: other.example.com}]
   omitStages: [ResponseComplete]
+- level: Metadata
+  omitStages: [RequestReceived]
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -311,6 +328,7 @@ rules:
 		name, target, contentType, body string
 		wantLevel                       string // "" for no event
 		wantRequest, wantResponse       string
+		wantStages                      []string // when not RequestReceived, ResponseComplete
 	}{
 		{name: "None", target: "/apis/wardle.example.com/v1beta1/fischers", body: `{"a":1}`},
 		{name: "RequestResponse", target: "/apis/wardle.example.com/v1beta1/namespaces/full/flunders", contentType: "application/json",
@@ -321,7 +339,10 @@ rules:
 			body: `{"a":"` + strings.Repeat("x", 4<<20) + `"}`, wantLevel: audit.LevelRequest},
 		{name: "Request, protobuf is left out", target: "/apis/wardle.example.com/v1beta1/namespaces/ns/flunders", contentType: "application/vnd.kubernetes.protobuf",
 			body: "k8s\x00\x0a\x00", wantLevel: audit.LevelRequest},
-		{name: "Metadata, its ResponseComplete omitted", target: "/apis/other.example.com/v1/things", body: `{}`},
+		{name: "Metadata, its ResponseComplete omitted", target: "/apis/other.example.com/v1/things", body: `{}`,
+			wantLevel: audit.LevelMetadata, wantStages: []string{audit.StageRequestReceived}},
+		{name: "Metadata, its RequestReceived omitted", target: "/apis/third.example.com/v1/things", body: `{}`,
+			wantLevel: audit.LevelMetadata, wantStages: []string{audit.StageResponseComplete}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sink := &memorySink{}
@@ -343,11 +364,25 @@ rules:
 				}
 				return
 			}
-			if len(evs) != 1 {
-				t.Fatalf("%d events, want one", len(evs))
+			wantStages := tc.wantStages
+			if wantStages == nil {
+				wantStages = []string{audit.StageRequestReceived, audit.StageResponseComplete}
 			}
-			ev := evs[0]
-			if ev.Level != tc.wantLevel || ev.Stage != audit.StageResponseComplete || string(ev.RequestObject) != tc.wantRequest || string(ev.ResponseObject) != tc.wantResponse {
+			var stages []string
+			for _, ev := range evs {
+				stages = append(stages, ev.Stage)
+				if ev.Level != tc.wantLevel || (ev.Stage == audit.StageRequestReceived && (ev.RequestObject != nil || ev.ResponseObject != nil)) {
+					t.Errorf("%s event at level %s, with request %s response %s", ev.Stage, ev.Level, ev.RequestObject, ev.ResponseObject)
+				}
+			}
+			if !slices.Equal(stages, wantStages) {
+				t.Fatalf("stages %v, want %v", stages, wantStages)
+			}
+			ev := evs[len(evs)-1]
+			if ev.Stage != audit.StageResponseComplete {
+				return
+			}
+			if ev.Level != tc.wantLevel || string(ev.RequestObject) != tc.wantRequest || string(ev.ResponseObject) != tc.wantResponse {
 				t.Errorf("event level %s stage %s request %s response %s\nwant %s %s %s", ev.Level, ev.Stage, ev.RequestObject, ev.ResponseObject,
 					tc.wantLevel, tc.wantRequest, tc.wantResponse)
 			}
@@ -368,7 +403,7 @@ rules:
 		if rec.Header().Get("Content-Encoding") != "gzip" || rec.Body.Len() >= len(big) {
 			t.Fatalf("not compressed: %q, %d bytes", rec.Header().Get("Content-Encoding"), rec.Body.Len())
 		}
-		if evs := sink.all(); len(evs) != 1 || string(evs[0].ResponseObject) != big {
+		if evs := sink.all(); len(evs) != 2 || string(evs[1].ResponseObject) != big {
 			t.Errorf("%d events; the response object is not the uncompressed body", len(evs))
 		}
 	})
