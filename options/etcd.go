@@ -11,6 +11,7 @@ import (
 	"github.com/apikit-dev/apikit/server"
 	"github.com/apikit-dev/apikit/storage"
 	"github.com/apikit-dev/apikit/storage/backend"
+	"github.com/apikit-dev/apikit/storage/etcd3"
 )
 
 // Storage backends --storage-backend names.
@@ -69,11 +70,9 @@ type EtcdOptions struct {
 	Storage *Storage
 }
 
-// DefaultEtcdAttemptTimeout is --etcd-attempt-timeout's default: far
-// above a healthy member's answer, short enough that a write routed to a
-// frozen member or a dead leader is tried again elsewhere within two
-// seconds (see docs/failover.md).
-const DefaultEtcdAttemptTimeout = time.Second
+// DefaultEtcdAttemptTimeout is --etcd-attempt-timeout's default, the
+// storage backend's own (see docs/failover.md).
+const DefaultEtcdAttemptTimeout = etcd3.DefaultAttemptTimeout
 
 // NewEtcdOptions returns kube-apiserver's defaults, with the embedded
 // backend.

@@ -2,6 +2,7 @@ package options
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/apikit-dev/apikit/storage/backend"
 	"github.com/apikit-dev/apikit/storage/etcd3"
@@ -24,9 +25,19 @@ func newStorage(o *EtcdOptions, logger *slog.Logger) *Storage {
 			Logger: logger,
 		},
 		CompactionInterval: o.CompactionInterval,
-		AttemptTimeout:     o.AttemptTimeout,
+		AttemptTimeout:     flagAttemptTimeout(o.AttemptTimeout),
 		MaxObjectBytes:     o.MaxObjectBytes,
 		WatchCache:         o.WatchCache,
 		Logger:             logger,
 	})
+}
+
+// flagAttemptTimeout turns --etcd-attempt-timeout into the backend's
+// setting: the flag's 0 means no bound, which the backend spells negative
+// (its 0 is the default).
+func flagAttemptTimeout(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/apikit-dev/apikit/internal/etcdtest"
 	"github.com/apikit-dev/apikit/meta"
@@ -106,5 +107,13 @@ func TestStorageMaxObjectBytes(t *testing.T) {
 				t.Fatalf("Create of %d bytes: %v", tc.limit, err)
 			}
 		})
+	}
+}
+
+func TestFlagAttemptTimeout(t *testing.T) {
+	for flag, want := range map[time.Duration]time.Duration{0: -1, time.Second: time.Second, 250 * time.Millisecond: 250 * time.Millisecond} {
+		if got := flagAttemptTimeout(flag); got != want {
+			t.Errorf("--etcd-attempt-timeout=%v gives the backend %v, want %v", flag, got, want)
+		}
 	}
 }

@@ -47,7 +47,9 @@ type Config struct {
 	Etcd etcd3.Config
 	// CompactionInterval is how often etcd's history is compacted; 0 never.
 	CompactionInterval time.Duration
-	// AttemptTimeout bounds one try of an etcd read or write on one member.
+	// AttemptTimeout bounds one try of an etcd read or write on one member
+	// before it is tried again on another; 0 is etcd3.DefaultAttemptTimeout,
+	// a negative value no bound but the request's own.
 	AttemptTimeout time.Duration
 	// MaxObjectBytes bounds a stored value.
 	MaxObjectBytes int64
@@ -88,6 +90,9 @@ type Storage struct {
 func New(c Config) *Storage {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.AttemptTimeout == 0 {
+		c.AttemptTimeout = etcd3.DefaultAttemptTimeout
 	}
 	return &Storage{
 		backend:            c.Backend,

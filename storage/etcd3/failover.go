@@ -63,6 +63,13 @@ func WithMembers(kvs ...clientv3.KV) Option {
 	}
 }
 
+// DefaultAttemptTimeout is the bound on one try that storage/backend and
+// the --etcd-attempt-timeout flag use by default: far above a healthy
+// member's answer, short enough that a write routed to a frozen member or a
+// dead leader is tried again elsewhere within two seconds (see
+// docs/failover.md).
+const DefaultAttemptTimeout = time.Second
+
 // WithAttemptTimeout bounds each try of a read or write on one member (0,
 // the default: as long as the caller's context allows). A try that takes
 // longer is abandoned and the call is tried again on another member, within
