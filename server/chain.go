@@ -15,6 +15,9 @@ func DefaultBuildHandlerChain(apiHandler http.Handler, c *CompletedConfig) http.
 		filters.WithPanicRecovery,
 		// Parse verb, group, resource, namespace, name once for all below.
 		func(h http.Handler) http.Handler { return filters.WithRequestInfo(h, c.RequestInfoResolver) },
+		// Count and time every request under kube-apiserver's metric names
+		// (served at /metrics), those refused below included.
+		func(h http.Handler) http.Handler { return filters.WithMetrics(h, c.Metrics, c.LongRunning) },
 		// Bound non-watch requests in time (504 when exceeded).
 		func(h http.Handler) http.Handler { return filters.WithTimeout(h, c.RequestTimeout, c.LongRunning) },
 		// Requests refused below for want of a user are audited here.

@@ -16,6 +16,7 @@ import (
 	"github.com/apikit-dev/apikit/certs"
 	"github.com/apikit-dev/apikit/flowcontrol"
 	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/metrics"
 	"github.com/apikit-dev/apikit/request"
 	"github.com/apikit-dev/apikit/server/endpoints"
 	"github.com/apikit-dev/apikit/storage"
@@ -112,6 +113,12 @@ type Config struct {
 	// those the authorizer lets in (under RBAC: non-resource URL rules, so
 	// cluster-admin), as kube-apiserver's --profiling does.
 	EnableProfiling bool
+
+	// Metrics is the server's Prometheus registry, served at /metrics (to
+	// those the authorizer lets get that non-resource URL) and fed by the
+	// handler chain's metrics filter. Complete makes a new one when nil:
+	// servers built from different configs never share a series.
+	Metrics *metrics.Registry
 
 	// Version is served at /version.
 	Version VersionInfo
@@ -214,6 +221,9 @@ func (c *Config) Complete() (CompletedConfig, error) {
 	}
 	if c.LongRunning == nil {
 		c.LongRunning = func(i *request.Info) bool { return i.IsLongRunning() }
+	}
+	if c.Metrics == nil {
+		c.Metrics = metrics.New()
 	}
 	if c.RequestInfoResolver == nil {
 		c.RequestInfoResolver = request.DefaultResolver

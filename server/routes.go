@@ -9,6 +9,7 @@ import (
 	restful "github.com/emicklei/go-restful/v3"
 
 	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/metrics"
 	"github.com/apikit-dev/apikit/server/endpoints"
 	"github.com/apikit-dev/apikit/server/respond"
 )
@@ -69,12 +70,16 @@ func (a *apiRoutes) handle(rt restful.Route, path string) (err error) {
 		}
 	}()
 	if h, ok := rt.Metadata[endpoints.MetadataHandler].(http.Handler); ok {
-		a.mux.Handle(rt.Method+" "+pattern, h)
+		a.mux.HandleFunc(rt.Method+" "+pattern, func(w http.ResponseWriter, r *http.Request) {
+			metrics.MarkRouted(r.Context(), "")
+			h.ServeHTTP(w, r)
+		})
 		return nil
 	}
 	params := pathParams(path)
 	fn := rt.Function
 	a.mux.HandleFunc(rt.Method+" "+pattern, func(w http.ResponseWriter, r *http.Request) {
+		metrics.MarkRouted(r.Context(), "")
 		req := restful.NewRequest(r)
 		for _, p := range params {
 			req.PathParameters()[p] = r.PathValue(p)

@@ -7,12 +7,14 @@ import (
 	"net/http"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	restful "github.com/emicklei/go-restful/v3"
 
 	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/metrics"
 	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/schema"
 	"github.com/apikit-dev/apikit/server/endpoints"
@@ -174,6 +176,7 @@ func (s *GenericServer) direct(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h, pattern := s.mux.Handler(r); pattern != "" {
+		metrics.MarkRouted(r.Context(), strings.TrimSuffix(pattern, "{$}"))
 		h.ServeHTTP(w, r)
 		return
 	}

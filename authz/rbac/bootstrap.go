@@ -79,6 +79,11 @@ func aggregated(name string, labels map[string]string, selectorLabel string) Clu
 // readWrite are the verbs of full access to a resource.
 var readWrite = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 
+// MonitoringGroup is the group kube-apiserver's bootstrap policy lets read
+// /metrics (ClusterRole and ClusterRoleBinding system:monitoring): put a
+// scraper's identity in it.
+const MonitoringGroup = "system:monitoring"
+
 // DefaultPolicy is the part of kube-apiserver's bootstrap policy that
 // applies to an apikit server:
 //
@@ -92,6 +97,9 @@ var readWrite = []string{"create", "delete", "deletecollection", "get", "list", 
 //     SelfSubjectReview), bound to system:authenticated;
 //   - system:public-info-viewer (health and version), bound to
 //     system:authenticated and system:unauthenticated;
+//   - system:monitoring (/metrics, /metrics/slis and the health
+//     endpoints with their checks), bound to the group system:monitoring,
+//     for scrapers;
 //   - system:auth-delegator (create TokenReviews and
 //     SubjectAccessReviews), bound to nobody: bind it to the user of a
 //     server delegated from this one (its --authentication-kubeconfig and
@@ -118,6 +126,8 @@ func DefaultPolicy() Policy {
 				Rule("authentication.k8s.io", []string{"selfsubjectreviews"}, "create")),
 			BootstrapClusterRole("system:public-info-viewer", nil,
 				NonResourceRule([]string{"/healthz", "/livez", "/readyz", "/version", "/version/"}, "get")),
+			BootstrapClusterRole("system:monitoring", nil,
+				NonResourceRule([]string{"/healthz", "/healthz/*", "/livez", "/livez/*", "/metrics", "/metrics/slis", "/readyz", "/readyz/*"}, "get")),
 			BootstrapClusterRole("system:auth-delegator", nil,
 				Rule("authentication.k8s.io", []string{"tokenreviews"}, "create"),
 				Rule("authorization.k8s.io", []string{"subjectaccessreviews"}, "create")),
@@ -127,6 +137,7 @@ func DefaultPolicy() Policy {
 			BootstrapClusterRoleBinding("system:discovery", authn.AllAuthenticated),
 			BootstrapClusterRoleBinding("system:basic-user", authn.AllAuthenticated),
 			BootstrapClusterRoleBinding("system:public-info-viewer", authn.AllAuthenticated, authn.AllUnauthenticated),
+			BootstrapClusterRoleBinding("system:monitoring", MonitoringGroup),
 		},
 	}
 }
