@@ -131,15 +131,14 @@ func (m *Registry) LongRunningStarted(l *Labels) (done func()) {
 	return g.Dec
 }
 
-// InflightStarted counts a request that is not long-running as executing
-// until the returned function is called.
-func (m *Registry) InflightStarted(mutating bool) (done func()) {
-	g := m.readOnly
+// Inflight is the gauge of executing requests of one kind (readOnly or
+// mutating) that are not long-running: Inc when one starts, Dec when it
+// ends.
+func (m *Registry) Inflight(mutating bool) prometheus.Gauge {
 	if mutating {
-		g = m.mutating
+		return m.mutating
 	}
-	g.Inc()
-	return g.Dec
+	return m.readOnly
 }
 
 // codeString spares the common codes an allocation.

@@ -45,7 +45,9 @@ func (s *GenericServer) installDefaultRoutes() {
 		s.mux.HandleFunc("/"+ep, h)
 		s.mux.HandleFunc("/"+ep+"/", h)
 	}
-	s.mux.Handle("/metrics", s.config.Metrics.Handler())
+	if s.config.Metrics != nil {
+		s.mux.Handle("/metrics", s.config.Metrics.Handler())
+	}
 	if s.config.EnableProfiling {
 		s.mux.HandleFunc("/debug/pprof/", pprof.Index)
 		s.mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

@@ -34,7 +34,9 @@ func WithMetrics(h http.Handler, m *metrics.Registry, longRunning func(*request.
 		if longRunning(info) {
 			mw.longRunning = true
 		} else {
-			defer m.InflightStarted(info.IsMutating())()
+			g := m.Inflight(info.IsMutating())
+			g.Inc()
+			defer g.Dec()
 		}
 		defer func() {
 			p := recover()
@@ -71,7 +73,8 @@ type metricsWriter struct {
 	written         int64
 	longRunning     bool
 	longRunningDone func()
-	lbl             *metrics.Labels
+	lbl             metrics.Labels
+	lblSet          bool
 }
 
 func (mw *metricsWriter) WriteHeader(code int) {
@@ -110,25 +113,25 @@ func (mw *metricsWriter) Unwrap() http.ResponseWriter { return mw.ResponseWriter
 // labels computes the request's labels once; the route must be known by
 // then (the response has started, or the handler returned).
 func (mw *metricsWriter) labels() *metrics.Labels {
-	if mw.lbl == nil {
-		mw.lbl = requestLabels(mw.r, mw.info, &mw.route)
+	if !mw.lblSet {
+		mw.lbl, mw.lblSet = requestLabels(mw.r, mw.info, &mw.route), true
 	}
-	return mw.lbl
+	return &mw.lbl
 }
 
 // requestLabels are kube-apiserver's labels for a request: the verb as its
 // metrics name it (create is POST, update PUT, a server-side apply APPLY),
 // the scope as its CleanScope has it, path-derived labels only once routed.
-func requestLabels(r *http.Request, info *request.Info, route *metrics.Route) *metrics.Labels {
+func requestLabels(r *http.Request, info *request.Info, route *metrics.Route) metrics.Labels {
 	routed, path := route.Routed()
 	if !info.IsResourceRequest {
-		l := &metrics.Labels{Verb: nonResourceVerb(r.Method)}
+		l := metrics.Labels{Verb: nonResourceVerb(r.Method)}
 		if routed {
 			l.Subresource = path
 		}
 		return l
 	}
-	l := &metrics.Labels{
+	l := metrics.Labels{
 		Verb:      resourceVerb(r, info),
 		DryRun:    dryRun(r),
 		Scope:     scope(info),
