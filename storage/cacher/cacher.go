@@ -158,7 +158,12 @@ type Cacher struct {
 	bookmarkGen uint64
 	watchers    map[*watcher]struct{}
 	bookmarkers int
-	closed      bool
+	// stalled are the watchers whose consumer has left their channel
+	// full, each waiting to send the change at its pos; a change that
+	// puts one more than lagBound changes behind closes it.
+	stalled  map[*watcher]struct{}
+	lagBound uint64
+	closed   bool
 
 	// backendWatch is the running backend watch, when it can be asked for
 	// progress.
@@ -222,9 +227,11 @@ func New(backend storage.Interface, prefix string, opts ...Option) *Cacher {
 		revWake:     make(chan struct{}),
 		wakes:       map[string]*wakeGroup{},
 		watchers:    map[*watcher]struct{}{},
+		stalled:     map[*watcher]struct{}{},
 		progressReq: make(chan struct{}, 1),
 		revReq:      make(chan struct{}, 1),
 	}
+	c.lagBound = lagBound(cfg.capacity)
 	c.wg.Add(4)
 	go c.run()
 	go c.progressLoop()
@@ -405,6 +412,8 @@ func (c *Cacher) install(s *initialState, rev int64) {
 	defer c.mu.Unlock()
 	c.records, c.index, c.live = s.records, index, len(s.keys)
 	clear(c.events)
+	// Stalled watchers end with the error of the new epoch, not as laggards.
+	clear(c.stalled)
 	c.firstSeq += uint64(len(c.events))
 	c.events = nil
 	c.floor, c.watchFloor = rev, rev
@@ -428,6 +437,8 @@ func (c *Cacher) reset(err error) {
 	c.epoch++
 	c.records, c.index, c.live = map[string]*record{}, keyindex.New(recordKey), 0
 	clear(c.events)
+	// Stalled watchers end with the error of the new epoch, not as laggards.
+	clear(c.stalled)
 	c.firstSeq += uint64(len(c.events))
 	c.events = nil
 	c.wakeAllLocked()
@@ -543,6 +554,46 @@ func (c *Cacher) apply(ev storage.Event) {
 	c.advanceLocked(ev.Revision)
 	c.evictLocked(e.at)
 	c.groupsOf(e.key, (*wakeGroup).wake)
+	if len(c.stalled) > 0 {
+		c.closeLaggingLocked(e.at)
+	}
+}
+
+// lagBound is how many changes behind a stalled watcher may fall before it
+// is closed: well inside the window, so that the change it waits to send,
+// and the revision its client resumes from, are still there when the client
+// watches again. A dynamic window keeps every change of the last 75
+// seconds: a watcher closed dynamicLagBound behind has that long to resume.
+func lagBound(capacity int) uint64 {
+	if capacity == 0 {
+		return dynamicLagBound
+	}
+	return uint64(max(capacity/4, 1))
+}
+
+// dynamicLagBound is lagBound with a dynamic window: kube-apiserver's
+// largest watcher buffer.
+const dynamicLagBound = 1000
+
+// stallBudget is how long a watcher's consumer may leave its channel full
+// before the watcher counts as not keeping up, kube-apiserver's dispatch
+// budget: a consumer that reads on, however far behind, is not closed.
+const stallBudget = 100 * time.Millisecond
+
+// closeLaggingLocked closes the watchers stalled for stallBudget by now
+// (nanoseconds since start) and more than lagBound changes behind, as
+// kube-apiserver's watch cache closes a watcher whose buffer stays full:
+// without an error, while the change they wait to send is still in the
+// window, so that their client resumes from the last revision it got
+// instead of listing again. The caller holds c.mu for writing.
+func (c *Cacher) closeLaggingLocked(now int64) {
+	next := c.firstSeq + uint64(len(c.events))
+	for w := range c.stalled {
+		if next-w.pos > c.lagBound && now-w.stalledAt >= int64(stallBudget) {
+			delete(c.stalled, w)
+			close(w.lagged)
+		}
+	}
 }
 
 // evictLocked drops the oldest changes the window no longer keeps, at time

@@ -184,6 +184,31 @@ func TestConsistencyUnderConcurrentWrites(t *testing.T) {
 		t.Fatalf("Watch: %v", err)
 	}
 	defer w.Stop()
+	// The watch's consumer keeps up, as a client does: one that stops
+	// reading would be closed once it stalled far behind.
+	want := make(chan int, 1)
+	consumed := make(chan []storage.Event, 1)
+	consumeErr := make(chan error, 1)
+	go func() {
+		var evs []storage.Event
+		for n := -1; n < 0 || len(evs) < n; {
+			select {
+			case n = <-want:
+			case ev, ok := <-w.ResultChan():
+				switch {
+				case !ok:
+					consumeErr <- fmt.Errorf("watch closed after %d events", len(evs))
+					return
+				case ev.Type == storage.ErrorEvent:
+					consumeErr <- fmt.Errorf("event %d: error %w", len(evs), ev.Err)
+					return
+				case ev.Type != storage.Bookmark:
+					evs = append(evs, ev)
+				}
+			}
+		}
+		consumed <- evs
+	}()
 
 	const writers, perWriter, keys = 4, 1000, 10
 	var wg sync.WaitGroup
@@ -300,7 +325,15 @@ func TestConsistencyUnderConcurrentWrites(t *testing.T) {
 
 	// The watch saw every write, once, in order; applying its events
 	// gives the backend's final state.
-	evs := drain(t, w, int(writes.Load()))
+	want <- int(writes.Load())
+	var evs []storage.Event
+	select {
+	case evs = <-consumed:
+	case err := <-consumeErr:
+		t.Fatal(err)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the watch did not deliver all %d events in 30s", writes.Load())
+	}
 	state := map[string]storage.Event{}
 	var last int64
 	for _, ev := range evs {

@@ -42,13 +42,14 @@ func testCacher(t testing.TB, backend storage.Interface, opts ...Option) *Cacher
 	return c
 }
 
-// slowCacher is a cache whose watchers fall out of a window of a few
-// changes, and how many unread changes that takes at most: the window, what
-// a watcher copies out of it at once, and its channel's buffer.
+// slowCacher is a cache whose stalled watchers are closed once their
+// consumer leaves n changes unread: those lagBound allows, the one it waits
+// to send and its channel's buffer. Its window keeps twice as many, so that
+// the closed watch resumes.
 func slowCacher(t *testing.T, backend storage.Interface) (storage.Interface, int) {
-	const window = 10
+	const window = 400
 	c := testCacher(t, backend, WithCapacity(window))
-	return c, window + maxBatch + outBuffer
+	return c, int(lagBound(window)) + 1 + outBuffer
 }
 
 func TestConformanceMemory(t *testing.T) {

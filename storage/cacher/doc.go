@@ -91,12 +91,16 @@
 //
 // A watch costs one goroutine and a small buffer; a change costs the
 // goroutine that applies it one append and one wake-up, whatever the
-// number of watchers. A watcher whose consumer reads too slowly to stay
-// in the window is closed without an event, as kube-apiserver's watch
-// cache closes it (its client watches again from the last revision it
-// saw, and lists again only if that is gone too, where an error would
-// have made a Kubernetes reflector list at once); no watcher ever holds
-// up another or the cache.
+// number of watchers. A watcher whose consumer leaves its channel full for
+// 100 ms (kube-apiserver's dispatch budget) while it is more than a quarter
+// of a fixed window (1,000 changes with the dynamic one) behind is closed
+// without an event, as kube-apiserver's watch cache closes it, while the
+// revision its client resumes from is still in the window: the client
+// watches again from the last revision it saw instead of listing again (an
+// error would have made a Kubernetes reflector list at once). The check
+// costs a change one length test unless a watcher is stalled. A watcher
+// that falls out of the window all the same is closed the same way; no
+// watcher ever holds up another or the cache.
 // Bookmarks go to the watches that asked for them every bookmark interval
 // (a minute), at the revision the watch has delivered everything up to,
 // and 2 s before the watch's deadline (a client's timeoutSeconds), as

@@ -51,6 +51,13 @@ type watcher struct {
 	lastBookmark int64
 
 	batch []event
+	// pos is the sequence number of the change being sent; stalledAt
+	// when the consumer left the channel full before it (nanoseconds since
+	// the cache started); lagged is closed when the watcher, stalled on
+	// it, fell too far behind.
+	pos       uint64
+	stalledAt int64
+	lagged    chan struct{}
 
 	out      chan storage.Event
 	stop     chan struct{}
@@ -105,6 +112,7 @@ func (c *Cacher) Watch(ctx context.Context, prefix string, opts storage.WatchOpt
 		out:       make(chan storage.Event, outBuffer),
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
+		lagged:    make(chan struct{}),
 	}
 	c.mu.Lock()
 	switch {
@@ -170,6 +178,7 @@ func (c *Cacher) removeWatcher(w *watcher) {
 		return
 	}
 	delete(c.watchers, w)
+	delete(c.stalled, w)
 	if w.bookmarks {
 		c.bookmarkers--
 	}
@@ -207,6 +216,7 @@ func (w *watcher) run() {
 		behind := false
 		c.mu.RLock()
 		next := c.firstSeq + uint64(len(c.events))
+		var first uint64 // the sequence number of batch[0]
 		if w.cursor < c.firstSeq && w.group.evicted <= w.cursor {
 			// Only changes under other prefixes left the window.
 			w.cursor = c.firstSeq
@@ -220,6 +230,7 @@ func (w *watcher) run() {
 			off := w.cursor - c.firstSeq
 			n := min(next-w.cursor, maxBatch)
 			w.batch = append(w.batch[:0], c.events[off:off+n]...)
+			first = w.cursor
 			w.cursor += n
 		}
 		caughtUp := w.cursor == next
@@ -243,7 +254,11 @@ func (w *watcher) run() {
 			if e.cur.rev <= w.after || (!whole && !strings.HasPrefix(e.key, w.prefix)) {
 				continue
 			}
+			w.pos = first + uint64(i)
 			if !w.emit(e) {
+				if w.isLagged() {
+					c.cfg.logger.Debug("watch cache: closing a watch whose consumer does not keep up", "prefix", w.prefix)
+				}
 				return
 			}
 		}
@@ -313,7 +328,64 @@ func (w *watcher) emit(e *event) bool {
 			return true
 		}
 	}
-	return w.send(ev)
+	return w.sendChange(ev)
+}
+
+// sendChange sends the change at w.pos. While the consumer leaves the
+// channel full, the watcher is registered as stalled: once that lasted
+// stallBudget, it is closed if it is too far behind, then or at a later
+// change (see closeLaggingLocked). The cost is on the stalled watcher; a
+// change pays one length check when none stalls.
+func (w *watcher) sendChange(ev storage.Event) bool {
+	select {
+	case w.out <- ev:
+		return true
+	default:
+	}
+	c := w.c
+	c.mu.Lock()
+	registered := c.epoch == w.epoch
+	if registered {
+		w.stalledAt = int64(time.Since(c.start))
+		c.stalled[w] = struct{}{}
+	}
+	c.mu.Unlock()
+	if !registered {
+		return w.send(ev)
+	}
+	budget := time.NewTimer(stallBudget)
+	defer budget.Stop()
+	for {
+		select {
+		case w.out <- ev:
+			c.mu.Lock()
+			delete(c.stalled, w)
+			c.mu.Unlock()
+			return true
+		case <-budget.C:
+			// No change came to close it: check now.
+			c.mu.Lock()
+			if _, ok := c.stalled[w]; ok {
+				c.closeLaggingLocked(int64(time.Since(c.start)))
+			}
+			c.mu.Unlock()
+		case <-w.lagged:
+			return false
+		case <-w.stop:
+			return false
+		case <-w.ctx.Done():
+			return false
+		}
+	}
+}
+
+func (w *watcher) isLagged() bool {
+	select {
+	case <-w.lagged:
+		return true
+	default:
+		return false
+	}
 }
 
 // filter is storage.Predicate.FilterEvent with the memos of both versions,

@@ -32,8 +32,10 @@ type Factory struct {
 	BookmarkInterval time.Duration
 	// SlowWatchers, when set, returns a fresh store whose watches fall
 	// behind (and are closed) once their consumer leaves about n events
-	// unread. Stores whose watches never fall behind (an etcd watch waits
-	// for its consumer) leave it nil.
+	// unread, and that still has every change of a run of 2n writes when
+	// the client watches again from the last revision it got. Stores whose
+	// watches never fall behind (an etcd watch waits for its consumer)
+	// leave it nil.
 	SlowWatchers func(t *testing.T) (s storage.Interface, n int)
 	// MaxObjectBytes is the object size limit of the stores New returns;
 	// zero means storage.DefaultMaxObjectBytes, every backend's default.
