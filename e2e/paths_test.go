@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -173,5 +174,101 @@ func TestQueryOptionsAsKube(t *testing.T) {
 	}
 	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("watch timeoutSeconds=-1 took %v", d)
+	}
+}
+
+// TestFlunderChangesSubresource: wardle's own streaming subresource,
+// flunders/changes, is served behind the whole chain: kubectl get --raw
+// reads it, a follower sees each change as it happens, RBAC judges it as
+// the subresource (a user who may get flunders may not get their changes;
+// view may), and discovery and OpenAPI list it.
+func TestFlunderChangesSubresource(t *testing.T) {
+	w := StartWardle(t)
+	w.KubectlStdin(fmt.Sprintf(flunderYAML, "f1", "x"), "create", "-n", "team-a", "-f", "-")
+	const changes = "/apis/wardle.example.com/v1beta1/namespaces/team-a/flunders/f1/changes"
+	if out := w.Kubectl("get", "--raw", changes); !regexpMatch(`^\d+ CURRENT f1 reference=x\n$`, out) {
+		t.Errorf("kubectl get --raw %s: %q", changes, out)
+	}
+	if out := w.Kubectl("get", "--raw", "/apis/wardle.example.com/v1beta1"); !strings.Contains(out, `"name":"flunders/changes"`) {
+		t.Errorf("discovery lacks flunders/changes: %s", out)
+	}
+	if out := w.Kubectl("get", "--raw", "/openapi/v2"); !strings.Contains(out, `"/apis/wardle.example.com/v1beta1/namespaces/{namespace}/flunders/{name}/changes"`) {
+		t.Error("OpenAPI v2 lacks flunders/changes")
+	}
+
+	// A follower sees the patch and the delete, then the stream ends.
+	cfg := w.RESTConfig()
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+changes+"?follow=true", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	next := func() string {
+		t.Helper()
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				return "<end>"
+			}
+			return l
+		case <-time.After(30 * time.Second):
+			t.Fatal("no line in time")
+		}
+		return ""
+	}
+	if l := next(); !regexpMatch(`^\d+ CURRENT f1 reference=x$`, l) {
+		t.Errorf("first line %q", l)
+	}
+	w.Kubectl("patch", "flunder", "f1", "-n", "team-a", "--type=merge", "-p", `{"spec":{"flunderReference":"y"}}`)
+	if l := next(); !regexpMatch(`^\d+ MODIFIED f1 reference=y$`, l) {
+		t.Errorf("after the patch: %q", l)
+	}
+
+	// RBAC judges the subresource.
+	w.Kubectl("create", "role", "flunder-reader", "-n", "team-a", "--verb=get", "--resource=flunders")
+	w.Kubectl("create", "rolebinding", "bob-flunders", "-n", "team-a", "--role=flunder-reader", "--user=bob")
+	w.Kubectl("create", "rolebinding", "carol-view", "-n", "team-a", "--clusterrole=view", "--user=carol")
+	bob, carol := w.NewUser("bob"), w.NewUser("carol")
+	waitUntil(t, 10*time.Second, "the bindings take effect", func() bool {
+		_, _, okBob := bob.Kubectl("get", "flunder", "f1", "-n", "team-a")
+		_, _, okCarol := carol.Kubectl("get", "flunder", "f1", "-n", "team-a")
+		return okBob && okCarol
+	})
+	code, msg, _ := rawGet(t, bob.Kubeconfig, http.MethodGet, changes)
+	if code != http.StatusForbidden || !strings.Contains(msg, `cannot get resource "flunders/changes" in API group "wardle.example.com" in the namespace "team-a"`) {
+		t.Errorf("bob: %d %q, want 403 on flunders/changes", code, msg)
+	}
+	if out, stderr, ok := carol.Kubectl("get", "--raw", changes); !ok || !strings.Contains(out, "CURRENT f1") {
+		t.Errorf("carol (view): %q %s", out, stderr)
+	}
+
+	w.Kubectl("delete", "flunder", "f1", "-n", "team-a")
+	if l := next(); !regexpMatch(`^\d+ DELETED f1 reference=y$`, l) {
+		t.Errorf("after the delete: %q", l)
+	}
+	if l := next(); l != "<end>" {
+		t.Errorf("after DELETED: %q, want the end of the stream", l)
 	}
 }

@@ -122,9 +122,16 @@ func aggregatedGroup(g *APIGroupInfo) meta.APIGroupDiscovery {
 			if info.NamespaceScoped {
 				rd.Scope = meta.ScopeNamespace
 			}
-			if info.StatusSubresource {
+			for _, sub := range v.subresources {
+				if sub.resource != info.Resource {
+					continue
+				}
+				kind := gvk
+				if sub.kind != "" {
+					kind = &meta.GroupVersionKindJSON{Group: g.Name, Version: v.Version, Kind: sub.kind}
+				}
 				rd.Subresources = append(rd.Subresources, meta.APISubresourceDiscovery{
-					Subresource: "status", ResponseKind: gvk, Verbs: []string{"get", "patch", "update"}})
+					Subresource: sub.name, ResponseKind: kind, Verbs: sub.verbs})
 			}
 			vd.Resources = append(vd.Resources, rd)
 		}

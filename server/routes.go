@@ -55,9 +55,10 @@ func (a *apiRoutes) add(ws *restful.WebService) error {
 	return nil
 }
 
-// handle registers one route under path: its plain handler
-// (endpoints.MetadataHandler) when it has one, else its go-restful function
-// behind an adapter, which costs a restful.Request and Response per call.
+// handle registers one route under path: its handler
+// (endpoints.MetadataHandler, set with endpoints.To) when it has one, else
+// its go-restful function behind an adapter, which costs a restful.Request
+// and Response per call.
 func (a *apiRoutes) handle(rt restful.Route, path string) (err error) {
 	pattern := path
 	if strings.HasSuffix(pattern, "/") {

@@ -16,6 +16,7 @@ import (
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/metrics"
 	"github.com/apikit-dev/apikit/registry"
+	"github.com/apikit-dev/apikit/request"
 	"github.com/apikit-dev/apikit/schema"
 	"github.com/apikit-dev/apikit/server/endpoints"
 	"github.com/apikit-dev/apikit/server/respond"
@@ -62,6 +63,19 @@ type APIGroupInfo struct {
 type APIVersionInfo struct {
 	Version   string
 	Resources []registry.Resource
+	// Routes, when set, adds routes of the caller's own to the version's
+	// WebService (rooted at /apis/<group>/<version>) after the resources'
+	// routes: subresources of a resource's objects, such as a streaming
+	// GET .../flunders/{name}/log or a POST of a custom verb, given their
+	// handlers with endpoints.To. They are served behind the whole filter
+	// chain (authorization sees the subresource), listed by discovery with
+	// the verbs of their methods, and documented in OpenAPI; a route with
+	// endpoints.MetadataLongRunning set skips the request timeout and holds
+	// no flow-control seat while it runs.
+	Routes func(ws *restful.WebService)
+
+	// subresources are the subresource routes of the installed WebService.
+	subresources []subresource
 }
 
 // NewAPIGroupInfo starts an APIGroupInfo.
@@ -163,9 +177,20 @@ func (c CompletedConfig) New(name string, delegate DelegationTarget) (*GenericSe
 		}
 	}
 	s.unprotected = http.HandlerFunc(s.direct)
-	s.Handler = c.BuildHandlerChain(s.unprotected, &c)
+	s.Handler = c.BuildHandlerChain(s.unprotected, s.chainConfig(c))
 	s.installDefaultRoutes()
 	return s, nil
+}
+
+// chainConfig is c as the handler chain reads it: its LongRunning also
+// holds requests of the subresource routes marked long-running in this
+// server or behind it (endpoints.MetadataLongRunning). It is a copy, so
+// that servers built from one CompletedConfig do not share the decision.
+func (s *GenericServer) chainConfig(c CompletedConfig) *CompletedConfig {
+	cfg := *c.Config
+	configured := cfg.LongRunning
+	cfg.LongRunning = func(i *request.Info) bool { return configured(i) || s.routeLongRunning(i) }
+	return &CompletedConfig{&completedConfig{&cfg}}
 }
 
 // direct routes a request: to a WebService of this server, to a non-REST
@@ -328,20 +353,20 @@ func (s *GenericServer) InstallAPIGroup(g *APIGroupInfo) error {
 			return fmt.Errorf("server: API group %q is already installed in this chain", g.Name)
 		}
 	}
-	if enabled := s.config.APIEnabled; enabled != nil {
-		served := &APIGroupInfo{Name: g.Name}
-		for _, v := range g.Versions {
-			if enabled(meta.GroupVersion{Group: g.Name, Version: v.Version}) {
-				served.Versions = append(served.Versions, v)
-			} else {
-				s.config.Logger.Info("API version disabled", "groupVersion", g.Name+"/"+v.Version)
-			}
+	// The group installed is a copy: it carries what the WebServices
+	// serve, and the caller's value is left as it was.
+	served := &APIGroupInfo{Name: g.Name}
+	for _, v := range g.Versions {
+		if enabled := s.config.APIEnabled; enabled == nil || enabled(meta.GroupVersion{Group: g.Name, Version: v.Version}) {
+			served.Versions = append(served.Versions, v)
+		} else {
+			s.config.Logger.Info("API version disabled", "groupVersion", g.Name+"/"+v.Version)
 		}
-		if len(served.Versions) == 0 {
-			return nil
-		}
-		g = served
 	}
+	if len(served.Versions) == 0 {
+		return nil
+	}
+	g = served
 	// Each resource's served versions, for server-side apply's conversions.
 	versions := map[string][]registry.Resource{}
 	for _, v := range g.Versions {
@@ -349,7 +374,7 @@ func (s *GenericServer) InstallAPIGroup(g *APIGroupInfo) error {
 			versions[res.Info().Resource] = append(versions[res.Info().Resource], res)
 		}
 	}
-	for _, v := range g.Versions {
+	for i, v := range g.Versions {
 		if v.Version == "" || len(v.Resources) == 0 {
 			return fmt.Errorf("server: version %q of group %q needs resources", v.Version, g.Name)
 		}
@@ -382,7 +407,11 @@ func (s *GenericServer) InstallAPIGroup(g *APIGroupInfo) error {
 				StopWatches:         s.stopWatches,
 			})
 		}
-		resourceList := resourceListFor(gv, v.Resources)
+		if v.Routes != nil {
+			v.Routes(ws)
+		}
+		g.Versions[i].subresources = subresourcesOf(ws)
+		resourceList := resourceListFor(gv, g.Versions[i])
 		ws.Route(ws.GET("/").To(func(r *restful.Request, w *restful.Response) {
 			respond.JSON(w, http.StatusOK, resourceList)
 		}).Operation(endpoints.OperationID("get", gv, false, "", "APIResources")).Doc("get available resources").
@@ -402,22 +431,30 @@ func (s *GenericServer) InstallAPIGroup(g *APIGroupInfo) error {
 	return nil
 }
 
-// resourceListFor builds the discovery document of one group-version.
-func resourceListFor(gv meta.GroupVersion, resources []registry.Resource) *meta.APIResourceList {
+// resourceListFor builds the discovery document of one group-version: its
+// resources, and the subresources its WebService's routes serve.
+func resourceListFor(gv meta.GroupVersion, v APIVersionInfo) *meta.APIResourceList {
 	list := &meta.APIResourceList{
 		TypeMeta:     meta.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
 		GroupVersion: gv.String(),
 	}
-	for _, res := range resources {
+	for _, res := range v.Resources {
 		info := res.Info()
 		list.APIResources = append(list.APIResources, meta.APIResource{
 			Name: info.Resource, SingularName: info.SingularName, Namespaced: info.NamespaceScoped,
 			Kind: info.Kind, Verbs: info.Verbs, ShortNames: info.ShortNames, Categories: info.Categories,
 		})
-		if info.StatusSubresource {
+		for _, sub := range v.subresources {
+			if sub.resource != info.Resource {
+				continue
+			}
+			kind := sub.kind
+			if kind == "" {
+				kind = info.Kind
+			}
 			list.APIResources = append(list.APIResources, meta.APIResource{
-				Name: info.Resource + "/status", Namespaced: info.NamespaceScoped,
-				Kind: info.Kind, Verbs: []string{"get", "patch", "update"},
+				Name: info.Resource + "/" + sub.name, Namespaced: info.NamespaceScoped,
+				Kind: kind, Verbs: sub.verbs,
 			})
 		}
 	}

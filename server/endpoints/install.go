@@ -77,19 +77,7 @@ func Install(ws *restful.WebService, s *Scope) {
 		tag = "core_" + gv.Version
 	}
 
-	// to gives a route its handler twice: as an http.Handler under
-	// MetadataHandler, which the server's router calls directly with the
-	// path's wildcards in r.PathValue (no go-restful request and response
-	// per call), and as the go-restful function, for a restful.Container.
-	to := func(rb *restful.RouteBuilder, h http.HandlerFunc) *restful.RouteBuilder {
-		return rb.To(func(r *restful.Request, w *restful.Response) {
-			for k, v := range r.PathParameters() {
-				r.Request.SetPathValue(k, v)
-			}
-			h(w, r.Request)
-		}).Metadata(MetadataHandler, http.Handler(h))
-	}
-
+	to := func(rb *restful.RouteBuilder, h http.HandlerFunc) *restful.RouteBuilder { return To(rb, h) }
 	// route installs a route only for a verb the resource serves.
 	route := func(verb string, rb *restful.RouteBuilder) {
 		if info.Serves(verb) || (verb == "list" && info.Serves("watch")) {
@@ -182,6 +170,25 @@ func Install(ws *restful.WebService, s *Scope) {
 		Returns(http.StatusOK, "OK", sample).Returns(http.StatusCreated, "Created", sample).Metadata(MetadataTag, tag))))
 }
 
+// To gives a route its handler, an http.Handler that reads the path's
+// wildcards with Request.PathValue. The handler is kept once, in the route's
+// metadata (MetadataHandler), where the server's router finds it: the
+// route's WebService stays the one table of routes, documentation and
+// handlers. The route's go-restful function is an adapter to that same
+// handler, for a restful.Container serving the WebService directly (it
+// costs that path no lookup of the route's metadata).
+//
+// Callers adding routes of their own to a group-version (see
+// server.APIVersionInfo.Routes) give them their handlers with To.
+func To(rb *restful.RouteBuilder, h http.Handler) *restful.RouteBuilder {
+	return rb.To(func(r *restful.Request, w *restful.Response) {
+		for k, v := range r.PathParameters() {
+			r.Request.SetPathValue(k, v)
+		}
+		h.ServeHTTP(w, r.Request)
+	}).Metadata(MetadataHandler, h)
+}
+
 // pathSegment returns the namespace or name a request addresses. It is read
 // from the request's request.Info when the request-info filter made one: the
 // one parse of the path that authorization, audit and flow control read, so
@@ -208,8 +215,13 @@ const (
 	// MetadataTag is the route's OpenAPI tag, e.g. wardleexamplecom_v1beta1.
 	MetadataTag = "apikit.tag"
 	// MetadataHandler is the route's http.Handler, which reads the path's
-	// wildcards with Request.PathValue: what the server dispatches to.
+	// wildcards with Request.PathValue: what the server dispatches to. Set
+	// it with To.
 	MetadataHandler = "apikit.handler"
+	// MetadataLongRunning marks a route whose requests may outlive the
+	// request timeout and hold no flow-control seat while they run
+	// (streams, upgrades), as kube-apiserver treats watch, exec and log.
+	MetadataLongRunning = "apikit.longRunning"
 )
 
 func addListParams(ws *restful.WebService, rb *restful.RouteBuilder) *restful.RouteBuilder {

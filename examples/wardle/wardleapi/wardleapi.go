@@ -86,7 +86,8 @@ func New(f storage.Factory) (*API, error) {
 	return &API{Flunders: flunders, Fischers: fischers}, nil
 }
 
-// GroupInfo is the API group to install: v1beta1 (preferred) then v1alpha1.
+// GroupInfo is the API group to install: v1beta1 (preferred, with the
+// changes subresource of flunders) then v1alpha1.
 func (a *API) GroupInfo() (*server.APIGroupInfo, error) {
 	flundersV1alpha1, err := registry.ServeVersion(a.Flunders, "v1alpha1", registry.Conversion[*v1beta1.Flunder, *v1alpha1.Flunder]{
 		ToStorage:   flunderToV1beta1,
@@ -95,19 +96,23 @@ func (a *API) GroupInfo() (*server.APIGroupInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	return server.NewAPIGroupInfo(GroupName).
+	g := server.NewAPIGroupInfo(GroupName).
 		AddVersion("v1beta1", registry.Serve(a.Flunders)).
-		AddVersion("v1alpha1", flundersV1alpha1, registry.Serve(a.Fischers)), nil
+		AddVersion("v1alpha1", flundersV1alpha1, registry.Serve(a.Fischers))
+	g.Versions[0].Routes = a.flunderRoutes
+	return g, nil
 }
 
 // ClusterRoles extend the default roles view and edit (and so admin, which
 // aggregates edit) to the wardle API, through the aggregation labels:
-// binding view to a user in a namespace lets them read its flunders.
+// binding view to a user in a namespace lets them read its flunders and
+// follow their changes.
 func ClusterRoles() []rbac.ClusterRole {
 	resources := []string{"flunders", "fischers"}
 	return []rbac.ClusterRole{
 		rbac.BootstrapClusterRole("wardle:aggregate-to-view", map[string]string{rbac.AggregateToView: "true"},
-			rbac.Rule(GroupName, resources, "get", "list", "watch")),
+			rbac.Rule(GroupName, resources, "get", "list", "watch"),
+			rbac.Rule(GroupName, []string{"flunders/changes"}, "get")),
 		rbac.BootstrapClusterRole("wardle:aggregate-to-edit", map[string]string{rbac.AggregateToEdit: "true"},
 			rbac.Rule(GroupName, resources, "create", "delete", "deletecollection", "patch", "update")),
 	}
