@@ -63,6 +63,10 @@ func (s *GenericServer) installDefaultRoutes() {
 // ListedPaths are the paths GET / lists.
 func (s *GenericServer) ListedPaths() []string {
 	paths := []string{"/apis", "/healthz", "/livez", "/readyz", "/version", "/openapi/v2", "/openapi/v3"}
+	if s.config.Metrics != nil {
+		// kube-apiserver lists its /metrics too.
+		paths = append(paths, "/metrics")
+	}
 	for _, g := range s.APIGroups() {
 		paths = append(paths, "/apis/"+g.Name)
 		for _, v := range g.Versions {

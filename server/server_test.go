@@ -226,7 +226,7 @@ func TestVersionAndRoot(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &root); err != nil || rec.Code != 200 {
 		t.Fatalf("/ %d %s", rec.Code, rec.Body)
 	}
-	for _, p := range []string{"/apis", "/apis/test.example.com", "/apis/test.example.com/v1", "/healthz", "/livez", "/readyz", "/version"} {
+	for _, p := range []string{"/apis", "/apis/test.example.com", "/apis/test.example.com/v1", "/healthz", "/livez", "/metrics", "/readyz", "/version"} {
 		if !slices.Contains(root.Paths, p) {
 			t.Errorf("/ does not list %s: %v", p, root.Paths)
 		}
