@@ -97,8 +97,11 @@ func OpenLogFile(path string, opts LogFileOptions) (*LogSink, error) {
 }
 
 // Log implements Sink. A write error is logged once (until writes work
-// again); the request it records has already been answered.
-func (l *LogSink) Log(ev *Event) {
+// again); the request it records goes on.
+func (l *LogSink) Log(ev *Event) { _ = l.write(ev) }
+
+// write writes ev's line and says whether that failed.
+func (l *LogSink) write(ev *Event) error {
 	var line []byte
 	if l.legacy {
 		line = []byte(legacyLine(ev))
@@ -106,7 +109,7 @@ func (l *LogSink) Log(ev *Event) {
 		var err error
 		if line, err = json.Marshal(ev); err != nil {
 			slog.Error("encoding an audit event", "auditID", ev.AuditID, "err", err)
-			return
+			return fmt.Errorf("encoding audit event %s: %w", ev.AuditID, err)
 		}
 	}
 	line = append(line, '\n')
@@ -117,9 +120,10 @@ func (l *LogSink) Log(ev *Event) {
 			slog.Error("writing the audit log failed; events are being lost", "err", err)
 		}
 		l.failed = true
-		return
+		return fmt.Errorf("writing the audit log: %w", err)
 	}
 	l.failed = false
+	return nil
 }
 
 // legacyLine is kube-apiserver's legacy text form of an event: who, as

@@ -29,11 +29,19 @@ type AuditOptions struct {
 	// LogFile is the log's format and rotation (--audit-log-format,
 	// --audit-log-maxsize, -maxbackup, -maxage, -compress).
 	LogFile audit.LogFileOptions
+	// LogMode is how events reach the file (--audit-log-mode): blocking,
+	// blocking-strict or batch, with LogBatch's settings.
+	LogMode  string
+	LogBatch audit.BatchConfig
 
 	// Set by Complete.
 
 	// Sink writes the events; nil when auditing is off.
 	Sink *audit.LogSink
+	// Backend is Sink as LogMode runs it: the server's audit sink.
+	Backend audit.Sink
+	// batch is Backend in batch mode, closed before Sink.
+	batch *audit.BatchSink
 	// Policy is the parsed PolicyFile; nil without one.
 	Policy *audit.Policy
 }
@@ -41,7 +49,13 @@ type AuditOptions struct {
 // NewAuditOptions returns the default: no audit log; when one is asked
 // for, JSON, rotated at 100 MB, old files kept (kube-apiserver's defaults).
 func NewAuditOptions() *AuditOptions {
-	return &AuditOptions{LogFile: audit.LogFileOptions{Format: audit.FormatJSON}}
+	return &AuditOptions{
+		LogFile: audit.LogFileOptions{Format: audit.FormatJSON},
+		LogMode: audit.ModeBlocking,
+		// Batches of one: batching does not help a file (kube-apiserver's
+		// log defaults).
+		LogBatch: audit.BatchConfig{BufferSize: 10000, MaxBatchSize: 1},
+	}
 }
 
 // AddFlags adds --audit-log-path, --audit-policy-file and the log file's
@@ -63,6 +77,21 @@ func (o *AuditOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LogFile.Format, "audit-log-format", o.LogFile.Format,
 		"Format of saved audits. \"legacy\" indicates 1-line text format for each event. \"json\" indicates structured json format. Known formats are "+
 			strings.Join(audit.LogFormats, ",")+".")
+	fs.StringVar(&o.LogMode, "audit-log-mode", o.LogMode,
+		"Strategy for sending audit events. Blocking indicates sending events should block server responses. "+
+			"Batch causes the backend to buffer and write events asynchronously. Known modes are "+strings.Join(audit.Modes, ",")+".")
+	fs.IntVar(&o.LogBatch.BufferSize, "audit-log-batch-buffer-size", o.LogBatch.BufferSize,
+		"The size of the buffer to store events before batching and writing. Only used in batch mode.")
+	fs.IntVar(&o.LogBatch.MaxBatchSize, "audit-log-batch-max-size", o.LogBatch.MaxBatchSize,
+		"The maximum size of a batch. Only used in batch mode.")
+	fs.DurationVar(&o.LogBatch.MaxBatchWait, "audit-log-batch-max-wait", o.LogBatch.MaxBatchWait,
+		"The amount of time to wait before force writing the batch that hadn't reached the max size. Only used in batch mode.")
+	fs.BoolVar(&o.LogBatch.ThrottleEnable, "audit-log-batch-throttle-enable", o.LogBatch.ThrottleEnable,
+		"Whether batching throttling is enabled. Only used in batch mode.")
+	fs.Float32Var(&o.LogBatch.ThrottleQPS, "audit-log-batch-throttle-qps", o.LogBatch.ThrottleQPS,
+		"Maximum average number of batches per second. Only used in batch mode.")
+	fs.IntVar(&o.LogBatch.ThrottleBurst, "audit-log-batch-throttle-burst", o.LogBatch.ThrottleBurst,
+		"Maximum number of requests sent at the same moment if ThrottleQPS was not utilized before. Only used in batch mode.")
 }
 
 // Validate checks the path and, when there is a log, its format and
@@ -72,6 +101,9 @@ func (o *AuditOptions) Validate() []error {
 		return nil
 	}
 	var errs []error
+	if err := audit.ValidateBatch("log", o.LogMode, o.LogBatch); err != nil {
+		errs = append(errs, err)
+	}
 	if o.LogPath != "-" && filepath.Base(o.LogPath) == "." {
 		errs = append(errs, fmt.Errorf("--audit-log-path %q is not a file", o.LogPath))
 	}
@@ -90,12 +122,10 @@ func (o *AuditOptions) Validate() []error {
 }
 
 // Complete opens the log file (creating it, mode 0600, and its directory),
-// rotated as the flags say.
+// rotated as the flags say, and runs it in LogMode.
 func (o *AuditOptions) Complete() error {
-	if o.Sink != nil {
-		_ = o.Sink.Close()
-	}
-	o.Sink, o.Policy = nil, nil
+	closeAuditLog(o.batch, o.Sink)
+	o.Sink, o.Backend, o.batch, o.Policy = nil, nil, nil, nil
 	if o.PolicyFile != "" {
 		p, err := audit.ReadPolicyFile(o.PolicyFile)
 		if err != nil {
@@ -110,14 +140,33 @@ func (o *AuditOptions) Complete() error {
 	if err != nil {
 		return fmt.Errorf("--audit-log-path: %w", err)
 	}
-	o.Sink = sink
+	o.Sink, o.Backend = sink, sink
+	switch o.LogMode {
+	case audit.ModeBatch:
+		o.batch = audit.NewBatchSink(sink, o.LogBatch)
+		o.Backend = o.batch
+	case audit.ModeBlockingStrict:
+		o.Backend = audit.Strict(sink)
+	}
 	return nil
+}
+
+// closeAuditLog sends the events still queued, then closes the file.
+func closeAuditLog(batch *audit.BatchSink, sink *audit.LogSink) {
+	if batch != nil {
+		_ = batch.Close()
+	}
+	if sink != nil {
+		if err := sink.Close(); err != nil {
+			slog.Warn("closing the audit log", "err", err)
+		}
+	}
 }
 
 // ApplyTo sets the server's audit sink.
 func (o *AuditOptions) ApplyTo(c *server.Config) error {
-	if o.Sink != nil {
-		c.Audit = o.Sink
+	if o.Backend != nil {
+		c.Audit = o.Backend
 	}
 	if o.Policy != nil {
 		c.AuditPolicy = o.Policy
@@ -125,19 +174,18 @@ func (o *AuditOptions) ApplyTo(c *server.Config) error {
 	return nil
 }
 
-// InstallSystemAPIs closes the log file when the server has shut down
-// (post-start hooks' context ends once requests have drained).
+// InstallSystemAPIs writes what a batch holds and closes the log file
+// when the server has shut down (post-start hooks' context ends once
+// requests have drained).
 func (o *AuditOptions) InstallSystemAPIs(s *server.GenericServer) error {
-	if o.Sink == nil || o.LogPath == "-" {
+	if o.Sink == nil {
 		return nil
 	}
-	sink := o.Sink
+	batch, sink := o.batch, o.Sink
 	return s.AddPostStartHook("audit-log", func(ctx context.Context) error {
 		go func() {
 			<-ctx.Done()
-			if err := sink.Close(); err != nil {
-				slog.Warn("closing the audit log", "err", err)
-			}
+			closeAuditLog(batch, sink)
 		}()
 		return nil
 	})

@@ -38,6 +38,11 @@ func TestAuditLogFlags(t *testing.T) {
 			want: []string{"--audit-log-maxage -3 can't be a negative number", "--audit-log-maxbackup -2 can't be a negative number", "--audit-log-maxsize -1 can't be a negative number"}},
 		{name: "an unknown format", args: []string{logPath, "--audit-log-format=xml"},
 			want: []string{`invalid audit log format xml, allowed formats are "json,legacy"`}},
+		{name: "an unknown mode", args: []string{logPath, "--audit-log-mode=async"},
+			want: []string{`invalid audit log mode async, allowed modes are "batch,blocking,blocking-strict"`}},
+		{name: "batch without a buffer", args: []string{logPath, "--audit-log-mode=batch", "--audit-log-batch-buffer-size=0"},
+			want: []string{"invalid audit batch log buffer size 0, must be a positive number"}},
+		{name: "batch settings unused in blocking mode", args: []string{logPath, "--audit-log-batch-buffer-size=0"}},
 		{name: "no log, nothing checked", args: []string{"--audit-log-maxsize=-1", "--audit-log-format=xml"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,5 +98,29 @@ func TestAuditLogFlagsRotate(t *testing.T) {
 	}
 	if !strings.Contains(string(data), ` AUDIT: id="id" stage="RequestReceived"`) {
 		t.Errorf("the backup is not in the legacy format: %.200s", data)
+	}
+}
+
+func TestAuditLogMode(t *testing.T) {
+	for mode, check := range map[string]func(audit.Sink) bool{
+		"blocking":        func(s audit.Sink) bool { _, ok := s.(*audit.LogSink); return ok },
+		"blocking-strict": func(s audit.Sink) bool { _, ok := s.(audit.StrictSink); return ok },
+		"batch":           func(s audit.Sink) bool { _, ok := s.(*audit.BatchSink); return ok },
+	} {
+		t.Run(mode, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "audit.log")
+			o := parseAuditFlags(t, "--audit-log-path="+path, "--audit-log-mode="+mode)
+			if err := o.Complete(); err != nil {
+				t.Fatal(err)
+			}
+			if !check(o.Backend) {
+				t.Errorf("backend %T", o.Backend)
+			}
+			o.Backend.Log(&audit.Event{AuditID: "written"})
+			closeAuditLog(o.batch, o.Sink) // a batch is written out first
+			if data, _ := os.ReadFile(path); !strings.Contains(string(data), `"auditID":"written"`) {
+				t.Errorf("the log holds %q", data)
+			}
+		})
 	}
 }

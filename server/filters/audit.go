@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"mime"
 	"net"
@@ -34,7 +35,9 @@ const AuditIDHeader = "Audit-ID"
 // as kube-apiserver's --audit-policy-file does: None records nothing,
 // Metadata who asked what and the answer's code, Request also the request's
 // body (JSON; YAML converted), RequestResponse also the response's (not of
-// long-running requests). A nil policy records every request at Metadata;
+// long-running requests). When sink is an audit.StrictSink
+// (blocking-strict mode), a request whose RequestReceived event it cannot
+// store is answered 500 and not served. A nil policy records every request at Metadata;
 // a nil sink turns auditing off and costs nothing.
 func WithAudit(h http.Handler, sink audit.Sink, policy audit.PolicyChecker, longRunning func(*request.Info) bool) http.Handler {
 	if sink == nil {
@@ -60,7 +63,16 @@ func WithAudit(h http.Handler, sink audit.Sink, policy audit.PolicyChecker, long
 				sink.Log(e)
 			}
 		}
-		log(audit.StageRequestReceived, 0)
+		if strict, ok := sink.(audit.StrictSink); ok && !slices.Contains(omit, audit.StageRequestReceived) {
+			// blocking-strict: a request that cannot be audited is not
+			// served, answered as kube-apiserver answers it (plain text).
+			if err := strict.Store(finish(rec, audit.StageRequestReceived, 0)); err != nil {
+				http.Error(w, fmt.Sprintf("Internal Server Error: %q: failed to store audit event", r.URL.RequestURI()), http.StatusInternalServerError)
+				return
+			}
+		} else {
+			log(audit.StageRequestReceived, 0)
+		}
 		aw := &auditWriter{ResponseWriter: w}
 		longRun := info != nil && longRunning != nil && longRunning(info)
 		if longRun {

@@ -3,6 +3,7 @@ package filters_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -424,4 +425,107 @@ rules:
 			}
 		}
 	})
+}
+
+// stuckWriter blocks every Write until released, or fails them.
+type stuckWriter struct {
+	release chan struct{}
+	fail    bool
+}
+
+func (s *stuckWriter) Write(p []byte) (int, error) {
+	if s.fail {
+		return 0, io.ErrShortWrite
+	}
+	<-s.release
+	return len(p), nil
+}
+
+// TestAuditModes: in batch mode a stuck audit log never holds up a
+// request; in blocking mode the request waits for it; in blocking-strict
+// mode a request whose RequestReceived event cannot be written is refused
+// with 500, as kube-apiserver refuses it, while blocking serves it.
+func TestAuditModes(t *testing.T) {
+	alice := &authn.User{Name: "alice"}
+	served := 0
+	handler := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { served++ })
+	serve := func(sink audit.Sink) (chan *httptest.ResponseRecorder, *http.Request) {
+		done := make(chan *httptest.ResponseRecorder, 1)
+		r := auditedRequest("GET", "/apis/g/v/things", alice)
+		go func() {
+			rec := httptest.NewRecorder()
+			filters.WithAudit(handler, sink, nil, longRunning).ServeHTTP(rec, r)
+			done <- rec
+		}()
+		return done, r
+	}
+
+	t.Run("batch", func(t *testing.T) {
+		w := &stuckWriter{release: make(chan struct{})}
+		file := audit.NewLogSink(w, audit.FormatJSON)
+		batch := audit.NewBatchSink(file, audit.BatchConfig{BufferSize: 4, MaxBatchSize: 1})
+		for i := range 10 {
+			done, _ := serve(batch)
+			select {
+			case rec := <-done:
+				if rec.Code != 200 {
+					t.Fatalf("request %d: %d", i, rec.Code)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("request %d waited for the stuck audit log", i)
+			}
+		}
+		// 20 events: four queued, perhaps one more taken by the writer
+		// before the queue filled, the rest dropped.
+		if d := batch.Dropped(); d < 15 || d > 16 {
+			t.Errorf("dropped %d, want 15 or 16", d)
+		}
+		close(w.release)
+		_ = batch.Close()
+	})
+
+	t.Run("blocking waits", func(t *testing.T) {
+		w := &stuckWriter{release: make(chan struct{})}
+		done, _ := serve(audit.NewLogSink(w, audit.FormatJSON))
+		select {
+		case <-done:
+			t.Fatal("the request finished before its event was written")
+		case <-time.After(200 * time.Millisecond):
+		}
+		close(w.release)
+		select {
+		case rec := <-done:
+			if rec.Code != 200 {
+				t.Errorf("code %d", rec.Code)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the request never finished")
+		}
+	})
+
+	for _, strict := range []bool{false, true} {
+		t.Run(fmt.Sprintf("a failing log, strict %v", strict), func(t *testing.T) {
+			restore := slog.Default()
+			slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+			defer slog.SetDefault(restore)
+			file := audit.NewLogSink(&stuckWriter{fail: true}, audit.FormatJSON)
+			var sink audit.Sink = file
+			if strict {
+				sink = audit.Strict(file)
+			}
+			served = 0
+			done, r := serve(sink)
+			rec := <-done
+			if !strict {
+				if rec.Code != 200 || served != 1 {
+					t.Errorf("code %d, served %d: blocking mode refused a request its log failed", rec.Code, served)
+				}
+				return
+			}
+			want := fmt.Sprintf("Internal Server Error: %q: failed to store audit event\n", r.URL.RequestURI())
+			if rec.Code != 500 || rec.Body.String() != want || served != 0 {
+				t.Errorf("code %d body %q served %d, want 500 %q, not served", rec.Code, rec.Body, served, want)
+			}
+		})
+	}
 }
