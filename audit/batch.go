@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -53,12 +54,51 @@ type StrictSink interface {
 	Store(ev *Event) error
 }
 
+// StorerSink is a backend that can report a failed write: the log file
+// and the webhook.
+type StorerSink interface {
+	Sink
+	store(ev *Event) error
+}
+
 // Strict makes s a StrictSink (blocking-strict mode).
-func Strict(s *LogSink) StrictSink { return strictLog{s} }
+func Strict(s StorerSink) StrictSink { return strict{s} }
 
-type strictLog struct{ *LogSink }
+type strict struct{ StorerSink }
 
-func (s strictLog) Store(ev *Event) error { return s.write(ev) }
+func (s strict) Store(ev *Event) error { return s.store(ev) }
+
+// Union logs each event to every sink; as a StrictSink it fails when a
+// strict one among them does. Nil for none, the sink itself for one.
+func Union(sinks ...Sink) Sink {
+	switch len(sinks) {
+	case 0:
+		return nil
+	case 1:
+		return sinks[0]
+	}
+	return union(sinks)
+}
+
+type union []Sink
+
+func (u union) Log(ev *Event) {
+	for _, s := range u {
+		s.Log(ev)
+	}
+}
+
+func (u union) Store(ev *Event) error {
+	var errs []error
+	for _, s := range u {
+		if st, ok := s.(StrictSink); ok {
+			errs = append(errs, st.Store(ev))
+		} else {
+			s.Log(ev)
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // BatchSink hands events to another sink from a goroutine of its own, in
 // batches, as kube-apiserver's buffered backend does: Log only queues the
@@ -140,8 +180,12 @@ func (b *BatchSink) run() {
 				r := b.limiter.Reserve()
 				time.Sleep(r.Delay())
 			}
-			for _, ev := range batch {
-				b.next.Log(ev)
+			if bl, ok := b.next.(BatchLogger); ok {
+				bl.LogBatch(batch)
+			} else {
+				for _, ev := range batch {
+					b.next.Log(ev)
+				}
 			}
 		}
 		if !open {

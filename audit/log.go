@@ -98,10 +98,10 @@ func OpenLogFile(path string, opts LogFileOptions) (*LogSink, error) {
 
 // Log implements Sink. A write error is logged once (until writes work
 // again); the request it records goes on.
-func (l *LogSink) Log(ev *Event) { _ = l.write(ev) }
+func (l *LogSink) Log(ev *Event) { _ = l.store(ev) }
 
-// write writes ev's line and says whether that failed.
-func (l *LogSink) write(ev *Event) error {
+// store writes ev's line and says whether that failed.
+func (l *LogSink) store(ev *Event) error {
 	var line []byte
 	if l.legacy {
 		line = []byte(legacyLine(ev))

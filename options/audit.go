@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/apikit-dev/apikit/audit"
+	"github.com/apikit-dev/apikit/certs"
 	"github.com/apikit-dev/apikit/server"
 )
 
@@ -33,15 +35,23 @@ type AuditOptions struct {
 	// blocking-strict or batch, with LogBatch's settings.
 	LogMode  string
 	LogBatch audit.BatchConfig
+	// WebhookConfigFile is a kubeconfig naming an audit webhook
+	// (--audit-webhook-config-file), posted EventLists in WebhookMode,
+	// retried from WebhookInitialBackoff.
+	WebhookConfigFile     string
+	WebhookInitialBackoff time.Duration
+	WebhookMode           string
+	WebhookBatch          audit.BatchConfig
 
 	// Set by Complete.
 
 	// Sink writes the events; nil when auditing is off.
 	Sink *audit.LogSink
-	// Backend is Sink as LogMode runs it: the server's audit sink.
+	// Backend is Sink as LogMode runs it, with the webhook as WebhookMode
+	// runs it: the server's audit sink.
 	Backend audit.Sink
-	// batch is Backend in batch mode, closed before Sink.
-	batch *audit.BatchSink
+	// closers stop the backends, queues before what they feed.
+	closers []func() error
 	// Policy is the parsed PolicyFile; nil without one.
 	Policy *audit.Policy
 }
@@ -55,6 +65,11 @@ func NewAuditOptions() *AuditOptions {
 		// Batches of one: batching does not help a file (kube-apiserver's
 		// log defaults).
 		LogBatch: audit.BatchConfig{BufferSize: 10000, MaxBatchSize: 1},
+		// kube-apiserver's webhook defaults.
+		WebhookInitialBackoff: audit.DefaultWebhookInitialBackoff,
+		WebhookMode:           audit.ModeBatch,
+		WebhookBatch: audit.BatchConfig{BufferSize: 10000, MaxBatchSize: 400, MaxBatchWait: 30 * time.Second,
+			ThrottleEnable: true, ThrottleQPS: 10, ThrottleBurst: 15},
 	}
 }
 
@@ -77,30 +92,45 @@ func (o *AuditOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LogFile.Format, "audit-log-format", o.LogFile.Format,
 		"Format of saved audits. \"legacy\" indicates 1-line text format for each event. \"json\" indicates structured json format. Known formats are "+
 			strings.Join(audit.LogFormats, ",")+".")
-	fs.StringVar(&o.LogMode, "audit-log-mode", o.LogMode,
+	addBatchFlags(fs, "log", &o.LogMode, &o.LogBatch)
+	fs.StringVar(&o.WebhookConfigFile, "audit-webhook-config-file", o.WebhookConfigFile,
+		"Path to a kubeconfig formatted file that defines the audit webhook configuration.")
+	fs.DurationVar(&o.WebhookInitialBackoff, "audit-webhook-initial-backoff", o.WebhookInitialBackoff,
+		"The amount of time to wait before retrying the first failed request.")
+	addBatchFlags(fs, "webhook", &o.WebhookMode, &o.WebhookBatch)
+}
+
+// addBatchFlags adds --audit-<plugin>-mode and -batch-*.
+func addBatchFlags(fs *pflag.FlagSet, plugin string, mode *string, cfg *audit.BatchConfig) {
+	fs.StringVar(mode, "audit-"+plugin+"-mode", *mode,
 		"Strategy for sending audit events. Blocking indicates sending events should block server responses. "+
 			"Batch causes the backend to buffer and write events asynchronously. Known modes are "+strings.Join(audit.Modes, ",")+".")
-	fs.IntVar(&o.LogBatch.BufferSize, "audit-log-batch-buffer-size", o.LogBatch.BufferSize,
+	fs.IntVar(&cfg.BufferSize, "audit-"+plugin+"-batch-buffer-size", cfg.BufferSize,
 		"The size of the buffer to store events before batching and writing. Only used in batch mode.")
-	fs.IntVar(&o.LogBatch.MaxBatchSize, "audit-log-batch-max-size", o.LogBatch.MaxBatchSize,
+	fs.IntVar(&cfg.MaxBatchSize, "audit-"+plugin+"-batch-max-size", cfg.MaxBatchSize,
 		"The maximum size of a batch. Only used in batch mode.")
-	fs.DurationVar(&o.LogBatch.MaxBatchWait, "audit-log-batch-max-wait", o.LogBatch.MaxBatchWait,
+	fs.DurationVar(&cfg.MaxBatchWait, "audit-"+plugin+"-batch-max-wait", cfg.MaxBatchWait,
 		"The amount of time to wait before force writing the batch that hadn't reached the max size. Only used in batch mode.")
-	fs.BoolVar(&o.LogBatch.ThrottleEnable, "audit-log-batch-throttle-enable", o.LogBatch.ThrottleEnable,
+	fs.BoolVar(&cfg.ThrottleEnable, "audit-"+plugin+"-batch-throttle-enable", cfg.ThrottleEnable,
 		"Whether batching throttling is enabled. Only used in batch mode.")
-	fs.Float32Var(&o.LogBatch.ThrottleQPS, "audit-log-batch-throttle-qps", o.LogBatch.ThrottleQPS,
+	fs.Float32Var(&cfg.ThrottleQPS, "audit-"+plugin+"-batch-throttle-qps", cfg.ThrottleQPS,
 		"Maximum average number of batches per second. Only used in batch mode.")
-	fs.IntVar(&o.LogBatch.ThrottleBurst, "audit-log-batch-throttle-burst", o.LogBatch.ThrottleBurst,
+	fs.IntVar(&cfg.ThrottleBurst, "audit-"+plugin+"-batch-throttle-burst", cfg.ThrottleBurst,
 		"Maximum number of requests sent at the same moment if ThrottleQPS was not utilized before. Only used in batch mode.")
 }
 
 // Validate checks the path and, when there is a log, its format and
 // rotation, with kube-apiserver's messages.
 func (o *AuditOptions) Validate() []error {
-	if o.LogPath == "" {
-		return nil
-	}
 	var errs []error
+	if o.WebhookConfigFile != "" {
+		if err := audit.ValidateBatch("webhook", o.WebhookMode, o.WebhookBatch); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if o.LogPath == "" {
+		return errs
+	}
 	if err := audit.ValidateBatch("log", o.LogMode, o.LogBatch); err != nil {
 		errs = append(errs, err)
 	}
@@ -122,10 +152,11 @@ func (o *AuditOptions) Validate() []error {
 }
 
 // Complete opens the log file (creating it, mode 0600, and its directory),
-// rotated as the flags say, and runs it in LogMode.
+// rotated as the flags say, reads the webhook's kubeconfig, and runs each
+// in its mode.
 func (o *AuditOptions) Complete() error {
-	closeAuditLog(o.batch, o.Sink)
-	o.Sink, o.Backend, o.batch, o.Policy = nil, nil, nil, nil
+	closeAll(o.closers)
+	o.Sink, o.Backend, o.closers, o.Policy = nil, nil, nil, nil
 	if o.PolicyFile != "" {
 		p, err := audit.ReadPolicyFile(o.PolicyFile)
 		if err != nil {
@@ -133,32 +164,53 @@ func (o *AuditOptions) Complete() error {
 		}
 		o.Policy = p
 	}
-	if o.LogPath == "" {
-		return nil
+	var backends []audit.Sink
+	if o.LogPath != "" {
+		sink, err := audit.OpenLogFile(o.LogPath, o.LogFile)
+		if err != nil {
+			return fmt.Errorf("--audit-log-path: %w", err)
+		}
+		o.Sink = sink
+		backends = append(backends, o.inMode(o.LogMode, o.LogBatch, sink, sink))
 	}
-	sink, err := audit.OpenLogFile(o.LogPath, o.LogFile)
-	if err != nil {
-		return fmt.Errorf("--audit-log-path: %w", err)
+	if o.WebhookConfigFile != "" {
+		k, err := certs.ReadKubeconfig(o.WebhookConfigFile)
+		if err == nil {
+			var hook *audit.WebhookSink
+			if hook, err = audit.NewWebhookSink(k, o.WebhookInitialBackoff); err == nil {
+				backends = append(backends, o.inMode(o.WebhookMode, o.WebhookBatch, hook, hook))
+			}
+		}
+		if err != nil {
+			closeAll(o.closers)
+			o.closers = nil
+			return fmt.Errorf("--audit-webhook-config-file: %w", err)
+		}
 	}
-	o.Sink, o.Backend = sink, sink
-	switch o.LogMode {
-	case audit.ModeBatch:
-		o.batch = audit.NewBatchSink(sink, o.LogBatch)
-		o.Backend = o.batch
-	case audit.ModeBlockingStrict:
-		o.Backend = audit.Strict(sink)
-	}
+	o.Backend = audit.Union(backends...)
 	return nil
 }
 
-// closeAuditLog sends the events still queued, then closes the file.
-func closeAuditLog(batch *audit.BatchSink, sink *audit.LogSink) {
-	if batch != nil {
-		_ = batch.Close()
+// inMode runs a backend in mode, registering its closers (queue first).
+func (o *AuditOptions) inMode(mode string, cfg audit.BatchConfig, sink audit.StorerSink, closer interface{ Close() error }) audit.Sink {
+	var out audit.Sink = sink
+	switch mode {
+	case audit.ModeBatch:
+		b := audit.NewBatchSink(sink, cfg)
+		o.closers = append(o.closers, b.Close)
+		out = b
+	case audit.ModeBlockingStrict:
+		out = audit.Strict(sink)
 	}
-	if sink != nil {
-		if err := sink.Close(); err != nil {
-			slog.Warn("closing the audit log", "err", err)
+	o.closers = append(o.closers, closer.Close)
+	return out
+}
+
+// closeAll sends the events still queued, then closes the backends.
+func closeAll(closers []func() error) {
+	for _, c := range closers {
+		if err := c(); err != nil {
+			slog.Warn("closing an audit backend", "err", err)
 		}
 	}
 }
@@ -178,14 +230,14 @@ func (o *AuditOptions) ApplyTo(c *server.Config) error {
 // when the server has shut down (post-start hooks' context ends once
 // requests have drained).
 func (o *AuditOptions) InstallSystemAPIs(s *server.GenericServer) error {
-	if o.Sink == nil {
+	if len(o.closers) == 0 {
 		return nil
 	}
-	batch, sink := o.batch, o.Sink
+	closers := o.closers
 	return s.AddPostStartHook("audit-log", func(ctx context.Context) error {
 		go func() {
 			<-ctx.Done()
-			closeAuditLog(batch, sink)
+			closeAll(closers)
 		}()
 		return nil
 	})

@@ -1,16 +1,26 @@
 package options
 
 import (
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/apikit-dev/apikit/audit"
+	"github.com/apikit-dev/apikit/authn"
+	"github.com/apikit-dev/apikit/certs"
+	"github.com/apikit-dev/apikit/server/filters"
 )
 
 func parseAuditFlags(t *testing.T, args ...string) *AuditOptions {
@@ -117,10 +127,106 @@ func TestAuditLogMode(t *testing.T) {
 				t.Errorf("backend %T", o.Backend)
 			}
 			o.Backend.Log(&audit.Event{AuditID: "written"})
-			closeAuditLog(o.batch, o.Sink) // a batch is written out first
+			closeAll(o.closers) // a batch is written out first
 			if data, _ := os.ReadFile(path); !strings.Contains(string(data), `"auditID":"written"`) {
 				t.Errorf("the log holds %q", data)
 			}
 		})
+	}
+}
+
+// TestAuditWebhookFlags wires --audit-webhook-config-file to a real TLS
+// webhook on loopback: in batch mode (the default) requests finish while
+// the webhook hangs, and the events reach it once it answers; in
+// blocking-strict mode a webhook that refuses the event refuses the request.
+func TestAuditWebhookFlags(t *testing.T) {
+	var mu sync.Mutex
+	var items []string
+	release := make(chan struct{})
+	refuse := false
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		no := refuse
+		mu.Unlock()
+		if no {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		<-release
+		var l struct {
+			Kind  string
+			Items []audit.Event
+		}
+		if err := json.NewDecoder(r.Body).Decode(&l); err != nil || l.Kind != "EventList" {
+			t.Errorf("a post that is not an EventList: %v", err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, ev := range l.Items {
+			items = append(items, ev.Stage)
+		}
+	}))
+	defer srv.Close()
+	kubeconfig := filepath.Join(t.TempDir(), "webhook.kubeconfig")
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	if err := (certs.Kubeconfig{Server: srv.URL, CAPEM: ca}).WriteFile(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	handler := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	request := func(sink audit.Sink) int {
+		r := httptest.NewRequest("GET", "/apis", nil)
+		r = r.WithContext(authn.WithUser(r.Context(), &authn.User{Name: "alice"}))
+		rec := httptest.NewRecorder()
+		filters.WithAudit(handler, sink, nil, nil).ServeHTTP(rec, r)
+		return rec.Code
+	}
+
+	o := parseAuditFlags(t, "--audit-webhook-config-file="+kubeconfig, "--audit-webhook-batch-max-wait=10ms")
+	if errs := o.Validate(); errs != nil {
+		t.Fatal(errs)
+	}
+	if err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	var slowest time.Duration
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 20 {
+			start := time.Now()
+			if code := request(o.Backend); code != 200 {
+				t.Errorf("code %d", code)
+			}
+			slowest = max(slowest, time.Since(start))
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("requests waited for the hanging audit webhook")
+	}
+	t.Logf("slowest of 20 requests with the audit webhook hanging: %v", slowest)
+	close(release)
+	closeAll(o.closers)
+	mu.Lock()
+	got := len(items)
+	mu.Unlock()
+	if got != 40 { // RequestReceived and ResponseComplete of each
+		t.Errorf("the webhook got %d events, want 40", got)
+	}
+
+	mu.Lock()
+	refuse = true
+	mu.Unlock()
+	o = parseAuditFlags(t, "--audit-webhook-config-file="+kubeconfig, "--audit-webhook-mode=blocking-strict")
+	if err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	defer closeAll(o.closers)
+	restore := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer slog.SetDefault(restore)
+	if code := request(o.Backend); code != 500 {
+		t.Errorf("blocking-strict with a refusing webhook: %d, want 500", code)
 	}
 }

@@ -78,7 +78,8 @@ type errRetriable struct{ error }
 
 func (e errRetriable) Unwrap() error { return e.error }
 
-// Post sends body and decodes a 2xx answer into out, retrying failures
+// Post sends body and decodes a 2xx answer into out (unless out is nil),
+// retrying failures
 // that may pass (no answer, 429, 5xx) until the retries are spent or ctx
 // ends. Errors never contain the request body (it may hold a token).
 func (c *Client) Post(ctx context.Context, body []byte, out any) error {
@@ -126,6 +127,9 @@ func (c *Client) post(ctx context.Context, body []byte, out any) error {
 		return fmt.Errorf("%s answered %s%s", c.url, resp.Status, statusMessage(data))
 	case len(data) > maxResponseBytes:
 		return fmt.Errorf("the answer of %s is larger than %d bytes", c.url, maxResponseBytes)
+	}
+	if out == nil {
+		return nil // the caller wants no answer (an audit webhook)
 	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return fmt.Errorf("decoding the answer of %s: %w", c.url, err)
