@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -39,6 +40,9 @@ func newAPIClient(base string, tlsConf *tls.Config) *apiClient {
 		ForceAttemptHTTP2:   true,
 		MaxIdleConnsPerHost: 64,
 		IdleConnTimeout:     90 * time.Second,
+		// send asks for gzip and decompresses itself, to count the bytes
+		// on the wire.
+		DisableCompression: true,
 	}
 	return &apiClient{base: base, tr: tr, http: &http.Client{Transport: tr}}
 }
@@ -61,37 +65,78 @@ func (e *statusError) Error() string {
 	return fmt.Sprintf("%s %s: HTTP %d: %s", e.method, e.path, e.code, strings.TrimSpace(body))
 }
 
-// do sends one request and reads the whole response into buf (reset
-// first). A status other than want is an error.
+// Content types of the requests' bodies.
+const (
+	jsonType = "application/json"
+	// applyType is server-side apply's; the JSON bodies are YAML too.
+	applyType = "application/apply-patch+yaml"
+)
+
+// do sends one request, with a JSON body if any, and reads the whole
+// response into buf (reset first). A status other than want is an error.
 func (c *apiClient) do(ctx context.Context, method, path string, body []byte, want int, buf *bytes.Buffer) error {
+	_, err := c.send(ctx, method, path, jsonType, body, want, buf)
+	return err
+}
+
+// send is do with a body of contentType; it also returns the size of the
+// response as it came over the wire, compressed or not.
+//
+// It asks for gzip as Go's transport does by itself (and so client-go and
+// kubectl), and as the benchmark's client always did: both servers
+// compress responses over 128 KiB for it. It decompresses here rather than
+// in the transport only to count the bytes on the wire.
+func (c *apiClient) send(ctx context.Context, method, path, contentType string, body []byte, want int, buf *bytes.Buffer) (wire int, err error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
+		return 0, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept-Encoding", "gzip")
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
+		return 0, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
+	counted := &countingReader{r: resp.Body}
+	var from io.Reader = counted
+	if resp.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(counted)
+		if err != nil {
+			return 0, fmt.Errorf("%s %s: reading the gzipped response: %w", method, path, err)
+		}
+		from = zr
+	}
 	buf.Reset()
-	if _, err := buf.ReadFrom(resp.Body); err != nil {
-		return fmt.Errorf("%s %s: reading the response: %w", method, path, err)
+	if _, err := buf.ReadFrom(from); err != nil {
+		return 0, fmt.Errorf("%s %s: reading the response: %w", method, path, err)
 	}
 	if resp.StatusCode != want {
-		return &statusError{method: method, path: path, code: resp.StatusCode, body: buf.String()}
+		return 0, &statusError{method: method, path: path, code: resp.StatusCode, body: buf.String()}
 	}
 	if resp.ProtoMajor != 2 {
-		return fmt.Errorf("%s %s: served over %s, want HTTP/2", method, path, resp.Proto)
+		return 0, fmt.Errorf("%s %s: served over %s, want HTTP/2", method, path, resp.Proto)
 	}
-	return nil
+	return counted.n, nil
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
 }
 
 // flunderName is the name of the i-th benchmark object.
@@ -110,6 +155,55 @@ func updateBody(name string, i int, rv string) []byte {
 	return fmt.Appendf(nil, `{"apiVersion":"wardle.example.com/v1beta1","kind":"Flunder",`+
 		`"metadata":{"name":%q,"namespace":%q,"resourceVersion":%q,"labels":{"app":"bench","index":"%d","updated":"true"}},`+
 		`"spec":{"flunderReference":"flunder-updated-%05d","referenceType":"Flunder"}}`, name, namespace, rv, i, i)
+}
+
+// applyPath is the server-side apply of the named Flunder as the manager
+// "bench". force: the Flunder's create and update made the load
+// generator's Update manager own every field, so applying a new value
+// conflicts without it (409), on both servers.
+func applyPath(name string) string {
+	return collection + "/" + name + "?fieldManager=bench&force=true"
+}
+
+// applyBody is the server-side apply configuration of the i-th Flunder:
+// its identity and one spec field, changed from what updateBody set.
+func applyBody(name string, i int) []byte {
+	return fmt.Appendf(nil, `{"apiVersion":"wardle.example.com/v1beta1","kind":"Flunder",`+
+		`"metadata":{"name":%q,"namespace":%q},"spec":{"flunderReference":%q}}`, name, namespace, appliedReference(i))
+}
+
+// appliedReference is the spec.flunderReference applyBody sets.
+func appliedReference(i int) string { return fmt.Sprintf("flunder-applied-%05d", i) }
+
+// checkApplied checks that a Flunder as served carries what the apply phase
+// did: the applied spec field, and a managedFields entry of the manager
+// "bench" with operation Apply; so that both servers are known to have done
+// the same work.
+func checkApplied(body []byte, i int) error {
+	var f struct {
+		Metadata struct {
+			Name          string `json:"name"`
+			ManagedFields []struct {
+				Manager   string `json:"manager"`
+				Operation string `json:"operation"`
+			} `json:"managedFields"`
+		} `json:"metadata"`
+		Spec struct {
+			FlunderReference string `json:"flunderReference"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(body, &f); err != nil {
+		return fmt.Errorf("decoding the applied Flunder: %w", err)
+	}
+	if want := appliedReference(i); f.Spec.FlunderReference != want {
+		return fmt.Errorf("%s: spec.flunderReference %q after apply, want %q", f.Metadata.Name, f.Spec.FlunderReference, want)
+	}
+	for _, m := range f.Metadata.ManagedFields {
+		if m.Manager == "bench" && m.Operation == "Apply" {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s: no managedFields entry of manager bench, operation Apply, after apply: %+v", f.Metadata.Name, f.Metadata.ManagedFields)
 }
 
 // objectMeta is the part of an object the client reads.

@@ -2,11 +2,13 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -153,6 +155,29 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.mu.Unlock()
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, `{"metadata":{"name":%q,"resourceVersion":"2"}}`, m.Metadata.Name)
+	case r.URL.Path == "/big":
+		// A large response, gzipped for a client that asks, as both
+		// servers do above 128 KiB.
+		big := strings.Repeat(`{"metadata":{"name":"flunder"}},`, 10000)
+		if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+			fmt.Fprint(w, big)
+			return
+		}
+		w.Header().Set("Content-Encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		fmt.Fprint(zw, big)
+		zw.Close()
+	case r.Method == http.MethodPatch:
+		// A server-side apply: its content type and field manager.
+		if ct := r.Header.Get("Content-Type"); ct != "application/apply-patch+yaml" {
+			http.Error(w, "content type "+ct, http.StatusUnsupportedMediaType)
+			return
+		}
+		if r.URL.Query().Get("fieldManager") != "bench" || r.URL.Query().Get("force") != "true" {
+			http.Error(w, "fieldManager and force", http.StatusUnprocessableEntity)
+			return
+		}
+		io.Copy(w, r.Body)
 	case r.URL.Query().Get("limit") != "":
 		// Two pages: the first with a continue token.
 		if r.URL.Query().Get("continue") == "" {
@@ -197,13 +222,13 @@ func TestListAllFollowsContinue(t *testing.T) {
 	c := newFakeClient(t, true)
 	var buf bytes.Buffer
 	items := 0
-	size, pages, err := listAll(context.Background(), c, 2, &buf, func(page []byte) error {
+	size, wire, pages, err := listAll(context.Background(), c, 2, &buf, func(page []byte) error {
 		n, err := countItems(page)
 		items += n
 		return err
 	})
-	if err != nil || pages != 2 || items != 3 || size == 0 {
-		t.Fatalf("listAll = size %d, %d pages, %d items, %v; want 2 pages, 3 items", size, pages, items, err)
+	if err != nil || pages != 2 || items != 3 || size == 0 || wire != size {
+		t.Fatalf("listAll = size %d, wire %d, %d pages, %d items, %v; want 2 pages, 3 items, as many bytes on the wire (not gzipped)", size, wire, pages, items, err)
 	}
 }
 
@@ -218,5 +243,67 @@ func TestDoWantsHTTP2AndStatus(t *testing.T) {
 	c1 := newFakeClient(t, false)
 	if err := c1.do(context.Background(), http.MethodGet, collection+"?limit=1", nil, http.StatusOK, &buf); err == nil || !strings.Contains(err.Error(), "HTTP/2") {
 		t.Fatalf("do over HTTP/1.1 = %v, want an HTTP/2 error", err)
+	}
+}
+
+// TestSendGzip: the client asks for gzip, as Go's transport does unasked
+// (and so the benchmark's client always did), gets the body decoded and
+// counts the compressed bytes on the wire.
+func TestSendGzip(t *testing.T) {
+	c := newFakeClient(t, true)
+	var buf bytes.Buffer
+	wire, err := c.send(context.Background(), http.MethodGet, "/big", jsonType, nil, http.StatusOK, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Repeat(`{"metadata":{"name":"flunder"}},`, 10000)
+	if buf.String() != want {
+		t.Fatalf("body of %d bytes, want the %d decoded", buf.Len(), len(want))
+	}
+	if wire <= 0 || wire >= len(want)/10 {
+		t.Fatalf("%d bytes on the wire for %d decoded, want the gzipped size", wire, len(want))
+	}
+}
+
+func TestApply(t *testing.T) {
+	c := newFakeClient(t, true)
+	var buf bytes.Buffer
+	if _, err := c.send(context.Background(), http.MethodPatch, applyPath(flunderName(3)), applyType, applyBody(flunderName(3), 3), http.StatusOK, &buf); err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Kind     string `json:"kind"`
+		Metadata struct {
+			Name, Namespace, ResourceVersion string
+		} `json:"metadata"`
+		Spec map[string]string `json:"spec"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &f); err != nil {
+		t.Fatalf("%s: %v", buf.Bytes(), err)
+	}
+	// Only the applied field: the apply does not own referenceType, and
+	// needs no resourceVersion.
+	if f.Kind != "Flunder" || f.Metadata.Name != "flunder-00003" || f.Metadata.Namespace != namespace || f.Metadata.ResourceVersion != "" ||
+		len(f.Spec) != 1 || f.Spec["flunderReference"] != "flunder-applied-00003" {
+		t.Fatalf("unexpected apply configuration %s", buf.Bytes())
+	}
+}
+
+func TestCheckApplied(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		ok         bool
+	}{
+		{"applied", `{"metadata":{"name":"flunder-00003","managedFields":[{"manager":"Go-http-client","operation":"Update"},{"manager":"bench","operation":"Apply"}]},"spec":{"flunderReference":"flunder-applied-00003"}}`, true},
+		{"old value", `{"metadata":{"name":"flunder-00003","managedFields":[{"manager":"bench","operation":"Apply"}]},"spec":{"flunderReference":"flunder-updated-00003"}}`, false},
+		{"no managedFields", `{"metadata":{"name":"flunder-00003"},"spec":{"flunderReference":"flunder-applied-00003"}}`, false},
+		{"bench updated, not applied", `{"metadata":{"name":"flunder-00003","managedFields":[{"manager":"bench","operation":"Update"}]},"spec":{"flunderReference":"flunder-applied-00003"}}`, false},
+		{"not JSON", `{`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := checkApplied([]byte(tc.body), 3); (err == nil) != tc.ok {
+				t.Fatalf("checkApplied = %v, want ok %v", err, tc.ok)
+			}
+		})
 	}
 }

@@ -47,8 +47,8 @@ type options struct {
 func parseFlags() (options, error) {
 	var o options
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.IntVar(&o.n, "n", 5000, "Flunders to create, GET, LIST, update and delete")
-	fs.IntVar(&o.workers, "workers", 16, "concurrent workers for creates, GETs, updates, deletes and raw etcd")
+	fs.IntVar(&o.n, "n", 5000, "Flunders to create, GET, LIST, update, apply and delete")
+	fs.IntVar(&o.workers, "workers", 16, "concurrent workers for creates, GETs, updates, applies, deletes and raw etcd")
 	fs.IntVar(&o.runs, "runs", 5, "runs; each figure is the median over them")
 	fs.IntVar(&o.lists, "lists", 40, "full and paged LISTs per run (CPU is read in 10 ms ticks: 40 LISTs make it 0.25 ms per LIST)")
 	fs.IntVar(&o.pageSize, "page", 500, "page size (limit) of the paged LIST")
@@ -252,7 +252,7 @@ func summary(s *serverRun) string {
 	for _, p := range []struct {
 		name string
 		ph   *phase
-	}{{"create", s.create}, {"get", s.get}, {"update", s.update}, {"delete", s.delete}} {
+	}{{"create", s.create}, {"get", s.get}, {"update", s.update}, {"apply", s.apply}, {"delete", s.delete}} {
 		if p.ph != nil {
 			parts = append(parts, fmt.Sprintf("%s %.0f/s %.2fms", p.name, p.ph.throughput(), p.ph.cpuPerOp()))
 		}

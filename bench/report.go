@@ -143,6 +143,7 @@ func figures(runs []runRecord, bins map[string]binaryInfo) []*figure {
 	create := func(s *serverRun) *phase { return s.create }
 	gets := func(s *serverRun) *phase { return s.get }
 	update := func(s *serverRun) *phase { return s.update }
+	apply := func(s *serverRun) *phase { return s.apply }
 	del := func(s *serverRun) *phase { return s.delete }
 	full := func(s *serverRun) *listPhase { return s.list }
 	paged := func(s *serverRun) *listPhase { return s.paged }
@@ -158,6 +159,9 @@ func figures(runs []runRecord, bins map[string]binaryInfo) []*figure {
 		{figure{name: "GET server CPU per op", unit: "ms", format: "%.3f", target: 0.2}, phaseCPU(gets)},
 		{figure{name: "update throughput", unit: "/s", format: "%.0f", higher: true, target: 1.5}, phaseTP(update)},
 		{figure{name: "update server CPU per op", unit: "ms", format: "%.3f", target: 0.5}, phaseCPU(update)},
+		{figure{name: "apply throughput", unit: "/s", format: "%.0f", higher: true}, phaseTP(apply)},
+		// Issue 13: server CPU per apply-patch update at most half the sample's.
+		{figure{name: "apply server CPU per op", unit: "ms", format: "%.3f", target: 0.5}, phaseCPU(apply)},
 		{figure{name: "delete throughput", unit: "/s", format: "%.0f", higher: true, target: 1.5}, phaseTP(del)},
 		{figure{name: "delete server CPU per op", unit: "ms", format: "%.3f", target: 0.5}, phaseCPU(del)},
 		{figure{name: "full LIST wall time", unit: "ms", format: "%.1f", target: 0.15}, listWall(full)},
@@ -186,6 +190,12 @@ func figures(runs []runRecord, bins map[string]binaryInfo) []*figure {
 				return 0, false
 			}
 			return float64(s.list.bytes) / 1024, true
+		}},
+		{figure{name: "full LIST bytes on the wire (gzip when served so)", unit: "KiB", format: "%.0f"}, func(s *serverRun) (float64, bool) {
+			if s.list == nil {
+				return 0, false
+			}
+			return float64(s.list.wire) / 1024, true
 		}},
 		{figure{name: "stored object size in etcd", unit: "B", format: "%.0f"}, func(s *serverRun) (float64, bool) {
 			return float64(s.valueSize), s.valueSize > 0

@@ -40,8 +40,8 @@ func syntheticRun(scale float64) *serverRun {
 	ph := func(wall, cpu float64) *phase { return &phase{ops: 1000, wall: d(wall), cpu: d(cpu)} }
 	return &serverRun{
 		ready: d(0.5), idleRSS: int64(100 * scale * (1 << 20)), loadedRSS: int64(180 * scale * (1 << 20)),
-		create: ph(1, 1), get: ph(0.5, 0.5), update: ph(1, 1), delete: ph(1, 1),
-		list:  &listPhase{walls: []time.Duration{d(0.05), d(0.06), d(0.07)}, cpu: d(0.15), bytes: 1000},
+		create: ph(1, 1), get: ph(0.5, 0.5), update: ph(1, 1), apply: ph(2, 2.4), delete: ph(1, 1),
+		list:  &listPhase{walls: []time.Duration{d(0.05), d(0.06), d(0.07)}, cpu: d(0.15), bytes: 1000, wire: int(4096 * scale)},
 		paged: &listPhase{walls: []time.Duration{d(0.1)}, cpu: d(0.05), bytes: 1000, pages: 2},
 		watch: []time.Duration{d(0.01), d(0.02)}, valueSize: 300,
 	}
@@ -74,6 +74,12 @@ func TestFigures(t *testing.T) {
 	check("create throughput", 4, "pass")
 	check("create server CPU per op", 0.25, "pass")
 	check("GET server CPU per op", 0.25, "FAIL")
+	check("apply throughput", 4, "")
+	check("apply server CPU per op", 0.25, "pass")
+	check("full LIST bytes on the wire (gzip when served so)", 0.25, "")
+	if got := byName["apply server CPU per op"].medianOf(keySample); math.Abs(got-2.4) > 1e-9 {
+		t.Errorf("sample apply CPU per op %v ms, want 2.4", got)
+	}
 	check("full LIST wall time", 0.25, "FAIL")
 	check("RSS idle", 0.25, "pass")
 	check("time to ready", 0.25, "pass")
@@ -94,7 +100,8 @@ func TestFigures(t *testing.T) {
 	in := reportInput{label: "test", when: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC), p: params{n: 1000, workers: 16, lists: 3, pageSize: 500, watchEvents: 2},
 		runs: 2, etcdVer: "3.7.3", figs: figs, etcd: e, errs: []string{"run 2, sample: broke\nbadly"}}
 	md := markdownRun(in)
-	for _, want := range []string{runMarker, "## 2026-01-02 03:04 UTC — test", "| create throughput (/s) | 4000 | 1000 | 4.00 | >= 1.5 | pass |", "raw etcd compare-and-put", "- run 2, sample: broke badly"} {
+	for _, want := range []string{runMarker, "## 2026-01-02 03:04 UTC — test", "| create throughput (/s) | 4000 | 1000 | 4.00 | >= 1.5 | pass |",
+		"| apply server CPU per op (ms) | 0.600 | 2.400 | 0.25 | <= 0.5 | pass |", "raw etcd compare-and-put", "- run 2, sample: broke badly"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}

@@ -95,6 +95,7 @@ type listPhase struct {
 	walls []time.Duration // one per LIST (all its pages, when paged)
 	cpu   time.Duration   // the server's CPU time for all of them
 	bytes int             // one LIST's response size, all pages
+	wire  int             // the same on the wire (gzipped when the server did)
 	pages int
 }
 
@@ -118,10 +119,13 @@ type serverRun struct {
 	// (RssAnon) and the pages of its binary and other files (RssFile).
 	idleAnon, idleFile          int64
 	create, get, update, delete *phase
-	list, paged                 *listPhase
-	watch                       []time.Duration
-	valueSize                   int
-	errs                        []string
+	// apply is the server-side apply phase: a PATCH of one spec field of
+	// each Flunder.
+	apply       *phase
+	list, paged *listPhase
+	watch       []time.Duration
+	valueSize   int
+	errs        []string
 }
 
 // runner runs the phases against a server.
@@ -258,6 +262,18 @@ func (r *runner) run(ctx context.Context, spec serverSpec, runNo int) (*serverRu
 	if err != nil {
 		fail("update", err)
 	}
+	res.apply, err = r.measure(ctx, pid, n, w, func(ctx context.Context, wk, i int) error {
+		_, err := c.send(ctx, http.MethodPatch, applyPath(names[i]), applyType, applyBody(names[i], i), http.StatusOK, &bufs[wk])
+		return err
+	})
+	if err != nil {
+		fail("apply", err)
+	} else if err := c.do(ctx, http.MethodGet, collection+"/"+names[n-1], nil, http.StatusOK, &buf); err != nil {
+		fail("apply check", err)
+	} else if err := checkApplied(buf.Bytes(), n-1); err != nil {
+		res.apply = nil
+		fail("apply check", err)
+	}
 	res.delete, err = r.measure(ctx, pid, n, w, func(ctx context.Context, wk, i int) error {
 		return c.do(ctx, http.MethodDelete, collection+"/"+names[i], nil, http.StatusOK, &bufs[wk])
 	})
@@ -330,7 +346,7 @@ func cpuTimes(pids []int) ([]time.Duration, error) {
 func (r *runner) lists(ctx context.Context, c *apiClient, pid, limit, want int) (*listPhase, error) {
 	var buf bytes.Buffer
 	items := 0
-	if _, _, err := listAll(ctx, c, limit, &buf, func(page []byte) error {
+	if _, _, _, err := listAll(ctx, c, limit, &buf, func(page []byte) error {
 		n, err := countItems(page)
 		items += n
 		return err
@@ -347,12 +363,12 @@ func (r *runner) lists(ctx context.Context, c *apiClient, pid, limit, want int) 
 	}
 	for range r.p.lists {
 		started := time.Now()
-		size, pages, err := listAll(ctx, c, limit, &buf, nil)
+		size, wire, pages, err := listAll(ctx, c, limit, &buf, nil)
 		if err != nil {
 			return nil, err
 		}
 		res.walls = append(res.walls, time.Since(started))
-		res.bytes, res.pages = size, pages
+		res.bytes, res.wire, res.pages = size, wire, pages
 	}
 	after, err := cpuTime(pid)
 	if err != nil {
@@ -364,8 +380,8 @@ func (r *runner) lists(ctx context.Context, c *apiClient, pid, limit, want int) 
 
 // listAll LISTs all Flunders in pages of limit (0: whole), following
 // continue tokens, calls each (when not nil) on every page, and returns the
-// size of all pages and their number.
-func listAll(ctx context.Context, c *apiClient, limit int, buf *bytes.Buffer, each func(page []byte) error) (size, pages int, err error) {
+// size of all pages, decoded and on the wire, and their number.
+func listAll(ctx context.Context, c *apiClient, limit int, buf *bytes.Buffer, each func(page []byte) error) (size, wire, pages int, err error) {
 	cont := ""
 	for {
 		path := collection
@@ -375,24 +391,26 @@ func listAll(ctx context.Context, c *apiClient, limit int, buf *bytes.Buffer, ea
 				path += "&continue=" + url.QueryEscape(cont)
 			}
 		}
-		if err := c.do(ctx, http.MethodGet, path, nil, http.StatusOK, buf); err != nil {
-			return size, pages, err
+		w, err := c.send(ctx, http.MethodGet, path, jsonType, nil, http.StatusOK, buf)
+		if err != nil {
+			return size, wire, pages, err
 		}
 		size += buf.Len()
+		wire += w
 		pages++
 		if each != nil {
 			if err := each(buf.Bytes()); err != nil {
-				return size, pages, err
+				return size, wire, pages, err
 			}
 		}
 		if limit == 0 {
-			return size, pages, nil
+			return size, wire, pages, nil
 		}
 		if _, cont, err = listMeta(buf.Bytes()); err != nil {
-			return size, pages, err
+			return size, wire, pages, err
 		}
 		if cont == "" {
-			return size, pages, nil
+			return size, wire, pages, nil
 		}
 	}
 }
