@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -130,5 +131,17 @@ func TestProcField(t *testing.T) {
 	}
 	if got := procField(b, "missing"); got != "" {
 		t.Fatalf("procField(missing) = %q", got)
+	}
+}
+
+// TestPageHeader: docs/benchmarks.md starts with docHeader, which every run
+// writes over it, so that the method text the page shows is the harness's.
+func TestPageHeader(t *testing.T) {
+	page, err := os.ReadFile("../docs/benchmarks.md")
+	if err != nil {
+		t.Skipf("no page: %v", err)
+	}
+	if want := strings.TrimRight(docHeader, "\n") + "\n\n" + runMarker; !strings.HasPrefix(string(page), want) {
+		t.Fatal("docs/benchmarks.md does not start with docHeader and a run: edit docHeader in report.go, not the page's top")
 	}
 }
