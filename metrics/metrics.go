@@ -85,7 +85,7 @@ func New() *Registry {
 	}
 	inflight := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "apiserver_current_inflight_requests",
-		Help: "Number of requests currently executing in this apiserver per request kind; long-running requests are not counted.",
+		Help: "Number of requests currently in this apiserver (flow-control queues included) per request kind; long-running requests are not counted.",
 	}, []string{"request_kind"})
 	m.readOnly = inflight.WithLabelValues(ReadOnlyKind)
 	m.mutating = inflight.WithLabelValues(MutatingKind)
