@@ -42,6 +42,10 @@ type AuditOptions struct {
 	WebhookInitialBackoff time.Duration
 	WebhookMode           string
 	WebhookBatch          audit.BatchConfig
+	// LogTruncate and WebhookTruncate, when enabled, leave the objects out
+	// of events too large, and drop those still too large
+	// (--audit-*-truncate-*).
+	LogTruncate, WebhookTruncate TruncateOptions
 
 	// Set by Complete.
 
@@ -54,6 +58,12 @@ type AuditOptions struct {
 	closers []func() error
 	// Policy is the parsed PolicyFile; nil without one.
 	Policy *audit.Policy
+}
+
+// TruncateOptions are a backend's --audit-*-truncate-* flags.
+type TruncateOptions struct {
+	Enabled bool
+	audit.TruncateConfig
 }
 
 // NewAuditOptions returns the default: no audit log; when one is asked
@@ -70,6 +80,9 @@ func NewAuditOptions() *AuditOptions {
 		WebhookMode:           audit.ModeBatch,
 		WebhookBatch: audit.BatchConfig{BufferSize: 10000, MaxBatchSize: 400, MaxBatchWait: 30 * time.Second,
 			ThrottleEnable: true, ThrottleQPS: 10, ThrottleBurst: 15},
+		// 100 KB events, 10 MB batches, as kube-apiserver.
+		LogTruncate:     TruncateOptions{TruncateConfig: audit.TruncateConfig{MaxEventSize: 100 << 10, MaxBatchSize: 10 << 20}},
+		WebhookTruncate: TruncateOptions{TruncateConfig: audit.TruncateConfig{MaxEventSize: 100 << 10, MaxBatchSize: 10 << 20}},
 	}
 }
 
@@ -93,11 +106,25 @@ func (o *AuditOptions) AddFlags(fs *pflag.FlagSet) {
 		"Format of saved audits. \"legacy\" indicates 1-line text format for each event. \"json\" indicates structured json format. Known formats are "+
 			strings.Join(audit.LogFormats, ",")+".")
 	addBatchFlags(fs, "log", &o.LogMode, &o.LogBatch)
+	addTruncateFlags(fs, "log", &o.LogTruncate)
 	fs.StringVar(&o.WebhookConfigFile, "audit-webhook-config-file", o.WebhookConfigFile,
 		"Path to a kubeconfig formatted file that defines the audit webhook configuration.")
 	fs.DurationVar(&o.WebhookInitialBackoff, "audit-webhook-initial-backoff", o.WebhookInitialBackoff,
 		"The amount of time to wait before retrying the first failed request.")
 	addBatchFlags(fs, "webhook", &o.WebhookMode, &o.WebhookBatch)
+	addTruncateFlags(fs, "webhook", &o.WebhookTruncate)
+}
+
+// addTruncateFlags adds --audit-<plugin>-truncate-*.
+func addTruncateFlags(fs *pflag.FlagSet, plugin string, t *TruncateOptions) {
+	fs.BoolVar(&t.Enabled, "audit-"+plugin+"-truncate-enabled", t.Enabled,
+		"Whether event and batch truncating is enabled.")
+	fs.Int64Var(&t.MaxBatchSize, "audit-"+plugin+"-truncate-max-batch-size", t.MaxBatchSize,
+		"Maximum size of the batch sent to the underlying backend. Actual serialized size can be several hundreds of bytes greater. "+
+			"If a batch exceeds this limit, it is split into several batches of smaller size.")
+	fs.Int64Var(&t.MaxEventSize, "audit-"+plugin+"-truncate-max-event-size", t.MaxEventSize,
+		"Maximum size of the audit event sent to the underlying backend. If the size of an event is greater than this number, "+
+			"first request and response are removed, and if this doesn't reduce the size enough, event is discarded.")
 }
 
 // addBatchFlags adds --audit-<plugin>-mode and -batch-*.
@@ -127,11 +154,17 @@ func (o *AuditOptions) Validate() []error {
 		if err := audit.ValidateBatch("webhook", o.WebhookMode, o.WebhookBatch); err != nil {
 			errs = append(errs, err)
 		}
+		if err := audit.ValidateTruncate("webhook", o.WebhookTruncate.TruncateConfig); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if o.LogPath == "" {
 		return errs
 	}
 	if err := audit.ValidateBatch("log", o.LogMode, o.LogBatch); err != nil {
+		errs = append(errs, err)
+	}
+	if err := audit.ValidateTruncate("log", o.LogTruncate.TruncateConfig); err != nil {
 		errs = append(errs, err)
 	}
 	if o.LogPath != "-" && filepath.Base(o.LogPath) == "." {
@@ -171,14 +204,14 @@ func (o *AuditOptions) Complete() error {
 			return fmt.Errorf("--audit-log-path: %w", err)
 		}
 		o.Sink = sink
-		backends = append(backends, o.inMode(o.LogMode, o.LogBatch, sink, sink))
+		backends = append(backends, o.inMode(o.LogMode, o.LogBatch, o.LogTruncate, sink, sink))
 	}
 	if o.WebhookConfigFile != "" {
 		k, err := certs.ReadKubeconfig(o.WebhookConfigFile)
 		if err == nil {
 			var hook *audit.WebhookSink
 			if hook, err = audit.NewWebhookSink(k, o.WebhookInitialBackoff); err == nil {
-				backends = append(backends, o.inMode(o.WebhookMode, o.WebhookBatch, hook, hook))
+				backends = append(backends, o.inMode(o.WebhookMode, o.WebhookBatch, o.WebhookTruncate, hook, hook))
 			}
 		}
 		if err != nil {
@@ -191,8 +224,10 @@ func (o *AuditOptions) Complete() error {
 	return nil
 }
 
-// inMode runs a backend in mode, registering its closers (queue first).
-func (o *AuditOptions) inMode(mode string, cfg audit.BatchConfig, sink audit.StorerSink, closer interface{ Close() error }) audit.Sink {
+// inMode runs a backend in mode, behind truncation when enabled (as
+// kube-apiserver: truncation before the queue), registering its closers
+// (queue first).
+func (o *AuditOptions) inMode(mode string, cfg audit.BatchConfig, trunc TruncateOptions, sink audit.StorerSink, closer interface{ Close() error }) audit.Sink {
 	var out audit.Sink = sink
 	switch mode {
 	case audit.ModeBatch:
@@ -203,6 +238,9 @@ func (o *AuditOptions) inMode(mode string, cfg audit.BatchConfig, sink audit.Sto
 		out = audit.Strict(sink)
 	}
 	o.closers = append(o.closers, closer.Close)
+	if trunc.Enabled {
+		out = audit.NewTruncateSink(out, trunc.TruncateConfig)
+	}
 	return out
 }
 

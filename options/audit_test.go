@@ -53,6 +53,8 @@ func TestAuditLogFlags(t *testing.T) {
 		{name: "batch without a buffer", args: []string{logPath, "--audit-log-mode=batch", "--audit-log-batch-buffer-size=0"},
 			want: []string{"invalid audit batch log buffer size 0, must be a positive number"}},
 		{name: "batch settings unused in blocking mode", args: []string{logPath, "--audit-log-batch-buffer-size=0"}},
+		{name: "truncation", args: []string{logPath, "--audit-log-truncate-enabled", "--audit-log-truncate-max-event-size=10", "--audit-log-truncate-max-batch-size=5"},
+			want: []string{"invalid audit truncate log max batch size 5, must be greater than max event size (10)"}},
 		{name: "no log, nothing checked", args: []string{"--audit-log-maxsize=-1", "--audit-log-format=xml"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -228,5 +230,22 @@ func TestAuditWebhookFlags(t *testing.T) {
 	defer slog.SetDefault(restore)
 	if code := request(o.Backend); code != 500 {
 		t.Errorf("blocking-strict with a refusing webhook: %d, want 500", code)
+	}
+}
+
+func TestAuditLogTruncate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	o := parseAuditFlags(t, "--audit-log-path="+path, "--audit-log-truncate-enabled", "--audit-log-truncate-max-event-size=1000")
+	if errs := o.Validate(); errs != nil {
+		t.Fatal(errs)
+	}
+	if err := o.Complete(); err != nil {
+		t.Fatal(err)
+	}
+	o.Backend.Log(&audit.Event{AuditID: "big", Level: audit.LevelRequest, RequestObject: []byte(`"` + strings.Repeat("x", 2000) + `"`)})
+	closeAll(o.closers)
+	data, _ := os.ReadFile(path)
+	if !strings.Contains(string(data), `"auditID":"big"`) || !strings.Contains(string(data), `"audit.k8s.io/truncated":"true"`) || strings.Contains(string(data), "xxx") {
+		t.Errorf("the log holds %.300s", data)
 	}
 }
