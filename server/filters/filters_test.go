@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -94,6 +95,50 @@ func TestRequestInfo(t *testing.T) {
 func TestTimeout(t *testing.T) {
 	longRunning := func(i *request.Info) bool { return i.IsLongRunning() }
 	waitForCancel := http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+
+	t.Run("a handler setting headers after the timeout does not race the 504", func(t *testing.T) {
+		done := make(chan struct{})
+		h := filters.WithTimeout(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			defer close(done)
+			header := w.Header() // taken before the timeout, as flow control does
+			<-r.Context().Done()
+			for i := range 2000 {
+				header.Set("X-Late-"+strconv.Itoa(i%16), "1")
+			}
+		}), 20*time.Millisecond, longRunning)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, withInfo(httptest.NewRequest("GET", "/apis/g/v/things", nil)))
+		<-done
+		if rec.Code != 504 {
+			t.Errorf("code %d, want 504", rec.Code)
+		}
+		if rec.Header().Get("X-Late-0") != "" {
+			t.Error("the abandoned handler's header reached the client")
+		}
+	})
+
+	t.Run("headers set outside and by the handler reach the client", func(t *testing.T) {
+		inner := filters.WithTimeout(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if w.Header().Get("X-Outside") != "1" {
+				t.Error("the handler does not see the header set outside")
+			}
+			w.Header().Set("X-Inside", "1")
+			w.(http.Flusher).Flush()
+			w.Header().Set("X-After-Flush", "1")
+		}), time.Minute, longRunning)
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-Outside", "1")
+			inner.ServeHTTP(w, r)
+		})
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, withInfo(httptest.NewRequest("GET", "/apis/g/v/things", nil)))
+		if rec.Code != 200 || rec.Result().Header.Get("X-Outside") != "1" || rec.Result().Header.Get("X-Inside") != "1" {
+			t.Errorf("code %d, headers %v: want 200 with X-Outside and X-Inside", rec.Code, rec.Result().Header)
+		}
+		if rec.Result().Header.Get("X-After-Flush") != "" {
+			t.Error("a header set after the status went out reached the client")
+		}
+	})
 
 	t.Run("504 when nothing was written", func(t *testing.T) {
 		release, lateDone := make(chan struct{}), make(chan error, 1)

@@ -59,6 +59,7 @@ func WithTimeout(h http.Handler, timeout time.Duration, longRunning func(*reques
 		})
 		select {
 		case p := <-done:
+			tw.release()
 			if p != nil {
 				panic(p)
 			}
@@ -131,9 +132,16 @@ func (p *workerPool) work(f func()) {
 
 // timeoutWriter passes writes through until the request times out, then
 // refuses them, so the abandoned handler cannot touch the real writer.
+//
+// The handler fills a header map of its own, copied into the real one when
+// it writes its status: the real map is the one the 504 is written with,
+// and net/http reads it when the status goes out, so a handler that went on
+// setting headers (flow control's, say) after the timeout fired would race
+// with both if it held the real map.
 type timeoutWriter struct {
 	w           http.ResponseWriter
 	mu          sync.Mutex
+	header      http.Header // the handler's; nil until it asks for it
 	timedOut    bool
 	wroteHeader bool
 }
@@ -152,16 +160,53 @@ func (tw *timeoutWriter) timeout(write func()) bool {
 	return true
 }
 
-// Header returns the real header until the request times out, then a
-// throwaway one: the abandoned handler must not touch the map the timeout
-// response is written with.
+// Header returns the handler's header map: a copy of what the filters
+// outside set, written to the client with the status unless the request
+// times out first.
 func (tw *timeoutWriter) Header() http.Header {
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
-	if tw.timedOut {
-		return http.Header{}
+	if tw.header == nil {
+		tw.header, _ = headerMaps.Get().(http.Header)
+		if tw.header == nil {
+			tw.header = make(http.Header, 8)
+		}
+		for k, v := range tw.w.Header() {
+			tw.header[k] = append([]string(nil), v...) // the 504 may write the original
+		}
 	}
-	return tw.w.Header()
+	return tw.header
+}
+
+// headerMaps keeps the handlers' header maps of finished requests: a GET
+// would otherwise allocate one per request.
+var headerMaps sync.Pool
+
+// release returns the handler's header map for reuse once the handler has
+// returned (an abandoned one may still hold it, and keeps it). The values
+// live on in the response's map; a new request's Set and Add make new ones.
+func (tw *timeoutWriter) release() {
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	if tw.header != nil {
+		clear(tw.header)
+		headerMaps.Put(tw.header)
+		tw.header = nil
+	}
+}
+
+// commitHeader makes the handler's header map the response's, as the status
+// goes out. The caller holds the lock and has checked the request is live.
+func (tw *timeoutWriter) commitHeader() {
+	tw.wroteHeader = true
+	if tw.header == nil {
+		return
+	}
+	real := tw.w.Header()
+	clear(real)
+	for k, v := range tw.header {
+		real[k] = v
+	}
 }
 
 func (tw *timeoutWriter) WriteHeader(code int) {
@@ -170,7 +215,7 @@ func (tw *timeoutWriter) WriteHeader(code int) {
 	if tw.timedOut || tw.wroteHeader {
 		return
 	}
-	tw.wroteHeader = true
+	tw.commitHeader()
 	tw.w.WriteHeader(code)
 }
 
@@ -180,14 +225,22 @@ func (tw *timeoutWriter) Write(b []byte) (int, error) {
 	if tw.timedOut {
 		return 0, http.ErrHandlerTimeout
 	}
-	tw.wroteHeader = true
+	if !tw.wroteHeader {
+		tw.commitHeader()
+	}
 	return tw.w.Write(b)
 }
 
 func (tw *timeoutWriter) Flush() {
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
-	if f, ok := tw.w.(http.Flusher); ok && !tw.timedOut {
-		f.Flush()
+	f, ok := tw.w.(http.Flusher)
+	if !ok || tw.timedOut {
+		return
 	}
+	// A flush sends the status (200 unless written): headers go with it.
+	if !tw.wroteHeader {
+		tw.commitHeader()
+	}
+	f.Flush()
 }
