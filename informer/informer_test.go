@@ -148,12 +148,18 @@ func (s *source) Watch(ctx context.Context, ns string, opts meta.ListOptions) (<
 }
 
 // endAndHold ends the current watch and holds the next until the returned
-// function is called.
+// function is called. The current watch may have ended already without a
+// new one started: a watch told to end can still pass on an event that was
+// ready at the same moment, which the test then sees before the informer
+// has watched again. Only a watch not yet told to end is ended.
 func (s *source) endAndHold() (release func()) {
 	gate := make(chan struct{})
 	s.mu.Lock()
 	s.gate = gate
-	close(s.endWatch)
+	if s.endWatch != nil {
+		close(s.endWatch)
+		s.endWatch = nil
+	}
 	s.mu.Unlock()
 	return func() { close(gate) }
 }
