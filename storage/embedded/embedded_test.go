@@ -196,13 +196,34 @@ func TestQuietByDefault(t *testing.T) {
 }
 
 func TestClientURL(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	// A free port is known only by listening on it and letting it go, and
+	// the tests of other packages running meanwhile may take it first:
+	// try a few.
+	var e *Etcd
+	var addr string
+	for try := 1; e == nil; try++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr = l.Addr().String()
+		l.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		e, err = Start(ctx, Config{DataDir: t.TempDir(), ClientURL: "http://" + addr})
+		cancel()
+		if err != nil {
+			if try < 5 && strings.Contains(err.Error(), "address already in use") {
+				t.Logf("port %s taken meanwhile: %v", addr, err)
+				continue
+			}
+			t.Fatalf("Start: %v", err)
+		}
 	}
-	addr := l.Addr().String()
-	l.Close()
-	e := start(t, Config{DataDir: t.TempDir(), ClientURL: "http://" + addr})
+	t.Cleanup(func() {
+		if err := e.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
 	if _, err := e.Client().Put(t.Context(), "/x", "1"); err != nil {
 		t.Fatal(err)
 	}
