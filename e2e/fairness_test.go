@@ -145,6 +145,13 @@ func TestFairnessFlooder(t *testing.T) {
 			defer wg.Done()
 			for ctx.Err() == nil {
 				req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+				// Uncompressed, so that the test measures what flow
+				// control does for B, not how much of two cores A's
+				// gzip takes: with gzip (each LIST ~7x the CPU, see
+				// docs/benchmarks.md) one run measured B's p99 ratio
+				// at 87 where it is 14-16 without (kube-apiserver 1.37,
+				// gzip on: 111-310).
+				req.Header.Set("Accept-Encoding", "identity")
 				resp, err := c.Do(req)
 				if err != nil {
 					continue
