@@ -102,14 +102,35 @@ func freePort(t *testing.T) int {
 func StartWardle(t *testing.T, args ...string) *Wardle {
 	t.Helper()
 	w := &Wardle{t: t, DataDir: t.TempDir(), Port: freePort(t), Args: args}
-	w.Start()
 	t.Cleanup(func() { w.Stop() })
-	return w
+	// freePort lets its port go before wardle binds it, and wardle's own
+	// embedded etcd (or a test of another package) may take it meanwhile:
+	// then start again on another port, in a fresh data directory (the
+	// kubeconfig of the first names the first port).
+	for try := 1; ; try++ {
+		err := w.start()
+		if err == nil {
+			return w
+		}
+		if try < 5 && strings.Contains(err.Error(), "127.0.0.1:"+strconv.Itoa(w.Port)+": bind: address already in use") {
+			t.Logf("port %d taken meanwhile; starting again on another", w.Port)
+			w.DataDir, w.Port = t.TempDir(), freePort(t)
+			continue
+		}
+		t.Fatal(err)
+	}
 }
 
 // Start (re)starts the process with the same data directory and port.
 func (w *Wardle) Start() {
 	w.t.Helper()
+	if err := w.start(); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// start starts the process and waits until it is ready, or says why not.
+func (w *Wardle) start() error {
 	args := append([]string{"--data-dir", w.DataDir, "--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(w.Port)}, w.Args...)
 	bin := w.Binary
 	if bin == "" {
@@ -119,32 +140,33 @@ func (w *Wardle) Start() {
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
-		w.t.Fatal(err)
+		return err
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	w.mu.Lock()
 	w.cmd, w.out, w.done = cmd, out, done
 	w.mu.Unlock()
-	w.waitReady()
+	return w.waitReady()
 }
 
-func (w *Wardle) waitReady() {
-	w.t.Helper()
+func (w *Wardle) waitReady() error {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
 		case err := <-w.done:
-			w.t.Fatalf("wardle exited before it was ready: %v\n%s", err, w.out.String())
+			// Put back for Stop, which waits on it.
+			w.done <- err
+			return fmt.Errorf("wardle exited before it was ready: %v\n%s", err, w.out.String())
 		default:
 		}
 		if _, err := os.Stat(w.Kubeconfig()); err == nil {
 			if out, _, err := w.kubectlRaw(context.Background(), "get", "--raw", "/readyz"); err == nil && strings.TrimSpace(out) == "ok" {
-				return
+				return nil
 			}
 		}
 		if time.Now().After(deadline) {
-			w.t.Fatalf("wardle not ready after 60s:\n%s", w.out.String())
+			return fmt.Errorf("wardle not ready after 60s:\n%s", w.out.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
