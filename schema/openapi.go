@@ -73,8 +73,11 @@ func fromOpenAPI(m map[string]any, path string) (*Schema, error) {
 			*to = &v
 		}
 	}
+	if err := readValueValidations(m, n, path, at); err != nil {
+		return nil, err
+	}
 	for _, key := range []string{"allOf", "anyOf", "oneOf", "not"} {
-		if _, ok := m[key]; ok && n.Type == "" && !n.Unknown {
+		if _, ok := m[key]; ok && n.Type == "" && !n.Unknown && !n.IntOrString {
 			return nil, fmt.Errorf("schema: %s: %s without a type is not structural", at, key)
 		}
 	}
@@ -169,6 +172,72 @@ func checkMerge(n *Schema) error {
 	}
 	if n.MapType != "" && n.Type != "object" {
 		return fmt.Errorf("x-kubernetes-map-type is for objects, not %s", describeType(n))
+	}
+	return nil
+}
+
+// readValueValidations reads the value validations and the Kubernetes
+// extensions other than the merge markers into n.
+func readValueValidations(m map[string]any, n *Schema, path, at string) error {
+	n.ExclusiveMinimum, _ = m["exclusiveMinimum"].(bool)
+	n.ExclusiveMaximum, _ = m["exclusiveMaximum"].(bool)
+	n.UniqueItems, _ = m["uniqueItems"].(bool)
+	n.IntOrString, _ = m["x-kubernetes-int-or-string"].(bool)
+	n.EmbeddedResource, _ = m["x-kubernetes-embedded-resource"].(bool)
+	if v, ok := m["multipleOf"].(float64); ok {
+		n.MultipleOf = &v
+	}
+	if v, ok := m["pattern"]; ok {
+		p, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("schema: %s: pattern must be a string", at)
+		}
+		n.Pattern = p
+	}
+	for key, to := range map[string]**int64{
+		"minLength": &n.MinLength, "maxLength": &n.MaxLength,
+		"minItems": &n.MinItems, "maxItems": &n.MaxItems,
+		"minProperties": &n.MinProperties, "maxProperties": &n.MaxProperties,
+	} {
+		v, ok := m[key]
+		if !ok {
+			continue
+		}
+		f, ok := v.(float64)
+		if !ok || f < 0 || f != float64(int64(f)) {
+			return fmt.Errorf("schema: %s: %s must be a non-negative integer", at, key)
+		}
+		i := int64(f)
+		*to = &i
+	}
+	for key, to := range map[string]*[]*Schema{"allOf": &n.AllOf, "anyOf": &n.AnyOf, "oneOf": &n.OneOf} {
+		for i, sub := range asList(m[key]) {
+			sm, ok := sub.(map[string]any)
+			if !ok {
+				return fmt.Errorf("schema: %s: %s[%d] must be a schema", at, key, i)
+			}
+			s, err := fromOpenAPI(sm, fmt.Sprintf("%s.%s[%d]", path, key, i))
+			if err != nil {
+				return err
+			}
+			*to = append(*to, s)
+		}
+	}
+	if not, ok := m["not"].(map[string]any); ok {
+		s, err := fromOpenAPI(not, path+".not")
+		if err != nil {
+			return err
+		}
+		n.Not = s
+	}
+	if v, ok := m["x-kubernetes-validations"]; ok {
+		raw, err := json.Marshal(v)
+		if err == nil {
+			err = json.Unmarshal(raw, &n.Validations)
+		}
+		if err != nil {
+			return fmt.Errorf("schema: %s: x-kubernetes-validations: %w", at, err)
+		}
 	}
 	return nil
 }

@@ -96,3 +96,48 @@ func TestFromOpenAPIV3Errors(t *testing.T) {
 		})
 	}
 }
+
+func TestFromOpenAPIV3ReadsValueValidations(t *testing.T) {
+	s, err := schema.FromOpenAPIV3([]byte(`{"type":"object","properties":{
+		"replicas":{"type":"integer","minimum":1,"maximum":10,"exclusiveMaximum":true,"multipleOf":2},
+		"name":{"type":"string","minLength":1,"maxLength":63,"pattern":"^[a-z]+$"},
+		"tags":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":5,"uniqueItems":true},
+		"port":{"x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}]},
+		"template":{"type":"object","x-kubernetes-embedded-resource":true,"x-kubernetes-preserve-unknown-fields":true},
+		"labels":{"type":"object","additionalProperties":{"type":"string"},"maxProperties":3}},
+		"x-kubernetes-validations":[{"rule":"self.replicas >= 1","message":"too few","reason":"FieldValueForbidden","fieldPath":".replicas","optionalOldSelf":true}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prop := func(name string) *schema.Schema {
+		for _, p := range s.Properties {
+			if p.Name == name {
+				return p.Schema
+			}
+		}
+		t.Fatalf("no property %q", name)
+		return nil
+	}
+	r, n, tags, port, tmpl, labels := prop("replicas"), prop("name"), prop("tags"), prop("port"), prop("template"), prop("labels")
+	switch {
+	case !r.ExclusiveMaximum || r.ExclusiveMinimum || r.MultipleOf == nil || *r.MultipleOf != 2:
+		t.Errorf("replicas: %+v", r)
+	case *n.MinLength != 1 || *n.MaxLength != 63 || n.Pattern != "^[a-z]+$":
+		t.Errorf("name: %+v", n)
+	case *tags.MinItems != 1 || *tags.MaxItems != 5 || !tags.UniqueItems:
+		t.Errorf("tags: %+v", tags)
+	case !port.IntOrString || len(port.AnyOf) != 2 || port.AnyOf[1].Type != "string":
+		t.Errorf("port: %+v", port)
+	case !tmpl.EmbeddedResource || !tmpl.Unknown:
+		t.Errorf("template: %+v", tmpl)
+	case *labels.MaxProperties != 3 || labels.MinProperties != nil:
+		t.Errorf("labels: %+v", labels)
+	}
+	if len(s.Validations) != 1 || s.Validations[0].Rule != "self.replicas >= 1" || s.Validations[0].Reason != "FieldValueForbidden" ||
+		s.Validations[0].FieldPath != ".replicas" || s.Validations[0].OptionalOldSelf == nil || !*s.Validations[0].OptionalOldSelf {
+		t.Errorf("validations: %+v", s.Validations)
+	}
+	if _, err := schema.FromOpenAPIV3([]byte(`{"type":"string","maxLength":-1}`)); err == nil {
+		t.Error("a negative maxLength was accepted")
+	}
+}

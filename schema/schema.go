@@ -54,6 +54,45 @@ type Schema struct {
 	// ImpliedListType is true when ListType was derived from the patch
 	// tags rather than set by a listType tag.
 	ImpliedListType bool
+
+	// The OpenAPI v3 value validations a CustomResourceDefinition may
+	// state; nil or zero where the schema states none.
+	ExclusiveMinimum, ExclusiveMaximum bool
+	MultipleOf                         *float64
+	MinLength, MaxLength               *int64
+	Pattern                            string
+	MinItems, MaxItems                 *int64
+	UniqueItems                        bool
+	MinProperties, MaxProperties       *int64
+	// AllOf, AnyOf, OneOf and Not hold value validations only: a
+	// structural schema states types and properties at the node itself.
+	AllOf, AnyOf, OneOf []*Schema
+	Not                 *Schema
+
+	// IntOrString marks a node that holds an integer or a string
+	// (x-kubernetes-int-or-string).
+	IntOrString bool
+	// EmbeddedResource marks an object that is a whole Kubernetes object
+	// with apiVersion, kind and metadata (x-kubernetes-embedded-resource).
+	EmbeddedResource bool
+	// Validations are the node's CEL rules (x-kubernetes-validations).
+	Validations []ValidationRule
+}
+
+// ValidationRule is one entry of x-kubernetes-validations: a CEL
+// expression over self (and oldSelf, for a transition rule) that must be
+// true, with what to tell the client when it is not.
+type ValidationRule struct {
+	Rule              string `json:"rule"`
+	Message           string `json:"message,omitempty"`
+	MessageExpression string `json:"messageExpression,omitempty"`
+	// Reason is FieldValueInvalid (the default), FieldValueForbidden,
+	// FieldValueRequired or FieldValueDuplicate.
+	Reason    string `json:"reason,omitempty"`
+	FieldPath string `json:"fieldPath,omitempty"`
+	// OptionalOldSelf makes a transition rule run on create as well,
+	// with oldSelf an optional that has no value.
+	OptionalOldSelf *bool `json:"optionalOldSelf,omitempty"`
 }
 
 // Property is a named field of an object.
