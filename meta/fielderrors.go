@@ -13,10 +13,13 @@ type FieldErrorType string
 
 // Field error types, as k8s.io/apimachinery names them.
 const (
-	FieldValueNotFound     FieldErrorType = "FieldValueNotFound"
-	FieldValueRequired     FieldErrorType = "FieldValueRequired"
-	FieldValueDuplicate    FieldErrorType = "FieldValueDuplicate"
-	FieldValueInvalid      FieldErrorType = "FieldValueInvalid"
+	FieldValueNotFound  FieldErrorType = "FieldValueNotFound"
+	FieldValueRequired  FieldErrorType = "FieldValueRequired"
+	FieldValueDuplicate FieldErrorType = "FieldValueDuplicate"
+	FieldValueInvalid   FieldErrorType = "FieldValueInvalid"
+	// FieldValueTypeInvalid is a value of the wrong JSON type; it reads
+	// "Invalid value" like FieldValueInvalid.
+	FieldValueTypeInvalid  FieldErrorType = "FieldValueTypeInvalid"
 	FieldValueNotSupported FieldErrorType = "FieldValueNotSupported"
 	FieldValueForbidden    FieldErrorType = "FieldValueForbidden"
 	FieldValueTooLong      FieldErrorType = "FieldValueTooLong"
@@ -33,7 +36,7 @@ func (t FieldErrorType) String() string {
 		return "Required value"
 	case FieldValueDuplicate:
 		return "Duplicate value"
-	case FieldValueInvalid:
+	case FieldValueInvalid, FieldValueTypeInvalid:
 		return "Invalid value"
 	case FieldValueNotSupported:
 		return "Unsupported value"
@@ -172,6 +175,32 @@ func Required(p *Path, detail string) *FieldError {
 // Invalid reports a value that is malformed or out of range.
 func Invalid(p *Path, value any, detail string) *FieldError {
 	return &FieldError{Type: FieldValueInvalid, Field: p.String(), BadValue: value, Detail: detail}
+}
+
+// TypeInvalid reports a value of the wrong type, as custom resource
+// validation reports a schema's type errors.
+func TypeInvalid(p *Path, value any, detail string) *FieldError {
+	return &FieldError{Type: FieldValueTypeInvalid, Field: p.String(), BadValue: value, Detail: detail}
+}
+
+// TooMany reports a list or map over its maximum size; actual is left out
+// of the message when negative, and so is the limit.
+func TooMany(p *Path, actual, maxQuantity int) *FieldError {
+	detail := "has too many items"
+	if maxQuantity >= 0 {
+		unit := "items"
+		if maxQuantity == 1 {
+			unit = "item"
+		}
+		detail = fmt.Sprintf("must have at most %d %s", maxQuantity, unit)
+	}
+	e := &FieldError{Type: FieldValueTooMany, Field: p.String(), Detail: detail}
+	if actual >= 0 {
+		e.BadValue = int64(actual)
+	} else {
+		e.omitValue = true
+	}
+	return e
 }
 
 // NotSupported reports a value outside a fixed set.

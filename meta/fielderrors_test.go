@@ -47,6 +47,11 @@ func TestFieldErrorMessages(t *testing.T) {
 			`metadata.annotations: Too long: may not be more than 262144 bytes`},
 		{"too long one byte", TooLong(spec, "xx", 1), `spec: Too long: may not be more than 1 byte`},
 		{"too long without limit", TooLong(spec, "xx", -1), `spec: Too long: value is too long`},
+		{"type invalid", TypeInvalid(spec.Child("x"), "string", "spec.x in body must be of type integer: \"string\""),
+			`spec.x: Invalid value: "string": spec.x in body must be of type integer: "string"`},
+		{"too many", TooMany(spec.Child("items"), 5, 3), `spec.items: Too many: 5: must have at most 3 items`},
+		{"too many one", TooMany(spec, 2, 1), `spec: Too many: 2: must have at most 1 item`},
+		{"too many unknown", TooMany(spec, -1, -1), `spec: Too many: has too many items`},
 		{"internal", InternalFieldError(spec, errors.New("boom")), `spec: Internal error: boom`},
 		{"key path", Invalid(NewPath("metadata", "labels").Key("app"), "-x", "bad"), `metadata.labels[app]: Invalid value: "-x": bad`},
 		{"index then child", Required(NewPath("spec", "containers").Index(0).Child("name"), ""), `spec.containers[0].name: Required value`},
@@ -84,7 +89,7 @@ func TestFieldErrorsAggregate(t *testing.T) {
 func TestFieldErrorTypeStrings(t *testing.T) {
 	for typ, want := range map[FieldErrorType]string{
 		FieldValueNotFound: "Not found", FieldValueRequired: "Required value", FieldValueDuplicate: "Duplicate value",
-		FieldValueInvalid: "Invalid value", FieldValueNotSupported: "Unsupported value", FieldValueForbidden: "Forbidden",
+		FieldValueInvalid: "Invalid value", FieldValueTypeInvalid: "Invalid value", FieldValueNotSupported: "Unsupported value", FieldValueForbidden: "Forbidden",
 		FieldValueTooLong: "Too long", FieldValueTooMany: "Too many", FieldInternal: "Internal error",
 	} {
 		if typ.String() != want {

@@ -1,0 +1,178 @@
+package structural
+
+import (
+	"sort"
+	"strconv"
+
+	"github.com/apikit-dev/apikit/schema"
+)
+
+// Prune drops from value, in place, the fields s does not declare, and
+// returns their paths sorted ("spec.foo", "spec.items[0].bar"), which
+// kube-apiserver reports as `unknown field "spec.foo"` warnings or, under
+// fieldValidation=Strict, errors. Fields under
+// x-kubernetes-preserve-unknown-fields are kept (the properties the schema
+// does declare there are still pruned within); an embedded resource keeps
+// apiVersion and kind when they are strings and metadata when it is an
+// object. With root set, value is a whole custom resource and is treated
+// as an embedded resource itself.
+//
+// Then, as apiextensions-apiserver does after pruning, Prune drops the null
+// values of fields that are not nullable and have no default (those with
+// a default are left for Default to fill); these are not reported.
+func Prune(s *schema.Schema, value any, root bool) []string {
+	if root {
+		if s == nil {
+			s = &schema.Schema{}
+		}
+		if !s.EmbeddedResource {
+			c := *s
+			c.EmbeddedResource = true
+			s = &c
+		}
+	}
+	p := pruner{}
+	p.prune(value, s, nil)
+	pruneNulls(value, s)
+	sort.Strings(p.pruned)
+	return p.pruned
+}
+
+type pruner struct {
+	pruned []string
+}
+
+// pathElem is one step of the path being pruned: a key, or an index when
+// key is nil.
+type pathElem struct {
+	key   *string
+	index int
+}
+
+func renderPath(path []pathElem, key string) string {
+	var b []byte
+	for _, e := range path {
+		if e.key == nil {
+			b = append(b, '[')
+			b = strconv.AppendInt(b, int64(e.index), 10)
+			b = append(b, ']')
+			continue
+		}
+		if len(b) > 0 {
+			b = append(b, '.')
+		}
+		b = append(b, *e.key...)
+	}
+	if len(b) > 0 {
+		b = append(b, '.')
+	}
+	return string(append(b, key...))
+}
+
+func isMetaField(k string, v any) bool {
+	switch k {
+	case "apiVersion", "kind":
+		_, ok := v.(string)
+		return ok
+	case "metadata":
+		_, ok := v.(map[string]any)
+		return ok
+	}
+	return false
+}
+
+func (p *pruner) prune(x any, s *schema.Schema, path []pathElem) {
+	if s != nil && s.Unknown {
+		p.skip(x, s, path)
+		return
+	}
+	switch t := x.(type) {
+	case map[string]any:
+		for k, v := range t {
+			if s != nil && s.EmbeddedResource && isMetaField(k, v) {
+				continue
+			}
+			var sub *schema.Schema
+			known := false
+			if s != nil {
+				if prop, ok := s.Property(k); ok {
+					sub, known = prop, true
+				} else if s.AdditionalProperties != nil {
+					sub, known = s.AdditionalProperties, true
+				}
+			}
+			if !known {
+				p.pruned = append(p.pruned, renderPath(path, k))
+				delete(t, k)
+				continue
+			}
+			key := k
+			p.prune(v, sub, append(path, pathElem{key: &key}))
+		}
+	case []any:
+		var items *schema.Schema
+		if s != nil {
+			items = s.Items
+		}
+		for i, v := range t {
+			p.prune(v, items, append(path, pathElem{index: i}))
+		}
+	}
+}
+
+// skip walks a node that preserves unknown fields: what it declares is
+// pruned as usual, the rest is kept.
+func (p *pruner) skip(x any, s *schema.Schema, path []pathElem) {
+	switch t := x.(type) {
+	case map[string]any:
+		for k, v := range t {
+			if s.EmbeddedResource && isMetaField(k, v) {
+				continue
+			}
+			key := k
+			if prop, ok := s.Property(k); ok {
+				p.prune(v, prop, append(path, pathElem{key: &key}))
+			} else if s.AdditionalProperties != nil {
+				p.prune(v, s.AdditionalProperties, append(path, pathElem{key: &key}))
+			}
+		}
+	case []any:
+		if s.Items == nil {
+			return
+		}
+		for i, v := range t {
+			p.skip(v, s.Items, append(path, pathElem{index: i}))
+		}
+	}
+}
+
+// pruneNulls drops null values whose schema is neither nullable nor
+// defaulted.
+func pruneNulls(x any, s *schema.Schema) {
+	switch t := x.(type) {
+	case map[string]any:
+		for k, v := range t {
+			var sub *schema.Schema
+			if s != nil {
+				if prop, ok := s.Property(k); ok {
+					sub = prop
+				} else {
+					sub = s.AdditionalProperties
+				}
+			}
+			if v == nil && sub != nil && !sub.Nullable && sub.Default == nil {
+				delete(t, k)
+				continue
+			}
+			pruneNulls(v, sub)
+		}
+	case []any:
+		var items *schema.Schema
+		if s != nil {
+			items = s.Items
+		}
+		for _, v := range t {
+			pruneNulls(v, items)
+		}
+	}
+}

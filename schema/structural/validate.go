@@ -1,0 +1,510 @@
+package structural
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/schema"
+)
+
+// Validate checks value against the OpenAPI v3 value validations of s, then
+// the apiVersion, kind and metadata of the embedded resources within it
+// (ValidateEmbeddedResource), then the uniqueness of x-kubernetes-list-type
+// set and map lists, in the order and with the messages kube-apiserver's
+// custom resource strategy reports them. value follows DecodeJSON's
+// convention; a nil s accepts anything.
+//
+// Error paths and messages are kube-openapi's as apiextensions-apiserver
+// turns them into field errors: "spec.replicas: Invalid value: 11:
+// spec.replicas in body should be less than or equal to 10", "spec.name:
+// Required value". Errors that belong to no field (anyOf, oneOf, allOf,
+// not) carry the field "<nil>", as kube-apiserver's do. kube-openapi visits
+// sibling properties in Go map order; Validate visits them in the schema's
+// order, so several errors come in a stable order.
+func Validate(s *schema.Schema, value any) meta.FieldErrors {
+	if s == nil {
+		return nil
+	}
+	v := &validator{}
+	v.node(s, value, "")
+	errs := v.errs
+	errs = append(errs, ValidateEmbeddedResource(s, value)...)
+	errs = append(errs, validateListTypes(s, value, nil)...)
+	return errs
+}
+
+// validator collects the errors of one Validate call.
+type validator struct {
+	errs meta.FieldErrors
+	// checks counts the validations that ran, as kube-openapi's
+	// MatchCount, to pick the alternative of anyOf and oneOf whose errors
+	// to report.
+	checks int
+}
+
+// fieldPath turns a kube-openapi path ("spec.items[0]", or "" at the
+// root) into the field path apiextensions-apiserver reports it under.
+func fieldPath(path string) *meta.Path {
+	path = strings.TrimPrefix(path, ".")
+	if path == "" {
+		return rootPath
+	}
+	return meta.NewPath(path)
+}
+
+// rootPath is the field of errors about no field: kube-apiserver reports
+// them under a nil *field.Path, which prints as "<nil>".
+var rootPath = meta.NewPath("<nil>")
+
+func (v *validator) add(e *meta.FieldError) { v.errs = append(v.errs, e) }
+
+func (v *validator) invalid(path string, value any, format string, args ...any) {
+	v.add(meta.Invalid(fieldPath(path), value, fmt.Sprintf(format, args...)))
+}
+
+// node validates value against s at path, in kube-openapi's order: type,
+// allOf/anyOf/oneOf/not, string, format, number, list, enum, object.
+func (v *validator) node(s *schema.Schema, value any, path string) {
+	v.checks++
+	if value == nil {
+		v.checkType(s, nil, path)
+		v.checkEnum(s, nil, path)
+		return
+	}
+	v.checkType(s, value, path)
+	v.checkCombinators(s, value, path)
+	switch t := value.(type) {
+	case string:
+		v.checkString(s, t, path)
+		v.checkFormat(s, t, path)
+	case int64, float64:
+		v.checkNumber(s, value, path)
+	case []any:
+		v.checkList(s, t, path)
+	}
+	v.checkEnum(s, value, path)
+	if m, ok := value.(map[string]any); ok {
+		v.checkObject(s, m, path)
+	}
+}
+
+// types is the node's OpenAPI type list: x-kubernetes-int-or-string is
+// "integer,string", as apiextensions-apiserver converts it.
+func types(s *schema.Schema) []string {
+	if s.IntOrString {
+		return []string{"integer", "string"}
+	}
+	if s.Type == "" {
+		return nil
+	}
+	return []string{s.Type}
+}
+
+// jsonType is the OpenAPI type and format kube-openapi infers from a
+// value; a float64 is "number" with format "double".
+func jsonType(value any) (typ, format string) {
+	switch value.(type) {
+	case bool:
+		return "boolean", ""
+	case string:
+		return "string", ""
+	case int64:
+		return "integer", "int64"
+	case float64:
+		return "number", "double"
+	case []any:
+		return "array", ""
+	case map[string]any:
+		return "object", ""
+	}
+	return "", ""
+}
+
+func (v *validator) checkType(s *schema.Schema, value any, path string) {
+	ts := types(s)
+	format := supportedFormat(s.Format)
+	if len(ts) == 0 && format == "" {
+		return
+	}
+	name := strings.Join(ts, ",")
+	if value == nil {
+		if len(ts) > 0 && !s.Nullable {
+			v.typeError(path, name, "null")
+		}
+		return
+	}
+	typ, valueFormat := jsonType(value)
+	has := func(t string) bool {
+		for _, x := range ts {
+			if x == t {
+				return true
+			}
+		}
+		return false
+	}
+	f, isFloat := value.(float64)
+	floatInt := isFloat && isJSONInteger(f) && has("integer")
+	intFloat := typ == "integer" && has("number")
+	isText := typ == "string" || typ == "array"
+	if !isText && format != "" && !(has(typ) || valueFormat == format || floatInt || intFloat) {
+		v.typeError(path, format, valueFormat)
+		return
+	}
+	if !(has("number") || has("integer")) && format != "" && isText {
+		return
+	}
+	if !(has(typ) || floatInt || intFloat) {
+		v.typeError(path, name, typ)
+	}
+}
+
+func (v *validator) typeError(path, want, got string) {
+	v.add(meta.TypeInvalid(fieldPath(path), got, fmt.Sprintf("%s in body must be of type %s: %q", path, want, got)))
+}
+
+// isJSONInteger reports whether f is integral within the range JSON
+// integers are exact in, as go-openapi's swag.IsFloat64AJSONInteger.
+func isJSONInteger(f float64) bool {
+	if math.IsNaN(f) || math.IsInf(f, 0) || f < -(1<<53) || f > 1<<53 {
+		return false
+	}
+	return f == math.Trunc(f)
+}
+
+// checkCombinators validates allOf, anyOf, oneOf and not, whose
+// subschemas validate the same value at the same path.
+func (v *validator) checkCombinators(s *schema.Schema, value any, path string) {
+	sub := func(n *schema.Schema) *validator {
+		w := &validator{}
+		w.node(n, value, path)
+		return w
+	}
+	if len(s.AnyOf) > 0 {
+		var best *validator
+		ok := false
+		for _, n := range s.AnyOf {
+			w := sub(n)
+			if len(w.errs) == 0 {
+				ok = true
+				break
+			}
+			if best == nil || w.checks > best.checks {
+				best = w
+			}
+		}
+		if !ok {
+			v.add(meta.Invalid(rootPath, "", fmt.Sprintf("%q must validate at least one schema (anyOf)", path)))
+			v.errs = append(v.errs, best.errs...)
+		}
+	}
+	if len(s.OneOf) > 0 {
+		var best *validator
+		valid := 0
+		for _, n := range s.OneOf {
+			w := sub(n)
+			if len(w.errs) == 0 {
+				valid++
+				best = nil
+				continue
+			}
+			if valid == 0 && (best == nil || w.checks > best.checks) {
+				best = w
+			}
+		}
+		if valid != 1 {
+			more := "Found none valid"
+			if valid > 1 {
+				more = fmt.Sprintf("Found %d valid alternatives", valid)
+			}
+			v.add(meta.Invalid(rootPath, "", fmt.Sprintf("%q must validate one and only one schema (oneOf). %s", path, more)))
+			if best != nil {
+				v.errs = append(v.errs, best.errs...)
+			}
+		}
+	}
+	if len(s.AllOf) > 0 {
+		valid := 0
+		for _, n := range s.AllOf {
+			w := sub(n)
+			if len(w.errs) == 0 {
+				valid++
+			}
+			v.errs = append(v.errs, w.errs...)
+		}
+		if valid != len(s.AllOf) {
+			more := ""
+			if valid == 0 {
+				more = ". None validated"
+			}
+			v.add(meta.Invalid(rootPath, "", fmt.Sprintf("%q must validate all the schemas (allOf)%s", path, more)))
+		}
+	}
+	if s.Not != nil && len(sub(s.Not).errs) == 0 {
+		v.add(meta.Invalid(rootPath, "", fmt.Sprintf("%q must not validate the schema (not)", path)))
+	}
+}
+
+// checkString reports the first of maxLength, minLength and pattern that
+// fails, as kube-openapi stops at it. Lengths count characters.
+func (v *validator) checkString(s *schema.Schema, str string, path string) {
+	n := int64(-1)
+	length := func() int64 {
+		if n < 0 {
+			n = int64(utf8.RuneCountInString(str))
+		}
+		return n
+	}
+	if s.MaxLength != nil && length() > *s.MaxLength {
+		v.add(meta.TooLong(fieldPath(path), str, int(*s.MaxLength)))
+		return
+	}
+	if s.MinLength != nil && length() < *s.MinLength {
+		v.invalid(path, str, "%s in body should be at least %d chars long", path, *s.MinLength)
+		return
+	}
+	if s.Pattern != "" {
+		re, err := compilePattern(s.Pattern)
+		if err != nil {
+			v.invalid(path, str, "%s in body should match '%s, but pattern is invalid: %s'", path, s.Pattern, err)
+			return
+		}
+		if !re.MatchString(str) {
+			v.invalid(path, str, "%s in body should match '%s'", path, s.Pattern)
+		}
+	}
+}
+
+// patterns caches compiled patterns: a CRD's schema is validated against
+// every write, and compiling dominates matching.
+var patterns struct {
+	sync.Mutex
+	m map[string]*regexp.Regexp
+}
+
+// maxCachedPatterns bounds the cache against a stream of distinct CRDs.
+const maxCachedPatterns = 4096
+
+func compilePattern(p string) (*regexp.Regexp, error) {
+	patterns.Lock()
+	re, ok := patterns.m[p]
+	patterns.Unlock()
+	if ok {
+		return re, nil
+	}
+	re, err := regexp.Compile(p)
+	if err != nil {
+		return nil, err
+	}
+	patterns.Lock()
+	if patterns.m == nil {
+		patterns.m = map[string]*regexp.Regexp{}
+	}
+	if len(patterns.m) < maxCachedPatterns {
+		patterns.m[p] = re
+	}
+	patterns.Unlock()
+	return re, nil
+}
+
+func (v *validator) checkFormat(s *schema.Schema, str string, path string) {
+	format := supportedFormat(s.Format)
+	if format == "" {
+		return
+	}
+	if !formatValid(format, str) {
+		v.add(meta.TypeInvalid(fieldPath(path), str, fmt.Sprintf("%s in body must be of type %s: %q", path, s.Format, str)))
+	}
+}
+
+// asFloat returns a number as float64.
+func asFloat(value any) float64 {
+	switch t := value.(type) {
+	case int64:
+		return float64(t)
+	case float64:
+		return t
+	}
+	return 0
+}
+
+// checkNumber reports multipleOf, then minimum, then maximum.
+func (v *validator) checkNumber(s *schema.Schema, value any, path string) {
+	f := asFloat(value)
+	if s.MultipleOf != nil {
+		m := *s.MultipleOf
+		if m <= 0 {
+			v.invalid(path, m, "factor MultipleOf declared for %s must be positive: %v", path, m)
+		} else if !isMultiple(value, m) {
+			v.invalid(path, value, "%s in body should be a multiple of %v", path, m)
+		}
+	}
+	if s.Minimum != nil {
+		min := *s.Minimum
+		if s.ExclusiveMinimum && !greater(value, f, min) {
+			v.invalid(path, value, "%s in body should be greater than %v", path, min)
+		} else if !s.ExclusiveMinimum && less(value, f, min) {
+			v.invalid(path, value, "%s in body should be greater than or equal to %v", path, min)
+		}
+	}
+	if s.Maximum != nil {
+		max := *s.Maximum
+		if s.ExclusiveMaximum && !less(value, f, max) {
+			v.invalid(path, value, "%s in body should be less than %v", path, max)
+		} else if !s.ExclusiveMaximum && greater(value, f, max) {
+			v.invalid(path, value, "%s in body should be less than or equal to %v", path, max)
+		}
+	}
+}
+
+// less and greater compare a number with a bound exactly when both are
+// integers (an int64 beyond 2^53 loses precision as a float64).
+func less(value any, f, bound float64) bool {
+	if i, ok := value.(int64); ok && bound == math.Trunc(bound) && math.Abs(bound) < 1<<63 {
+		return i < int64(bound)
+	}
+	return f < bound
+}
+
+func greater(value any, f, bound float64) bool {
+	if i, ok := value.(int64); ok && bound == math.Trunc(bound) && math.Abs(bound) < 1<<63 {
+		return i > int64(bound)
+	}
+	return f > bound
+}
+
+func isMultiple(value any, m float64) bool {
+	if i, ok := value.(int64); ok && m == math.Trunc(m) && m < 1<<63 {
+		return i%int64(m) == 0
+	}
+	f := asFloat(value)
+	q := f / m
+	if m < 1 {
+		q = 1 / m * f
+	}
+	return isJSONInteger(q)
+}
+
+// checkList validates the items, then minItems, maxItems and uniqueItems.
+func (v *validator) checkList(s *schema.Schema, list []any, path string) {
+	if s.Items != nil {
+		for i, item := range list {
+			v.node(s.Items, item, path+"["+strconv.Itoa(i)+"]")
+		}
+	}
+	size := int64(len(list))
+	if s.MinItems != nil && size < *s.MinItems {
+		v.invalid(path, size, "%s in body should have at least %d items", path, *s.MinItems)
+	}
+	if s.MaxItems != nil && size > *s.MaxItems {
+		v.add(meta.TooMany(fieldPath(path), int(size), int(*s.MaxItems)))
+	}
+	if s.UniqueItems && hasDuplicates(list) {
+		v.invalid(path, "", "%s in body shouldn't contain duplicates", path)
+	}
+}
+
+func hasDuplicates(list []any) bool {
+	seen := make(map[string]bool, len(list))
+	for _, item := range list {
+		b, err := json.Marshal(item)
+		if err != nil {
+			continue
+		}
+		k := string(b)
+		if seen[k] {
+			return true
+		}
+		seen[k] = true
+	}
+	return false
+}
+
+// checkEnum compares value with each enum value converted to that value's
+// type, as kube-openapi does: 3.5 matches an enum value of 3.
+func (v *validator) checkEnum(s *schema.Schema, value any, path string) {
+	if len(s.Enum) == 0 {
+		return
+	}
+	for _, e := range s.Enum {
+		if enumEqual(normalize(e), value) {
+			return
+		}
+	}
+	allowed := make([]string, 0, len(s.Enum))
+	for _, e := range s.Enum {
+		if str, ok := e.(string); ok {
+			allowed = append(allowed, str)
+			continue
+		}
+		b, _ := json.Marshal(normalize(e))
+		allowed = append(allowed, string(b))
+	}
+	v.add(meta.NotSupported(fieldPath(path), value, allowed))
+}
+
+func enumEqual(e, value any) bool {
+	switch et := e.(type) {
+	case int64:
+		switch vt := value.(type) {
+		case int64:
+			return vt == et
+		case float64:
+			return !math.IsNaN(vt) && vt >= math.MinInt64 && vt < math.MaxInt64 && int64(vt) == et
+		}
+		return false
+	case float64:
+		switch vt := value.(type) {
+		case int64:
+			return float64(vt) == et
+		case float64:
+			return vt == et
+		}
+		return false
+	case nil:
+		return false
+	}
+	return deepEqual(e, value)
+}
+
+// checkObject reports min/maxProperties (and stops there, as kube-openapi
+// does), then validates additional properties, then properties, then
+// reports missing required properties.
+func (v *validator) checkObject(s *schema.Schema, m map[string]any, path string) {
+	n := int64(len(m))
+	if s.MinProperties != nil && n < *s.MinProperties {
+		v.invalid(path, n, "%s in body should have at least %d properties", path, *s.MinProperties)
+		return
+	}
+	if s.MaxProperties != nil && n > *s.MaxProperties {
+		v.add(meta.TooMany(fieldPath(path), int(n), int(*s.MaxProperties)))
+		return
+	}
+	if s.AdditionalProperties != nil {
+		for _, k := range sortedKeys(m) {
+			if _, ok := s.Property(k); !ok {
+				v.node(s.AdditionalProperties, m[k], path+"."+k)
+			}
+		}
+	}
+	for _, p := range s.Properties {
+		if val, ok := m[p.Name]; ok {
+			name := p.Name
+			if path != "" {
+				name = path + "." + p.Name
+			}
+			v.node(p.Schema, val, name)
+		}
+	}
+	for _, r := range s.Required {
+		if _, ok := m[r]; !ok {
+			v.add(meta.Required(fieldPath(path+"."+r), ""))
+		}
+	}
+}
