@@ -15,6 +15,8 @@ func DefaultBuildHandlerChain(apiHandler http.Handler, c *CompletedConfig) http.
 		filters.WithPanicRecovery,
 		// Parse verb, group, resource, namespace, name once for all below.
 		func(h http.Handler) http.Handler { return filters.WithRequestInfo(h, c.RequestInfoResolver) },
+		// One structured line per request at -v=3 (kube's "HTTP" line).
+		func(h http.Handler) http.Handler { return filters.WithHTTPLogging(h, c.Logger) },
 		// Count and time every request under kube-apiserver's metric names
 		// (served at /metrics), those refused below included.
 		func(h http.Handler) http.Handler { return filters.WithMetrics(h, c.Metrics, c.LongRunning) },

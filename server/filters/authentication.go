@@ -7,6 +7,7 @@ import (
 
 	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/request"
 	"github.com/apikit-dev/apikit/server/respond"
 )
 
@@ -71,6 +72,7 @@ func WithAuthentication(h http.Handler, a authn.Authenticator, publicPaths []str
 		}
 		// Credentials must not reach handlers or backends behind a proxy.
 		r.Header.Del("Authorization")
+		request.AddLogValues(r.Context(), "user", u.Name)
 		h.ServeHTTP(w, r.WithContext(authn.WithUser(r.Context(), &u)))
 	})
 }
