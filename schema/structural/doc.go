@@ -11,6 +11,9 @@
 //   - Default fills the defaults of missing fields;
 //   - Prune drops the fields the schema does not know and returns their
 //     paths;
+//   - CheckStructural checks, at CRD creation, that a raw openAPIV3Schema
+//     is structural and its defaults valid, with apiextensions-apiserver's
+//     messages;
 //   - ValidateEmbeddedResource checks apiVersion, kind and metadata of an
 //     x-kubernetes-embedded-resource object.
 //

@@ -47,13 +47,21 @@ type validator struct {
 	// MatchCount, to pick the alternative of anyOf and oneOf whose errors
 	// to report.
 	checks int
+	// base is the field the value validated sits at, nil for a whole
+	// custom resource (a CRD's default sits at its schema's path).
+	base *meta.Path
 }
 
 // fieldPath turns a kube-openapi path ("spec.items[0]", or "" at the
 // root) into the field path apiextensions-apiserver reports it under.
-func fieldPath(path string) *meta.Path {
+func (v *validator) fieldPath(path string) *meta.Path {
 	path = strings.TrimPrefix(path, ".")
-	if path == "" {
+	switch {
+	case v.base != nil && path == "":
+		return v.base
+	case v.base != nil:
+		return v.base.Child(path)
+	case path == "":
 		return rootPath
 	}
 	return meta.NewPath(path)
@@ -66,7 +74,7 @@ var rootPath = meta.NewPath("<nil>")
 func (v *validator) add(e *meta.FieldError) { v.errs = append(v.errs, e) }
 
 func (v *validator) invalid(path string, value any, format string, args ...any) {
-	v.add(meta.Invalid(fieldPath(path), value, fmt.Sprintf(format, args...)))
+	v.add(meta.Invalid(v.fieldPath(path), value, fmt.Sprintf(format, args...)))
 }
 
 // node validates value against s at path, in kube-openapi's order: type,
@@ -166,7 +174,7 @@ func (v *validator) checkType(s *schema.Schema, value any, path string) {
 }
 
 func (v *validator) typeError(path, want, got string) {
-	v.add(meta.TypeInvalid(fieldPath(path), got, fmt.Sprintf("%s in body must be of type %s: %q", path, want, got)))
+	v.add(meta.TypeInvalid(v.fieldPath(path), got, fmt.Sprintf("%s in body must be of type %s: %q", path, want, got)))
 }
 
 // isJSONInteger reports whether f is integral within the range JSON
@@ -182,7 +190,7 @@ func isJSONInteger(f float64) bool {
 // subschemas validate the same value at the same path.
 func (v *validator) checkCombinators(s *schema.Schema, value any, path string) {
 	sub := func(n *schema.Schema) *validator {
-		w := &validator{}
+		w := &validator{base: v.base}
 		w.node(n, value, path)
 		return w
 	}
@@ -200,7 +208,7 @@ func (v *validator) checkCombinators(s *schema.Schema, value any, path string) {
 			}
 		}
 		if !ok {
-			v.add(meta.Invalid(rootPath, "", fmt.Sprintf("%q must validate at least one schema (anyOf)", path)))
+			v.add(meta.Invalid(v.fieldPath(""), "", fmt.Sprintf("%q must validate at least one schema (anyOf)", path)))
 			v.errs = append(v.errs, best.errs...)
 		}
 	}
@@ -223,7 +231,7 @@ func (v *validator) checkCombinators(s *schema.Schema, value any, path string) {
 			if valid > 1 {
 				more = fmt.Sprintf("Found %d valid alternatives", valid)
 			}
-			v.add(meta.Invalid(rootPath, "", fmt.Sprintf("%q must validate one and only one schema (oneOf). %s", path, more)))
+			v.add(meta.Invalid(v.fieldPath(""), "", fmt.Sprintf("%q must validate one and only one schema (oneOf). %s", path, more)))
 			if best != nil {
 				v.errs = append(v.errs, best.errs...)
 			}
@@ -243,11 +251,11 @@ func (v *validator) checkCombinators(s *schema.Schema, value any, path string) {
 			if valid == 0 {
 				more = ". None validated"
 			}
-			v.add(meta.Invalid(rootPath, "", fmt.Sprintf("%q must validate all the schemas (allOf)%s", path, more)))
+			v.add(meta.Invalid(v.fieldPath(""), "", fmt.Sprintf("%q must validate all the schemas (allOf)%s", path, more)))
 		}
 	}
 	if s.Not != nil && len(sub(s.Not).errs) == 0 {
-		v.add(meta.Invalid(rootPath, "", fmt.Sprintf("%q must not validate the schema (not)", path)))
+		v.add(meta.Invalid(v.fieldPath(""), "", fmt.Sprintf("%q must not validate the schema (not)", path)))
 	}
 }
 
@@ -262,7 +270,7 @@ func (v *validator) checkString(s *schema.Schema, str string, path string) {
 		return n
 	}
 	if s.MaxLength != nil && length() > *s.MaxLength {
-		v.add(meta.TooLong(fieldPath(path), str, int(*s.MaxLength)))
+		v.add(meta.TooLong(v.fieldPath(path), str, int(*s.MaxLength)))
 		return
 	}
 	if s.MinLength != nil && length() < *s.MinLength {
@@ -319,7 +327,7 @@ func (v *validator) checkFormat(s *schema.Schema, str string, path string) {
 		return
 	}
 	if !formatValid(format, str) {
-		v.add(meta.TypeInvalid(fieldPath(path), str, fmt.Sprintf("%s in body must be of type %s: %q", path, s.Format, str)))
+		v.add(meta.TypeInvalid(v.fieldPath(path), str, fmt.Sprintf("%s in body must be of type %s: %q", path, s.Format, str)))
 	}
 }
 
@@ -403,7 +411,7 @@ func (v *validator) checkList(s *schema.Schema, list []any, path string) {
 		v.invalid(path, size, "%s in body should have at least %d items", path, *s.MinItems)
 	}
 	if s.MaxItems != nil && size > *s.MaxItems {
-		v.add(meta.TooMany(fieldPath(path), int(size), int(*s.MaxItems)))
+		v.add(meta.TooMany(v.fieldPath(path), int(size), int(*s.MaxItems)))
 	}
 	if s.UniqueItems && hasDuplicates(list) {
 		v.invalid(path, "", "%s in body shouldn't contain duplicates", path)
@@ -446,7 +454,7 @@ func (v *validator) checkEnum(s *schema.Schema, value any, path string) {
 		b, _ := json.Marshal(normalize(e))
 		allowed = append(allowed, string(b))
 	}
-	v.add(meta.NotSupported(fieldPath(path), value, allowed))
+	v.add(meta.NotSupported(v.fieldPath(path), value, allowed))
 }
 
 func enumEqual(e, value any) bool {
@@ -483,7 +491,7 @@ func (v *validator) checkObject(s *schema.Schema, m map[string]any, path string)
 		return
 	}
 	if s.MaxProperties != nil && n > *s.MaxProperties {
-		v.add(meta.TooMany(fieldPath(path), int(n), int(*s.MaxProperties)))
+		v.add(meta.TooMany(v.fieldPath(path), int(n), int(*s.MaxProperties)))
 		return
 	}
 	if s.AdditionalProperties != nil {
@@ -504,7 +512,7 @@ func (v *validator) checkObject(s *schema.Schema, m map[string]any, path string)
 	}
 	for _, r := range s.Required {
 		if _, ok := m[r]; !ok {
-			v.add(meta.Required(fieldPath(path+"."+r), ""))
+			v.add(meta.Required(v.fieldPath(path+"."+r), ""))
 		}
 	}
 }

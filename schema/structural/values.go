@@ -1,6 +1,7 @@
 package structural
 
 import (
+	"encoding/json"
 	"math"
 	"sort"
 )
@@ -77,3 +78,5 @@ func sortedKeys(m map[string]any) []string {
 }
 
 func sortStrings(s []string) { sort.Strings(s) }
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

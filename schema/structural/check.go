@@ -1,0 +1,385 @@
+package structural
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+
+	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/schema"
+)
+
+// CheckStructural checks, when a CRD is created or updated, that raw (its
+// openAPIV3Schema as decoded JSON, found at path, such as
+// "spec.versions[0].schema.openAPIV3Schema") is a structural schema, with
+// apiextensions-apiserver's rules and messages:
+//
+//   - every specified node has a type (or x-kubernetes-int-or-string, or
+//     x-kubernetes-preserve-unknown-fields), an object at the root;
+//     arrays have items; no $ref;
+//   - allOf, anyOf, oneOf and not hold value validations only (no type,
+//     default, description, nullable or x-kubernetes-* extensions), except
+//     x-kubernetes-int-or-string's anyOf [integer, string] patterns, and
+//     specify no property or items the node itself does not;
+//   - x-kubernetes-embedded-resource objects are objects, without
+//     additionalProperties, with properties unless they preserve unknown
+//     fields; x-kubernetes-int-or-string excludes both other extensions;
+//   - metadata at the root specifies only name and generateName, and is not
+//     specified in value validations; apiVersion and kind are strings;
+//   - patterns compile; additionalProperties is not at the root;
+//   - defaults are pruned (no unknown fields) and valid against their
+//     schema, embedded resources and list types included.
+//
+// Errors come sorted by message, as kube-apiserver sorts them. A schema
+// that passes reads with schema.FromOpenAPIV3.
+func CheckStructural(raw map[string]any, path string) meta.FieldErrors {
+	p := meta.NewPath(path)
+	errs := checkInvariants(raw, rootLevel, p)
+	errs = append(errs, checkCompleteness(raw, p)...)
+	sortErrors(errs)
+	if len(errs) > 0 {
+		return errs
+	}
+	// Defaults are checked against the schema only once it is structural,
+	// as kube-apiserver does.
+	data, err := jsonMarshal(raw)
+	if err != nil {
+		return meta.FieldErrors{meta.Invalid(p, "", err.Error())}
+	}
+	s, err := schema.FromOpenAPIV3(data)
+	if err != nil {
+		return meta.FieldErrors{meta.Invalid(p, "", err.Error())}
+	}
+	errs = checkDefaults(s, s, p, false)
+	sortErrors(errs)
+	return errs
+}
+
+func sortErrors(errs meta.FieldErrors) {
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
+}
+
+// level is where a node sits: the root, an array's items, or an object's
+// field (properties and additionalProperties).
+type level int
+
+const (
+	rootLevel level = iota
+	itemLevel
+	fieldLevel
+)
+
+func str(m map[string]any, k string) string {
+	s, _ := m[k].(string)
+	return s
+}
+
+func flag(m map[string]any, k string) bool {
+	b, _ := m[k].(bool)
+	return b
+}
+
+func obj(m map[string]any, k string) map[string]any {
+	o, _ := m[k].(map[string]any)
+	return o
+}
+
+func sortedProps(m map[string]any) []string {
+	return sortedKeys(obj(m, "properties"))
+}
+
+func checkInvariants(m map[string]any, lvl level, p *meta.Path) meta.FieldErrors {
+	if m == nil {
+		return nil
+	}
+	var errs meta.FieldErrors
+	typ := str(m, "type")
+	embedded := flag(m, "x-kubernetes-embedded-resource")
+	intOrString := flag(m, "x-kubernetes-int-or-string")
+	preserve := flag(m, "x-kubernetes-preserve-unknown-fields")
+	if _, ok := m["$ref"]; ok {
+		errs = append(errs, meta.Forbidden(p.Child("$ref"), "$ref is not supported"))
+	}
+	items, hasItems := m["items"]
+	if typ == "array" && !hasItems {
+		errs = append(errs, meta.Required(p.Child("items"), "must be specified"))
+	}
+	if im, ok := items.(map[string]any); ok {
+		errs = append(errs, checkInvariants(im, itemLevel, p.Child("items"))...)
+	}
+	props := obj(m, "properties")
+	for _, k := range sortedKeys(props) {
+		pm, _ := props[k].(map[string]any)
+		errs = append(errs, checkInvariants(pm, fieldLevel, p.Child("properties").Key(k))...)
+	}
+	ap, hasAP := m["additionalProperties"]
+	if hasAP {
+		if lvl == rootLevel {
+			errs = append(errs, meta.Forbidden(p.Child("additionalProperties"), "must not be used at the root"))
+		}
+		if am, ok := ap.(map[string]any); ok {
+			errs = append(errs, checkInvariants(am, fieldLevel, p.Child("additionalProperties"))...)
+		}
+	}
+	if intOrString && preserve {
+		errs = append(errs, meta.Invalid(p.Child("x-kubernetes-preserve-unknown-fields"), true, "must be false if x-kubernetes-int-or-string is true"))
+	}
+	if intOrString && embedded {
+		errs = append(errs, meta.Invalid(p.Child("x-kubernetes-embedded-resource"), true, "must be false if x-kubernetes-int-or-string is true"))
+	}
+	errs = append(errs, checkValueValidation(m, isIntOrStringAnyOf(m), isIntOrStringAllOf(m), p)...)
+	switch {
+	case embedded && typ != "object":
+		if typ == "" {
+			errs = append(errs, meta.Required(p.Child("type"), "must be object if x-kubernetes-embedded-resource is true"))
+		} else {
+			errs = append(errs, meta.Invalid(p.Child("type"), typ, "must be object if x-kubernetes-embedded-resource is true"))
+		}
+	case typ == "" && !intOrString && !preserve:
+		detail := map[level]string{
+			rootLevel:  "must not be empty at the root",
+			itemLevel:  "must not be empty for specified array items",
+			fieldLevel: "must not be empty for specified object fields",
+		}[lvl]
+		errs = append(errs, meta.Required(p.Child("type"), detail))
+	}
+	if embedded && hasAP {
+		errs = append(errs, meta.Forbidden(p.Child("additionalProperties"), "must not be used if x-kubernetes-embedded-resource is set"))
+	}
+	if lvl == rootLevel && typ != "" && typ != "object" {
+		errs = append(errs, meta.Invalid(p.Child("type"), typ, "must be object at the root"))
+	}
+	checkMetadata := lvl == rootLevel || embedded
+	for _, f := range []struct{ name, typ string }{{"kind", "string"}, {"apiVersion", "string"}, {"metadata", "object"}} {
+		if fm, ok := props[f.name].(map[string]any); ok && checkMetadata && str(fm, "type") != f.typ {
+			errs = append(errs, meta.Invalid(p.Child("properties").Key(f.name).Child("type"), str(fm, "type"), "must be "+f.typ))
+		}
+	}
+	if md, ok := props["metadata"].(map[string]any); ok && lvl == rootLevel && !metadataOnlyNames(md) {
+		errs = append(errs, meta.Forbidden(p.Child("properties").Key("metadata"), "must not specify anything other than name and generateName, but metadata is implicitly specified"))
+	}
+	if embedded && !preserve && len(props) == 0 {
+		errs = append(errs, meta.Required(p.Child("properties"), "must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields"))
+	}
+	return errs
+}
+
+// metadataOnlyNames reports whether a root metadata schema states nothing
+// but its type and the schemas of name and generateName (its default is
+// refused elsewhere).
+func metadataOnlyNames(md map[string]any) bool {
+	for k := range md {
+		switch k {
+		case "type", "default":
+		case "properties":
+			for name := range obj(md, "properties") {
+				if name != "name" && name != "generateName" {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// isIntOrStringAnyOf is the anyOf [{type: integer}, {type: string}] that
+// x-kubernetes-int-or-string schemas may carry.
+func isIntOrStringAnyOf(m map[string]any) bool {
+	l, _ := m["anyOf"].([]any)
+	if len(l) != 2 {
+		return false
+	}
+	for i, want := range []string{"integer", "string"} {
+		e, _ := l[i].(map[string]any)
+		if len(e) != 1 || str(e, "type") != want {
+			return false
+		}
+	}
+	return true
+}
+
+// isIntOrStringAllOf is allOf whose first entry is that anyOf.
+func isIntOrStringAllOf(m map[string]any) bool {
+	l, _ := m["allOf"].([]any)
+	if len(l) == 0 {
+		return false
+	}
+	first, _ := l[0].(map[string]any)
+	return first != nil && isIntOrStringAnyOf(first)
+}
+
+// checkValueValidation checks a node's allOf, anyOf, oneOf and not, and
+// its pattern.
+func checkValueValidation(m map[string]any, skipAnyOf, skipFirstAllOfAnyOf bool, p *meta.Path) meta.FieldErrors {
+	var errs meta.FieldErrors
+	junctor := func(key string, skip func(i int) bool) {
+		l, _ := m[key].([]any)
+		for i, e := range l {
+			em, _ := e.(map[string]any)
+			errs = append(errs, checkNested(em, skip(i), p.Child(key).Index(i))...)
+		}
+	}
+	if !skipAnyOf {
+		junctor("anyOf", func(int) bool { return false })
+	}
+	junctor("allOf", func(i int) bool { return skipFirstAllOfAnyOf && i == 0 })
+	junctor("oneOf", func(int) bool { return false })
+	if not := obj(m, "not"); not != nil {
+		errs = append(errs, checkNested(not, false, p.Child("not"))...)
+	}
+	if pat := str(m, "pattern"); pat != "" {
+		if _, err := regexp.Compile(pat); err != nil {
+			errs = append(errs, meta.Invalid(p.Child("pattern"), pat, fmt.Sprintf("must be a valid regular expression, but isn't: %v", err)))
+		}
+	}
+	return errs
+}
+
+// nestedForbidden are what a value validation under a junctor may not
+// state, with kube-apiserver's wording for each.
+var nestedForbidden = []struct {
+	key, detail string
+	set         func(any) bool
+}{
+	{"type", "must be empty to be structural", nonEmptyString},
+	{"additionalProperties", "must be undefined to be structural", func(any) bool { return true }},
+	{"default", "must be undefined to be structural", func(any) bool { return true }},
+	{"title", "must be empty to be structural", nonEmptyString},
+	{"description", "must be empty to be structural", nonEmptyString},
+	{"nullable", "must be false to be structural", isTrue},
+	{"x-kubernetes-preserve-unknown-fields", "must be false to be structural", isTrue},
+	{"x-kubernetes-embedded-resource", "must be false to be structural", isTrue},
+	{"x-kubernetes-int-or-string", "must be false to be structural", isTrue},
+	{"x-kubernetes-list-map-keys", "must be empty to be structural", func(v any) bool { l, _ := v.([]any); return len(l) > 0 }},
+	{"x-kubernetes-list-type", "must be undefined to be structural", func(any) bool { return true }},
+}
+
+func nonEmptyString(v any) bool { s, _ := v.(string); return s != "" }
+func isTrue(v any) bool         { b, _ := v.(bool); return b }
+
+func checkNested(m map[string]any, skipAnyOf bool, p *meta.Path) meta.FieldErrors {
+	if m == nil {
+		return nil
+	}
+	errs := checkValueValidation(m, skipAnyOf, false, p)
+	if items := obj(m, "items"); items != nil {
+		errs = append(errs, checkNested(items, false, p.Child("items"))...)
+	}
+	props := obj(m, "properties")
+	for _, k := range sortedKeys(props) {
+		pm, _ := props[k].(map[string]any)
+		errs = append(errs, checkNested(pm, false, p.Child("properties").Key(k))...)
+	}
+	for _, f := range nestedForbidden {
+		if v, ok := m[f.key]; ok && v != nil && f.set(v) {
+			errs = append(errs, meta.Forbidden(p.Child(f.key), f.detail))
+		}
+	}
+	if _, ok := props["metadata"]; ok {
+		errs = append(errs, meta.Forbidden(p.Child("properties").Key("metadata"), "must not be specified in a nested context"))
+	}
+	return errs
+}
+
+// checkCompleteness checks that every property and items a value
+// validation names is specified by the node it validates, at every node.
+func checkCompleteness(m map[string]any, p *meta.Path) meta.FieldErrors {
+	if m == nil {
+		return nil
+	}
+	errs := checkJunctorsComplete(m, m, p, p)
+	if items := obj(m, "items"); items != nil {
+		errs = append(errs, checkCompleteness(items, p.Child("items"))...)
+	}
+	props := obj(m, "properties")
+	for _, k := range sortedKeys(props) {
+		pm, _ := props[k].(map[string]any)
+		errs = append(errs, checkCompleteness(pm, p.Child("properties").Key(k))...)
+	}
+	if ap := obj(m, "additionalProperties"); ap != nil {
+		errs = append(errs, checkCompleteness(ap, p.Child("additionalProperties"))...)
+	}
+	return errs
+}
+
+// checkJunctorsComplete checks the junctors of v against the node s.
+func checkJunctorsComplete(v, s map[string]any, sPath, vPath *meta.Path) meta.FieldErrors {
+	var errs meta.FieldErrors
+	if not := obj(v, "not"); not != nil {
+		errs = append(errs, checkNestedComplete(not, s, sPath, vPath.Child("not"))...)
+	}
+	for _, key := range []string{"allOf", "anyOf", "oneOf"} {
+		l, _ := v[key].([]any)
+		for i, e := range l {
+			em, _ := e.(map[string]any)
+			errs = append(errs, checkNestedComplete(em, s, sPath, vPath.Child(key).Index(i))...)
+		}
+	}
+	return errs
+}
+
+func checkNestedComplete(v, s map[string]any, sPath, vPath *meta.Path) meta.FieldErrors {
+	if v == nil {
+		return nil
+	}
+	if s == nil {
+		return meta.FieldErrors{meta.Required(sPath, "because it is defined in "+vPath.String())}
+	}
+	errs := checkJunctorsComplete(v, s, sPath, vPath)
+	if vi := obj(v, "items"); vi != nil {
+		errs = append(errs, checkNestedComplete(vi, obj(s, "items"), sPath.Child("items"), vPath.Child("items"))...)
+	}
+	sProps := obj(s, "properties")
+	for _, k := range sortedProps(v) {
+		vk, _ := obj(v, "properties")[k].(map[string]any)
+		sk, ok := sProps[k].(map[string]any)
+		if !ok {
+			errs = append(errs, meta.Required(sPath.Child("properties").Key(k), "because it is defined in "+vPath.Child("properties").Key(k).String()))
+			continue
+		}
+		errs = append(errs, checkNestedComplete(vk, sk, sPath.Child("properties").Key(k), vPath.Child("properties").Key(k))...)
+	}
+	return errs
+}
+
+// checkDefaults checks every default of a structural schema: a default at
+// or inside the root's metadata is refused; any other must have no
+// unknown fields and be valid against its node's schema, embedded
+// resources and list types included. additionalProperties are not
+// followed, as kube-apiserver does not follow them.
+func checkDefaults(s, root *schema.Schema, p *meta.Path, insideMeta bool) meta.FieldErrors {
+	if s == nil {
+		return nil
+	}
+	var errs meta.FieldErrors
+	if s.Default != nil {
+		dp := p.Child("default")
+		def := normalize(s.Default)
+		switch {
+		case insideMeta:
+			errs = append(errs, meta.Forbidden(dp, "must not be set inside metadata"))
+		default:
+			pruned := normalize(s.Default)
+			Prune(s, pruned, s.EmbeddedResource)
+			if !deepEqual(pruned, def) {
+				errs = append(errs, meta.Invalid(dp, def, "must not have unknown fields"))
+				break
+			}
+			v := &validator{base: dp}
+			v.node(s, def, "")
+			errs = append(errs, v.errs...)
+			errs = append(errs, validateEmbedded(s, def, dp)...)
+			errs = append(errs, validateListTypes(s, def, dp)...)
+		}
+	}
+	if s.Items != nil {
+		errs = append(errs, checkDefaults(s.Items, root, p.Child("items"), insideMeta)...)
+	}
+	for _, prop := range s.Properties {
+		inMeta := insideMeta || (s == root && prop.Name == "metadata")
+		errs = append(errs, checkDefaults(prop.Schema, root, p.Child("properties").Key(prop.Name), inMeta)...)
+	}
+	return errs
+}
