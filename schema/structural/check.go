@@ -9,50 +9,65 @@ import (
 	"github.com/apikit-dev/apikit/schema"
 )
 
-// CheckStructural checks, when a CRD is created or updated, that raw (its
-// openAPIV3Schema as decoded JSON, found at path, such as
-// "spec.versions[0].schema.openAPIV3Schema") is a structural schema, with
-// apiextensions-apiserver's rules and messages:
+// CheckStructural checks, when a CRD is created or updated, its
+// openAPIV3Schema (raw, as decoded JSON, found at path, such as
+// "spec.versions[0].schema.openAPIV3Schema") as apiextensions-apiserver
+// does, with its messages and in its order:
 //
-//   - every specified node has a type (or x-kubernetes-int-or-string, or
-//     x-kubernetes-preserve-unknown-fields), an object at the root;
-//     arrays have items; no $ref;
-//   - allOf, anyOf, oneOf and not hold value validations only (no type,
-//     default, description, nullable or x-kubernetes-* extensions), except
-//     x-kubernetes-int-or-string's anyOf [integer, string] patterns, and
-//     specify no property or items the node itself does not;
-//   - x-kubernetes-embedded-resource objects are objects, without
-//     additionalProperties, with properties unless they preserve unknown
-//     fields; x-kubernetes-int-or-string excludes both other extensions;
-//   - metadata at the root specifies only name and generateName, and is not
-//     specified in value validations; apiVersion and kind are strings;
-//   - patterns compile; additionalProperties is not at the root;
-//   - defaults are pruned (no unknown fields) and valid against their
-//     schema, embedded resources and list types included.
+//   - nullable is not true at the root;
+//   - the structural rules, sorted by message: every specified node has a
+//     type (or x-kubernetes-int-or-string, or
+//     x-kubernetes-preserve-unknown-fields), an object at the root; arrays
+//     have items; allOf, anyOf, oneOf and not hold value validations only
+//     (no type, default, description, nullable or x-kubernetes-*), except
+//     x-kubernetes-int-or-string's anyOf [integer, string], and name no
+//     property or items the node itself lacks; embedded resources are
+//     objects with properties or preserving unknown fields, without
+//     additionalProperties; root metadata specifies only name and
+//     generateName; apiVersion and kind are strings; patterns compile;
+//   - when those hold, the defaults: pruned (no unknown fields) and valid
+//     against their schema, embedded resources and list types included;
+//   - the OpenAPI rules: no $ref, id, definitions, dependencies,
+//     patternProperties, additionalItems, uniqueItems or type null;
+//     additionalProperties not beside properties; no default in the root's
+//     apiVersion, kind and metadata; x-kubernetes-map-type, -list-type and
+//     -list-map-keys fitting their node and items, map keys required or
+//     defaulted; x-kubernetes-validations entries with a rule and sane
+//     messages (compiling the rules is package cel's).
 //
-// Errors come sorted by message, as kube-apiserver sorts them. A schema
+// A schema using what kube-apiserver cannot read as structural at all
+// ($ref, an items list, ...) gets the OpenAPI rules' errors only. A schema
 // that passes reads with schema.FromOpenAPIV3.
 func CheckStructural(raw map[string]any, path string) meta.FieldErrors {
 	p := meta.NewPath(path)
-	errs := checkInvariants(raw, rootLevel, p)
-	errs = append(errs, checkCompleteness(raw, p)...)
-	sortErrors(errs)
-	if len(errs) > 0 {
-		return errs
+	var errs meta.FieldErrors
+	if flag(raw, "nullable") {
+		errs = append(errs, meta.Forbidden(p.Child("nullable"), "nullable cannot be true at the root"))
 	}
-	// Defaults are checked against the schema only once it is structural,
-	// as kube-apiserver does.
+	if !usesUnsupported(raw) {
+		structural := checkInvariants(raw, rootLevel, p)
+		structural = append(structural, checkCompleteness(raw, p)...)
+		sortErrors(structural)
+		errs = append(errs, structural...)
+		if len(structural) == 0 {
+			errs = append(errs, defaultErrors(raw, p)...)
+		}
+	}
+	return append(errs, checkOpenAPI(raw, p, openAPIContext{}, true)...)
+}
+
+// defaultErrors checks the defaults of a structural schema.
+func defaultErrors(raw map[string]any, p *meta.Path) meta.FieldErrors {
 	data, err := jsonMarshal(raw)
 	if err != nil {
 		return meta.FieldErrors{meta.Invalid(p, "", err.Error())}
 	}
 	s, err := schema.FromOpenAPIV3(data)
 	if err != nil {
-		return meta.FieldErrors{meta.Invalid(p, "", err.Error())}
+		// The OpenAPI rules report what FromOpenAPIV3 refuses.
+		return nil
 	}
-	errs = checkDefaults(s, s, p, false)
-	sortErrors(errs)
-	return errs
+	return checkDefaults(s, s, p, false)
 }
 
 func sortErrors(errs meta.FieldErrors) {
@@ -97,9 +112,6 @@ func checkInvariants(m map[string]any, lvl level, p *meta.Path) meta.FieldErrors
 	embedded := flag(m, "x-kubernetes-embedded-resource")
 	intOrString := flag(m, "x-kubernetes-int-or-string")
 	preserve := flag(m, "x-kubernetes-preserve-unknown-fields")
-	if _, ok := m["$ref"]; ok {
-		errs = append(errs, meta.Forbidden(p.Child("$ref"), "$ref is not supported"))
-	}
 	items, hasItems := m["items"]
 	if typ == "array" && !hasItems {
 		errs = append(errs, meta.Required(p.Child("items"), "must be specified"))
@@ -344,11 +356,11 @@ func checkNestedComplete(v, s map[string]any, sPath, vPath *meta.Path) meta.Fiel
 	return errs
 }
 
-// checkDefaults checks every default of a structural schema: a default at
-// or inside the root's metadata is refused; any other must have no
-// unknown fields and be valid against its node's schema, embedded
-// resources and list types included. additionalProperties are not
-// followed, as kube-apiserver does not follow them.
+// checkDefaults checks every default of a structural schema but those in
+// the root's apiVersion, kind and metadata, which the OpenAPI rules refuse:
+// each must have no unknown fields and be valid against its node's schema,
+// embedded resources and list types included. additionalProperties are
+// not followed, as kube-apiserver does not follow them.
 func checkDefaults(s, root *schema.Schema, p *meta.Path, insideMeta bool) meta.FieldErrors {
 	if s == nil {
 		return nil
@@ -359,7 +371,6 @@ func checkDefaults(s, root *schema.Schema, p *meta.Path, insideMeta bool) meta.F
 		def := normalize(s.Default)
 		switch {
 		case insideMeta:
-			errs = append(errs, meta.Forbidden(dp, "must not be set inside metadata"))
 		default:
 			pruned := normalize(s.Default)
 			Prune(s, pruned, s.EmbeddedResource)
@@ -378,7 +389,7 @@ func checkDefaults(s, root *schema.Schema, p *meta.Path, insideMeta bool) meta.F
 		errs = append(errs, checkDefaults(s.Items, root, p.Child("items"), insideMeta)...)
 	}
 	for _, prop := range s.Properties {
-		inMeta := insideMeta || (s == root && prop.Name == "metadata")
+		inMeta := insideMeta || (s == root && (prop.Name == "metadata" || prop.Name == "kind" || prop.Name == "apiVersion"))
 		errs = append(errs, checkDefaults(prop.Schema, root, p.Child("properties").Key(prop.Name), inMeta)...)
 	}
 	return errs
