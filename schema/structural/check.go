@@ -20,8 +20,8 @@ import (
 //     x-kubernetes-preserve-unknown-fields), an object at the root; arrays
 //     have items; allOf, anyOf, oneOf and not hold value validations only
 //     (no type, default, description, nullable or x-kubernetes-*), except
-//     x-kubernetes-int-or-string's anyOf [integer, string], and name no
-//     property or items the node itself lacks; embedded resources are
+//     x-kubernetes-int-or-string's anyOf [integer, string], and the root's
+//     name no property or items the schema lacks; embedded resources are
 //     objects with properties or preserving unknown fields, without
 //     additionalProperties; root metadata specifies only name and
 //     generateName; apiVersion and kind are strings; patterns compile;
@@ -190,10 +190,30 @@ func metadataOnlyNames(md map[string]any) bool {
 				}
 			}
 		default:
-			return false
+			if !isZero(md[k]) {
+				return false
+			}
 		}
 	}
 	return true
+}
+
+// isZero reports whether a schema field states nothing: false, "", null
+// or an empty list or object.
+func isZero(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return true
+	case bool:
+		return !t
+	case string:
+		return t == ""
+	case []any:
+		return len(t) == 0
+	case map[string]any:
+		return len(t) == 0
+	}
+	return false
 }
 
 // isIntOrStringAnyOf is the anyOf [{type: integer}, {type: string}] that
@@ -266,6 +286,8 @@ var nestedForbidden = []struct {
 	{"x-kubernetes-int-or-string", "must be false to be structural", isTrue},
 	{"x-kubernetes-list-map-keys", "must be empty to be structural", func(v any) bool { l, _ := v.([]any); return len(l) > 0 }},
 	{"x-kubernetes-list-type", "must be undefined to be structural", func(any) bool { return true }},
+	{"x-kubernetes-map-type", "must be undefined to be structural", func(any) bool { return true }},
+	{"x-kubernetes-validations", "must be empty to be structural", func(v any) bool { l, _ := v.([]any); return len(l) > 0 }},
 }
 
 func nonEmptyString(v any) bool { s, _ := v.(string); return s != "" }
@@ -295,25 +317,15 @@ func checkNested(m map[string]any, skipAnyOf bool, p *meta.Path) meta.FieldError
 	return errs
 }
 
-// checkCompleteness checks that every property and items a value
-// validation names is specified by the node it validates, at every node.
+// checkCompleteness checks that every property and items the root's value
+// validations name is specified by the schema itself. Like kube-apiserver,
+// it starts at the root's junctors only: a junctor deeper down may name
+// what its node lacks.
 func checkCompleteness(m map[string]any, p *meta.Path) meta.FieldErrors {
 	if m == nil {
 		return nil
 	}
-	errs := checkJunctorsComplete(m, m, p, p)
-	if items := obj(m, "items"); items != nil {
-		errs = append(errs, checkCompleteness(items, p.Child("items"))...)
-	}
-	props := obj(m, "properties")
-	for _, k := range sortedKeys(props) {
-		pm, _ := props[k].(map[string]any)
-		errs = append(errs, checkCompleteness(pm, p.Child("properties").Key(k))...)
-	}
-	if ap := obj(m, "additionalProperties"); ap != nil {
-		errs = append(errs, checkCompleteness(ap, p.Child("additionalProperties"))...)
-	}
-	return errs
+	return checkJunctorsComplete(m, m, p, p)
 }
 
 // checkJunctorsComplete checks the junctors of v against the node s.

@@ -32,6 +32,9 @@ func Prune(s *schema.Schema, value any, root bool) []string {
 		}
 	}
 	p := pruner{}
+	if root {
+		p.root = s
+	}
 	p.prune(value, s, nil)
 	pruneNulls(value, s)
 	sort.Strings(p.pruned)
@@ -40,6 +43,39 @@ func Prune(s *schema.Schema, value any, root bool) []string {
 
 type pruner struct {
 	pruned []string
+	// root is the schema of the resource itself, whose metadata the
+	// registry decodes; nil when Prune was not given a whole resource.
+	root *schema.Schema
+}
+
+// objectMetaFields are the fields of ObjectMeta: what an embedded
+// resource's metadata keeps, as kube-apiserver's metadata coercion keeps
+// it.
+var objectMetaFields = map[string]bool{
+	"name": true, "generateName": true, "namespace": true, "selfLink": true, "uid": true,
+	"resourceVersion": true, "generation": true, "creationTimestamp": true, "deletionTimestamp": true,
+	"deletionGracePeriodSeconds": true, "labels": true, "annotations": true, "ownerReferences": true,
+	"finalizers": true, "managedFields": true,
+}
+
+// keepMeta reports whether k is one of the meta fields an embedded
+// resource keeps; an embedded resource's metadata loses its unknown fields
+// on the way, as kube-apiserver's metadata coercion drops them.
+func (p *pruner) keepMeta(s *schema.Schema, k string, v any, path []pathElem) bool {
+	if !s.EmbeddedResource || !isMetaField(k, v) {
+		return false
+	}
+	if md, ok := v.(map[string]any); ok && k == "metadata" && s != p.root {
+		key := k
+		at := append(path, pathElem{key: &key})
+		for mk := range md {
+			if !objectMetaFields[mk] {
+				p.pruned = append(p.pruned, renderPath(at, mk))
+				delete(md, mk)
+			}
+		}
+	}
+	return true
 }
 
 // pathElem is one step of the path being pruned: a key, or an index when
@@ -89,7 +125,7 @@ func (p *pruner) prune(x any, s *schema.Schema, path []pathElem) {
 	switch t := x.(type) {
 	case map[string]any:
 		for k, v := range t {
-			if s != nil && s.EmbeddedResource && isMetaField(k, v) {
+			if s != nil && p.keepMeta(s, k, v, path) {
 				continue
 			}
 			var sub *schema.Schema
@@ -126,7 +162,7 @@ func (p *pruner) skip(x any, s *schema.Schema, path []pathElem) {
 	switch t := x.(type) {
 	case map[string]any:
 		for k, v := range t {
-			if s.EmbeddedResource && isMetaField(k, v) {
+			if p.keepMeta(s, k, v, path) {
 				continue
 			}
 			key := k
