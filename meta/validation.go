@@ -169,3 +169,22 @@ func ValidateLabelValue(value string) []string {
 	}
 	return errs
 }
+
+const (
+	dns1035LabelFmt      = "[a-z]([-a-z0-9]*[a-z0-9])?"
+	dns1035LabelErrorMsg = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character"
+)
+
+// ValidateDNS1035Label returns the problems of value as an RFC 1035 label
+// (the rule for the resource and version names of a
+// CustomResourceDefinition); none when it is valid.
+func ValidateDNS1035Label(value string) []string {
+	var errs []string
+	if len(value) > dns1123LabelMaxLen {
+		errs = append(errs, maxLenError(dns1123LabelMaxLen))
+	}
+	if !isDNS1123Label(value) || value[0] < 'a' || value[0] > 'z' {
+		errs = append(errs, regexError(dns1035LabelErrorMsg, dns1035LabelFmt, "my-name", "abc-123"))
+	}
+	return errs
+}

@@ -55,6 +55,10 @@ type Options[T meta.Object] struct {
 	NameValidator NameValidator
 	// Columns are extra Table columns after NAME (AGE comes last).
 	Columns []Column[T]
+	// NoAgeColumn leaves AGE out of Tables: the Columns are all there is
+	// after NAME (a CustomResourceDefinition's printer columns, which
+	// show age as a column of their own when they do).
+	NoAgeColumn bool
 	// Fields returns selectable fields beyond metadata.name and
 	// metadata.namespace, which are always selectable. It must return the
 	// same field names for every object, an empty one included: a field

@@ -26,12 +26,16 @@ var (
 		Description: "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC."}
 )
 
-// tableColumns returns the column definitions: Name, the custom ones, Age.
+// tableColumns returns the column definitions: Name, the custom ones, Age
+// (unless NoAgeColumn).
 func (s *Store[T]) tableColumns() []meta.TableColumnDefinition {
 	cols := make([]meta.TableColumnDefinition, 0, len(s.opts.Columns)+2)
 	cols = append(cols, nameColumn)
 	for _, c := range s.opts.Columns {
 		cols = append(cols, meta.TableColumnDefinition{Name: c.Name, Type: c.Type, Format: c.Format, Description: c.Description, Priority: c.Priority})
+	}
+	if s.opts.NoAgeColumn {
+		return cols
 	}
 	return append(cols, ageColumn)
 }
@@ -43,6 +47,9 @@ func (s *Store[T]) tableCells(obj T, now time.Time) []any {
 	cells = append(cells, m.Name)
 	for _, c := range s.opts.Columns {
 		cells = append(cells, c.Value(obj))
+	}
+	if s.opts.NoAgeColumn {
+		return cells
 	}
 	return append(cells, TimestampSince(m.CreationTimestamp, now))
 }
