@@ -50,6 +50,8 @@ func TestValidateMessages(t *testing.T) {
 		"(e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
 	const labelMsg = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character " +
 		"(e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+	const dns1035Msg = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character " +
+		"(e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
 	tests := []struct {
 		name string
 		fn   func(string) []string
@@ -77,6 +79,10 @@ func TestValidateMessages(t *testing.T) {
 		{"label value ok", ValidateLabelValue, "v1.2_3-x", nil},
 		{"label value bad", ValidateLabelValue, "a b", []string{k8sLabelValueMsg}},
 		{"label value too long", ValidateLabelValue, strings.Repeat("x", 64), []string{"must be no more than 63 characters"}},
+		{"1035 label ok", ValidateDNS1035Label, "v1beta1", nil},
+		{"1035 label starting with a digit", ValidateDNS1035Label, "1v", []string{dns1035Msg}},
+		{"1035 label with a dot", ValidateDNS1035Label, "a.b", []string{dns1035Msg}},
+		{"1035 label too long", ValidateDNS1035Label, strings.Repeat("a", 64), []string{"must be no more than 63 characters"}},
 	}
 	for _, tt := range tests {
 		if got := tt.fn(tt.in); !reflect.DeepEqual(got, tt.want) {

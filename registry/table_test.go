@@ -199,3 +199,29 @@ func TestDeleteCollection(t *testing.T) {
 		t.Error("the object with a finalizer was not marked for deletion")
 	}
 }
+
+// A store with NoAgeColumn shows its columns after NAME and nothing else,
+// as a CustomResourceDefinition's printer columns are shown.
+func TestTableNoAgeColumn(t *testing.T) {
+	st, _ := newWidgets(t, func(o *registry.Options[*Widget]) { o.NoAgeColumn = true })
+	mustCreate(t, st, widget("ns", "a", 3))
+	res := registry.Serve(st)
+	list, err := res.List(context.Background(), "ns", meta.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := res.Table(context.Background(), list.Items, meta.TableOptions{IncludeObject: meta.IncludeNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cols []string
+	for _, c := range tbl.ColumnDefinitions {
+		cols = append(cols, c.Name)
+	}
+	if want := []string{"Name", "Size", "Color"}; !slices.Equal(cols, want) {
+		t.Errorf("columns %v, want %v", cols, want)
+	}
+	if want := []any{"a", int64(3), "blue"}; !slices.Equal(tbl.Rows[0].Cells, want) {
+		t.Errorf("cells %v, want %v", tbl.Rows[0].Cells, want)
+	}
+}

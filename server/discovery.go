@@ -130,6 +130,9 @@ func aggregatedGroup(g *APIGroupInfo) meta.APIGroupDiscovery {
 				if sub.kind != "" {
 					kind = &meta.GroupVersionKindJSON{Group: g.Name, Version: v.Version, Kind: sub.kind}
 				}
+				if sub.kindGV != nil {
+					kind = &meta.GroupVersionKindJSON{Group: sub.kindGV.Group, Version: sub.kindGV.Version, Kind: kind.Kind}
+				}
 				rd.Subresources = append(rd.Subresources, meta.APISubresourceDiscovery{
 					Subresource: sub.name, ResponseKind: kind, Verbs: sub.verbs})
 			}

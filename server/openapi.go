@@ -18,6 +18,9 @@ import (
 func (s *GenericServer) OpenAPIDocuments() (*openapi.Documents, error) {
 	var resources []registry.Resource
 	for _, g := range s.APIGroups() {
+		if g.dynamic {
+			continue
+		}
 		for _, v := range g.Versions {
 			resources = append(resources, v.Resources...)
 		}

@@ -57,6 +57,10 @@ type HealthChecks struct {
 type APIGroupInfo struct {
 	Name     string
 	Versions []APIVersionInfo
+
+	// dynamic marks a group of SetDynamicGroups: its resources' routes are
+	// no WebService's, and its OpenAPI is its server's to publish.
+	dynamic bool
 }
 
 // APIVersionInfo is one version of an API group.
@@ -116,6 +120,9 @@ type GenericServer struct {
 	runtime          *runtimeState
 	// discoveryGroups, when set (SetDiscoveryGroups), is what /apis lists.
 	discoveryGroups atomic.Pointer[DiscoveryGroups]
+	// dynamicGroups, when set (SetDynamicGroups), adds groups served
+	// outside InstallAPIGroup.
+	dynamicGroups atomic.Pointer[func() []*APIGroupInfo]
 }
 
 // emptyDelegate ends a chain: it serves nothing but 404s.
@@ -263,13 +270,37 @@ func mergeChecks(a, b []HealthCheck) []HealthCheck {
 	return a
 }
 
-// APIGroups implements DelegationTarget: this server's groups and its delegates'.
+// APIGroups implements DelegationTarget: this server's groups (those
+// installed, then the dynamic ones) and its delegates'.
 func (s *GenericServer) APIGroups() []*APIGroupInfo {
 	s.mu.Lock()
 	groups := append([]*APIGroupInfo(nil), s.groups...)
 	s.mu.Unlock()
+	if f := s.dynamicGroups.Load(); f != nil {
+		for _, g := range (*f)() {
+			d := *g
+			d.dynamic = true
+			groups = append(groups, &d)
+		}
+	}
 	return append(groups, s.delegate.APIGroups()...)
 }
+
+// SetDynamicGroups adds the groups f returns, at each call, to those the
+// server offers discovery (its own /apis, and the servers' in front of
+// it). A server that serves groups that come and go while it runs, through
+// a handler of its own (the extensions server's custom resources, see
+// Handle), describes them so; their versions' subresources come from
+// APIVersionInfo.DescribeRoutes. f must be cheap and safe for concurrent
+// use: discovery calls it per request.
+func (s *GenericServer) SetDynamicGroups(f func() []*APIGroupInfo) {
+	s.dynamicGroups.Store(&f)
+}
+
+// StopWatches is closed when the server's watches are to end (shutdown),
+// for handlers a server serves outside InstallAPIGroup
+// (endpoints.Scope.StopWatches).
+func (s *GenericServer) StopWatches() <-chan struct{} { return s.stopWatches }
 
 // WebServices implements DelegationTarget: this server's and its delegates'.
 func (s *GenericServer) WebServices() []*restful.WebService {
@@ -452,15 +483,30 @@ func resourceListFor(gv meta.GroupVersion, v APIVersionInfo) *meta.APIResourceLi
 			if kind == "" {
 				kind = info.Kind
 			}
-			list.APIResources = append(list.APIResources, meta.APIResource{
+			ar := meta.APIResource{
 				Name: info.Resource + "/" + sub.name, Namespaced: info.NamespaceScoped,
 				Kind: kind, Verbs: sub.verbs,
-			})
+			}
+			if sub.kindGV != nil {
+				ar.Group, ar.Version = sub.kindGV.Group, sub.kindGV.Version
+			}
+			list.APIResources = append(list.APIResources, ar)
 		}
 	}
 	sort.SliceStable(list.APIResources, func(i, j int) bool { return list.APIResources[i].Name < list.APIResources[j].Name })
 	return list
 }
+
+// ResourceList returns the discovery document of the group-version v of
+// group (/apis/<group>/<version>), as the server writes it for the
+// versions it installs.
+func (v APIVersionInfo) ResourceList(group string) *meta.APIResourceList {
+	return resourceListFor(meta.GroupVersion{Group: group, Version: v.Version}, v)
+}
+
+// DiscoveryGroup returns the discovery document of g (/apis/<group>),
+// its first version preferred.
+func (g *APIGroupInfo) DiscoveryGroup() *meta.APIGroup { return apiGroupFor(g) }
 
 // apiGroupFor builds the discovery document of a group.
 func apiGroupFor(g *APIGroupInfo) *meta.APIGroup {

@@ -6,6 +6,7 @@ import (
 
 	restful "github.com/emicklei/go-restful/v3"
 
+	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/request"
 	"github.com/apikit-dev/apikit/server/endpoints"
 )
@@ -17,8 +18,11 @@ import (
 // WebService stays the one table of what a group-version serves.
 type subresource struct {
 	resource, name string
-	// kind is the route's MetadataKind, empty when the parent's kind.
+	// kind is the route's MetadataKind, empty when the parent's kind;
+	// kindGV the group-version of that kind when it is another group's
+	// (MetadataKindGroupVersion: a scale subresource's autoscaling/v1).
 	kind        string
+	kindGV      *meta.GroupVersion
 	verbs       []string
 	longRunning bool
 }
@@ -47,9 +51,13 @@ func subresourcesOf(ws *restful.WebService) []subresource {
 		}
 		long, _ := rt.Metadata[endpoints.MetadataLongRunning].(bool)
 		kind, _ := rt.Metadata[endpoints.MetadataKind].(string)
+		var kindGV *meta.GroupVersion
+		if gv, ok := rt.Metadata[endpoints.MetadataKindGroupVersion].(meta.GroupVersion); ok {
+			kindGV = &gv
+		}
 		i := slices.IndexFunc(out, func(s subresource) bool { return s.resource == parts[0] && s.name == parts[2] })
 		if i < 0 {
-			out = append(out, subresource{resource: parts[0], name: parts[2], kind: kind})
+			out = append(out, subresource{resource: parts[0], name: parts[2], kind: kind, kindGV: kindGV})
 			i = len(out) - 1
 		}
 		s := &out[i]
@@ -63,6 +71,18 @@ func subresourcesOf(ws *restful.WebService) []subresource {
 		}
 	}
 	return out
+}
+
+// DescribeRoutes sets the subresources discovery lists for v from the
+// routes of services, as InstallAPIGroup does for the WebServices it builds. A
+// server that serves a group-version through a handler of its own, never
+// installed (the extensions server's custom resources), describes its
+// routes so that discovery lists their status and scale subresources.
+func (v *APIVersionInfo) DescribeRoutes(services ...*restful.WebService) {
+	v.subresources = nil
+	for _, ws := range services {
+		v.subresources = append(v.subresources, subresourcesOf(ws)...)
+	}
 }
 
 // routeLongRunning reports whether info addresses a subresource route of

@@ -214,6 +214,10 @@ const (
 	MetadataList = "apikit.list"
 	// MetadataTag is the route's OpenAPI tag, e.g. wardleexamplecom_v1beta1.
 	MetadataTag = "apikit.tag"
+	// MetadataKindGroupVersion is the meta.GroupVersion of the route's
+	// MetadataKind when that kind is another group's, as a scale
+	// subresource answers autoscaling/v1 Scale: discovery names it.
+	MetadataKindGroupVersion = "apikit.kindGroupVersion"
 	// MetadataHandler is the route's http.Handler, which reads the path's
 	// wildcards with Request.PathValue: what the server dispatches to. Set
 	// it with To.

@@ -1,0 +1,244 @@
+package extensions
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	restful "github.com/emicklei/go-restful/v3"
+
+	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/registry"
+	"github.com/apikit-dev/apikit/schema"
+	"github.com/apikit-dev/apikit/server/endpoints"
+)
+
+// build makes what serving crd's custom resources needs: per served
+// version a registry.Store over the resource's storage (each version's
+// store has its own schema, columns and selectable fields; all read and
+// write objects in the storage version), its routes and their handler.
+func (s *Server) build(crd *CustomResourceDefinition) (*servedCRD, error) {
+	names := crd.Status.AcceptedNames
+	gr := meta.GroupResource{Group: crd.Spec.Group, Resource: names.Plural}
+	st, err := s.storage.For(gr)
+	if err != nil {
+		return nil, fmt.Errorf("extensions: storage for %s: %w", gr, err)
+	}
+	sc := &servedCRD{crd: crd, terminating: crd.Status.IsTrue(Terminating), versions: map[string]*servedVersion{}}
+	storageVersion := crd.Spec.StorageVersion()
+	type pending struct {
+		v      *CustomResourceDefinitionVersion
+		res    registry.Resource
+		set    *schema.Set
+		schema *schema.Schema
+	}
+	var all []pending
+	for i := range crd.Spec.Versions {
+		v := &crd.Spec.Versions[i]
+		if !v.Served {
+			continue
+		}
+		var shape *schema.Schema
+		if v.Schema != nil && len(v.Schema.OpenAPIV3Schema) > 0 {
+			if shape, err = schema.FromOpenAPIV3(v.Schema.OpenAPIV3Schema); err != nil {
+				return nil, fmt.Errorf("extensions: schema of %s %s: %w", crd.Name, v.Name, err)
+			}
+		} else {
+			shape = &schema.Schema{Type: "object", Unknown: true}
+		}
+		strategy := &crStrategy{schema: shape}
+		var status bool
+		if v.Subresources != nil && v.Subresources.Status != nil {
+			status = true
+		}
+		store, err := registry.NewStore(registry.Options[*Object]{
+			Resource:          gr,
+			Kind:              names.Kind,
+			SingularName:      names.Singular,
+			ShortNames:        names.ShortNames,
+			Categories:        names.Categories,
+			NamespaceScoped:   crd.Spec.Scope == NamespaceScoped,
+			StorageVersion:    storageVersion,
+			Strategy:          strategy,
+			Storage:           st,
+			StatusSubresource: status,
+			NoAgeColumn:       true,
+			Columns:           printerColumns(v.AdditionalPrinterColumns),
+			Fields:            selectableFields(v.SelectableFields),
+		})
+		if err != nil {
+			return nil, err
+		}
+		res, err := registry.ServeVersion(store, v.Name, registry.Conversion[*Object, *Object]{
+			ToStorage: func(o *Object) (*Object, error) { return o, nil },
+			FromStorage: func(o *Object) (*Object, error) {
+				// Objects are defaulted on their way out of storage as
+				// well, so that a default added to the schema later shows
+				// on objects stored before it, as kube-apiserver does.
+				c := o.deepCopy()
+				strategy.Default(c)
+				return c, nil
+			},
+		})
+		if err != nil {
+			return nil, err
+		}
+		set := schema.NewSet()
+		root, err := resourceSchema(set, shape)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, pending{v: v, res: res, set: set, schema: root})
+	}
+	for _, p := range all {
+		gv := meta.GroupVersion{Group: crd.Spec.Group, Version: p.v.Name}
+		ws := new(restful.WebService).Path("/apis/" + gv.String()).ApiVersion(gv.String())
+		endpoints.Install(ws, &endpoints.Scope{
+			Resource:            p.res,
+			Schemas:             p.set,
+			Schema:              p.schema,
+			Admission:           s.config.Admission,
+			MaxRequestBodyBytes: s.config.MaxRequestBodyBytes,
+			MaxObjectBytes:      s.config.MaxObjectBytes,
+			MinRequestTimeout:   s.config.MinRequestTimeout,
+			StopWatches:         s.GenericServer.StopWatches(),
+		})
+		if p.v.Subresources != nil && p.v.Subresources.Scale != nil {
+			maxBody := s.config.MaxRequestBodyBytes
+			if maxBody <= 0 {
+				maxBody = endpoints.DefaultMaxRequestBodyBytes
+			}
+			if err := installScale(ws, p.res, p.v.Subresources.Scale, maxBody); err != nil {
+				return nil, fmt.Errorf("extensions: scale of %s %s: %w", crd.Name, p.v.Name, err)
+			}
+		}
+		h, err := routeMux(ws)
+		if err != nil {
+			return nil, err
+		}
+		sc.versions[p.v.Name] = &servedVersion{resource: p.res, ws: ws, handler: h}
+	}
+	return sc, nil
+}
+
+// crStrategy defaults and validates custom resources by their version's
+// schema.
+type crStrategy struct {
+	registry.DefaultStrategy[*Object]
+	schema *schema.Schema
+}
+
+// Default fills the schema's defaults.
+func (c *crStrategy) Default(o *Object) {}
+
+// printerColumns turns a version's additionalPrinterColumns into Table
+// columns after NAME; without any, AGE, as kube-apiserver shows.
+func printerColumns(cols []CustomResourceColumnDefinition) []registry.Column[*Object] {
+	if len(cols) == 0 {
+		cols = []CustomResourceColumnDefinition{{Name: "Age", Type: "date", JSONPath: ".metadata.creationTimestamp",
+			Description: "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC."}}
+	}
+	out := make([]registry.Column[*Object], 0, len(cols))
+	for _, c := range cols {
+		desc := c.Description
+		if desc == "" {
+			desc = "Custom resource definition column (in JSONPath format): " + c.JSONPath
+		}
+		path, err := parseJSONPath(c.JSONPath)
+		out = append(out, registry.Column[*Object]{Name: c.Name, Type: c.Type, Format: c.Format, Description: desc, Priority: c.Priority,
+			Value: func(o *Object) any {
+				if err != nil {
+					return nil
+				}
+				v, ok := path.find(o)
+				if !ok {
+					return nil
+				}
+				return cell(c.Type, v)
+			}})
+	}
+	return out
+}
+
+// cell renders a printer column's value as kube-apiserver does: by the
+// column's type, nil when the value does not fit it.
+func cell(typ string, v any) any {
+	switch typ {
+	case "integer":
+		switch t := v.(type) {
+		case int64:
+			return t
+		case float64:
+			return int64(t)
+		}
+	case "number":
+		switch t := v.(type) {
+		case int64:
+			return float64(t)
+		case float64:
+			return t
+		}
+	case "boolean":
+		if b, ok := v.(bool); ok {
+			return b
+		}
+	case "string":
+		switch t := v.(type) {
+		case string:
+			return t
+		case nil:
+			return nil
+		}
+		b, err := registry.EncodeJSON(v)
+		if err != nil {
+			return nil
+		}
+		return string(b)
+	case "date":
+		if s, ok := v.(string); ok {
+			t, err := time.Parse(time.RFC3339, s)
+			if err != nil {
+				return "<invalid>"
+			}
+			return registry.TimestampSince(meta.NewTime(t), time.Now())
+		}
+	}
+	return nil
+}
+
+// selectableFields returns the store's Fields for a version's
+// selectableFields: each path's value as a field selector compares it.
+func selectableFields(fields []SelectableField) func(*Object) meta.Set {
+	if len(fields) == 0 {
+		return nil
+	}
+	type field struct {
+		name string
+		path jsonPath
+	}
+	var parsed []field
+	for _, f := range fields {
+		p, err := parseJSONPath(f.JSONPath)
+		if err != nil {
+			continue
+		}
+		parsed = append(parsed, field{name: f.JSONPath[1:], path: p})
+	}
+	return func(o *Object) meta.Set {
+		set := make(meta.Set, len(parsed))
+		for _, f := range parsed {
+			v, _ := f.path.find(o)
+			switch t := v.(type) {
+			case string:
+				set[f.name] = t
+			case bool:
+				set[f.name] = strconv.FormatBool(t)
+			case int64:
+				set[f.name] = strconv.FormatInt(t, 10)
+			default:
+				set[f.name] = ""
+			}
+		}
+		return set
+	}
+}

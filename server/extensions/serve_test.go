@@ -1,0 +1,272 @@
+package extensions_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apikit-dev/apikit/server"
+	"github.com/apikit-dev/apikit/server/extensions"
+	"github.com/apikit-dev/apikit/testenv"
+)
+
+// client talks to a test server as its administrator.
+type client struct {
+	t    *testing.T
+	host string
+	c    *http.Client
+}
+
+func startExtensions(t *testing.T) *client {
+	t.Helper()
+	env := testenv.Start(t, func(c *server.Config) (*server.GenericServer, error) {
+		completed, err := c.Complete()
+		if err != nil {
+			return nil, err
+		}
+		ext, err := extensions.New(completed, nil, extensions.Config{})
+		if err != nil {
+			return nil, err
+		}
+		return ext.GenericServer, nil
+	})
+	hc, err := env.HTTPClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc.Timeout = 30 * time.Second
+	return &client{t: t, host: env.Host, c: hc}
+}
+
+// do sends a request and returns the status and body.
+func (c *client) do(method, path, contentType, body string) (int, []byte) {
+	c.t.Helper()
+	req, err := http.NewRequest(method, c.host+path, strings.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := c.c.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return resp.StatusCode, b
+}
+
+func (c *client) must(want int, method, path, contentType, body string) map[string]any {
+	c.t.Helper()
+	code, b := c.do(method, path, contentType, body)
+	if code != want {
+		c.t.Fatalf("%s %s: %d, want %d: %s", method, path, code, want, b)
+	}
+	var m map[string]any
+	if len(bytes.TrimSpace(b)) > 0 && json.Unmarshal(b, &m) != nil {
+		c.t.Fatalf("%s %s: not a JSON object: %s", method, path, b)
+	}
+	return m
+}
+
+// eventually polls f until it returns "" or the deadline passes.
+func eventually(t *testing.T, what string, f func() string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		msg := f()
+		if msg == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s", what, msg)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+const widgetsCRD = `{
+  "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+  "metadata": {"name": "widgets.example.com"},
+  "spec": {
+    "group": "example.com", "scope": "Namespaced",
+    "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"], "categories": ["all"]},
+    "versions": [{
+      "name": "v1", "served": true, "storage": true,
+      "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {"color": {"type": "string"}, "replicas": {"type": "integer"}}},
+        "status": {"type": "object", "properties": {"replicas": {"type": "integer"}, "selector": {"type": "string"}}}}}},
+      "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas", "labelSelectorPath": ".status.selector"}},
+      "additionalPrinterColumns": [{"name": "Color", "type": "string", "jsonPath": ".spec.color"}, {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"}],
+      "selectableFields": [{"jsonPath": ".spec.color"}]
+    }]
+  }
+}`
+
+func condition(crd map[string]any, typ string) (status, reason, message string) {
+	st, _ := crd["status"].(map[string]any)
+	conds, _ := st["conditions"].([]any)
+	for _, c := range conds {
+		m := c.(map[string]any)
+		if m["type"] == typ {
+			return fmt.Sprint(m["status"]), fmt.Sprint(m["reason"]), fmt.Sprint(m["message"])
+		}
+	}
+	return "", "", ""
+}
+
+func (c *client) waitEstablished(name string) {
+	c.t.Helper()
+	eventually(c.t, name+" Established", func() string {
+		crd := c.must(200, "GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"+name, "", "")
+		if s, _, _ := condition(crd, "Established"); s != "True" {
+			return "not established: " + fmt.Sprint(crd["status"])
+		}
+		return ""
+	})
+}
+
+func TestCustomResourcesServed(t *testing.T) {
+	c := startExtensions(t)
+	const crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+	crd := c.must(201, "POST", crds, "application/json", widgetsCRD)
+	if got := crd["status"].(map[string]any)["storedVersions"]; fmt.Sprint(got) != "[v1]" {
+		t.Errorf("storedVersions = %v, want [v1]", got)
+	}
+	c.waitEstablished("widgets.example.com")
+	crd = c.must(200, "GET", crds+"/widgets.example.com", "", "")
+	if s, r, m := condition(crd, "NamesAccepted"); s != "True" || r != "NoConflicts" || m != "no conflicts found" {
+		t.Errorf("NamesAccepted = %s %s %s", s, r, m)
+	}
+	const widgets = "/apis/example.com/v1/namespaces/default/widgets"
+	eventually(t, "widgets served", func() string {
+		if code, b := c.do("GET", widgets, "", ""); code != 200 {
+			return fmt.Sprintf("%d %s", code, b)
+		}
+		return ""
+	})
+	w := c.must(201, "POST", widgets, "application/json",
+		`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1","labels":{"a":"b"}},"spec":{"color":"red","replicas":2},"status":{"replicas":9}}`)
+	if w["status"] != nil {
+		t.Errorf("create kept status %v: status is the subresource's", w["status"])
+	}
+	if g := w["metadata"].(map[string]any)["generation"]; fmt.Sprint(g) != "1" {
+		t.Errorf("generation = %v", g)
+	}
+	c.must(201, "POST", widgets, "application/json", `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w2"},"spec":{"color":"blue"}}`)
+
+	// Field selectors on the selectable field, label selectors.
+	l := c.must(200, "GET", widgets+"?fieldSelector=spec.color%3Dblue", "", "")
+	if items := l["items"].([]any); len(items) != 1 || items[0].(map[string]any)["metadata"].(map[string]any)["name"] != "w2" {
+		t.Errorf("fieldSelector spec.color=blue gave %v", items)
+	}
+	if l["kind"] != "WidgetList" || l["apiVersion"] != "example.com/v1" {
+		t.Errorf("list kind %v %v", l["kind"], l["apiVersion"])
+	}
+	l = c.must(200, "GET", widgets+"?labelSelector=a%3Db", "", "")
+	if items := l["items"].([]any); len(items) != 1 {
+		t.Errorf("labelSelector a=b gave %d items", len(items))
+	}
+
+	// The printer columns in a Table.
+	req, _ := http.NewRequest("GET", c.host+widgets, nil)
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := c.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table struct {
+		ColumnDefinitions []struct{ Name string }
+		Rows              []struct{ Cells []any }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&table); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var cols []string
+	for _, d := range table.ColumnDefinitions {
+		cols = append(cols, d.Name)
+	}
+	if strings.Join(cols, ",") != "Name,Color,Replicas" {
+		t.Errorf("columns %v, want Name,Color,Replicas", cols)
+	}
+	if len(table.Rows) != 2 || fmt.Sprint(table.Rows[0].Cells) != "[w1 red 2]" || fmt.Sprint(table.Rows[1].Cells) != "[w2 blue <nil>]" {
+		t.Errorf("rows %v", table.Rows)
+	}
+
+	// Status only through /status.
+	c.must(200, "PATCH", widgets+"/w1/status", "application/merge-patch+json", `{"status":{"replicas":2,"selector":"a=b"}}`)
+	w = c.must(200, "PATCH", widgets+"/w1", "application/merge-patch+json", `{"status":{"replicas":7}}`)
+	if r := w["status"].(map[string]any)["replicas"]; fmt.Sprint(r) != "2" {
+		t.Errorf("status.replicas = %v after a patch of the main resource, want 2", r)
+	}
+
+	// Scale.
+	sc := c.must(200, "GET", widgets+"/w1/scale", "", "")
+	if sc["kind"] != "Scale" || sc["apiVersion"] != "autoscaling/v1" || fmt.Sprint(sc["spec"]) != "map[replicas:2]" ||
+		fmt.Sprint(sc["status"]) != "map[replicas:2 selector:a=b]" {
+		t.Errorf("scale %v", sc)
+	}
+	c.must(200, "PATCH", widgets+"/w1/scale", "application/merge-patch+json", `{"spec":{"replicas":5}}`)
+	w = c.must(200, "GET", widgets+"/w1", "", "")
+	if r := w["spec"].(map[string]any)["replicas"]; fmt.Sprint(r) != "5" {
+		t.Errorf("spec.replicas = %v after scaling to 5", r)
+	}
+	if g := w["metadata"].(map[string]any)["generation"]; fmt.Sprint(g) != "2" {
+		t.Errorf("generation = %v after scaling, want 2", g)
+	}
+
+	// Discovery lists the resource with its subresources.
+	rl := c.must(200, "GET", "/apis/example.com/v1", "", "")
+	b, _ := json.Marshal(rl["resources"])
+	for _, want := range []string{`"name":"widgets"`, `"shortNames":["wd"]`, `"categories":["all"]`, `"name":"widgets/status"`,
+		`"group":"autoscaling","kind":"Scale","name":"widgets/scale"`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("discovery %s lacks %s", b, want)
+		}
+	}
+	groups := c.must(200, "GET", "/apis", "", "")
+	if b, _ := json.Marshal(groups); !strings.Contains(string(b), `"name":"example.com"`) {
+		t.Errorf("/apis lacks example.com: %s", b)
+	}
+
+	// Deleting the CRD deletes its custom resources first, then stops
+	// serving them.
+	c.must(200, "DELETE", crds+"/widgets.example.com", "", "")
+	eventually(t, "CRD deleted", func() string {
+		if code, b := c.do("GET", crds+"/widgets.example.com", "", ""); code != 404 {
+			return fmt.Sprintf("%d %s", code, b)
+		}
+		return ""
+	})
+	eventually(t, "widgets unserved", func() string {
+		if code, b := c.do("GET", widgets, "", ""); code != 404 {
+			return fmt.Sprintf("%d %s", code, b)
+		}
+		return ""
+	})
+	// Recreated, the CRD has no objects left from before.
+	c.must(201, "POST", crds, "application/json", widgetsCRD)
+	c.waitEstablished("widgets.example.com")
+	eventually(t, "widgets served again", func() string {
+		code, b := c.do("GET", widgets, "", "")
+		if code != 200 {
+			return fmt.Sprintf("%d %s", code, b)
+		}
+		var l struct{ Items []any }
+		json.Unmarshal(b, &l)
+		if len(l.Items) != 0 {
+			return fmt.Sprintf("%d widgets survived their CRD", len(l.Items))
+		}
+		return ""
+	})
+}
