@@ -13,8 +13,8 @@ import (
 // Keys under which derived forms of a stored value live in its storage.Memo.
 type (
 	decodedMemoKey struct{}
-	servedMemoKey  struct{ version string }
-	jsonMemoKey    struct{ version string }
+	servedMemoKey  struct{ version, epoch string }
+	jsonMemoKey    struct{ version, epoch string }
 )
 
 // decodeStored decodes a stored value and stamps its resourceVersion. With a

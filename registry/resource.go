@@ -156,12 +156,18 @@ type StorageConverter interface {
 type Conversion[S, V meta.Object] struct {
 	ToStorage   func(V) (S, error)
 	FromStorage func(S) (V, error)
+	// Epoch tells this conversion's results apart from another's of the
+	// same version in the memos of stored values, which the storage's
+	// cache shares between stores: a CRD whose schema changed serves its
+	// objects through a new conversion (new defaults), which must not be
+	// given what the old one left there.
+	Epoch string
 }
 
 // Serve serves a store in its storage version.
 func Serve[S meta.Object](st *Store[S]) Resource {
 	return &served[S, S]{st: st, version: st.opts.StorageVersion,
-		apiVersion: st.storageAPIVersion, key: jsonMemoKey{st.opts.StorageVersion}}
+		apiVersion: st.storageAPIVersion, key: jsonMemoKey{version: st.opts.StorageVersion}}
 }
 
 // ServeVersion serves a store in another version, converting with c.
@@ -175,7 +181,7 @@ func ServeVersion[S, V meta.Object](st *Store[S], version string, c Conversion[S
 	}
 	return &served[S, V]{st: st, version: version, conv: &c, vti: ti,
 		apiVersion: meta.GroupVersion{Group: st.opts.Resource.Group, Version: version}.String(),
-		key:        jsonMemoKey{version}}, nil
+		key:        jsonMemoKey{version, c.Epoch}}, nil
 }
 
 type served[S, V meta.Object] struct {
@@ -232,7 +238,7 @@ func (r *served[S, V]) toServed(obj S, memo *storage.Memo) (meta.Object, error) 
 	if r.conv == nil {
 		return obj, nil
 	}
-	if v, ok := memo.Load(servedMemoKey{r.version}); ok {
+	if v, ok := memo.Load(servedMemoKey{r.version, r.key.epoch}); ok {
 		return v.(meta.Object), nil
 	}
 	v, err := r.conv.FromStorage(obj)
@@ -241,7 +247,7 @@ func (r *served[S, V]) toServed(obj S, memo *storage.Memo) (meta.Object, error) 
 	}
 	tm := v.GetTypeMeta()
 	tm.APIVersion, tm.Kind = r.apiVersion, r.st.opts.Kind
-	return memo.LoadOrStore(servedMemoKey{r.version}, meta.Object(v)).(meta.Object), nil
+	return memo.LoadOrStore(servedMemoKey{r.version, r.key.epoch}, meta.Object(v)).(meta.Object), nil
 }
 
 // eager returns the item of an object the store just wrote or computed.

@@ -1,6 +1,7 @@
 package extensions
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/schema"
+	"github.com/apikit-dev/apikit/schema/structural"
 	"github.com/apikit-dev/apikit/server/endpoints"
 )
 
@@ -79,6 +81,9 @@ func (s *Server) build(crd *CustomResourceDefinition) (*servedCRD, error) {
 				strategy.Default(c)
 				return c, nil
 			},
+			// The CRD's revision: objects read through an older
+			// version of its schema are not served from the memo.
+			Epoch: crd.ResourceVersion,
 		})
 		if err != nil {
 			return nil, err
@@ -88,6 +93,12 @@ func (s *Server) build(crd *CustomResourceDefinition) (*servedCRD, error) {
 		if err != nil {
 			return nil, err
 		}
+		// Server-side apply merges by a named schema.
+		key := crd.Spec.Group + "/" + v.Name + "/" + names.Kind
+		if err := set.Add(key, root); err != nil {
+			return nil, err
+		}
+		root = &schema.Schema{Ref: key}
 		all = append(all, pending{v: v, res: res, set: set, schema: root})
 	}
 	for _, p := range all {
@@ -121,15 +132,43 @@ func (s *Server) build(crd *CustomResourceDefinition) (*servedCRD, error) {
 	return sc, nil
 }
 
-// crStrategy defaults and validates custom resources by their version's
-// schema.
+// crStrategy prunes, defaults and validates custom resources by their
+// version's schema (schema/structural), as kube-apiserver's custom
+// resource strategy does.
 type crStrategy struct {
 	registry.DefaultStrategy[*Object]
 	schema *schema.Schema
 }
 
-// Default fills the schema's defaults.
-func (c *crStrategy) Default(o *Object) {}
+var (
+	_ registry.Defaulter[*Object]      = (*crStrategy)(nil)
+	_ registry.StatusStrategy[*Object] = (*crStrategy)(nil)
+)
+
+// Default drops the fields the schema does not know, then fills its
+// defaults; the store calls it on every write, and the served version's
+// conversion on every read from storage.
+func (c *crStrategy) Default(o *Object) {
+	m := o.Fields()
+	structural.Prune(c.schema, m, true)
+	structural.Default(c.schema, m)
+	o.SetFields(m)
+}
+
+// Validate checks a new object against the schema.
+func (c *crStrategy) Validate(_ context.Context, o *Object) meta.FieldErrors {
+	return structural.Validate(c.schema, o.Fields())
+}
+
+// ValidateUpdate checks an updated object against the schema.
+func (c *crStrategy) ValidateUpdate(ctx context.Context, o, _ *Object) meta.FieldErrors {
+	return c.Validate(ctx, o)
+}
+
+// ValidateStatusUpdate checks an object whose status changed.
+func (c *crStrategy) ValidateStatusUpdate(ctx context.Context, o, _ *Object) meta.FieldErrors {
+	return c.Validate(ctx, o)
+}
 
 // printerColumns turns a version's additionalPrinterColumns into Table
 // columns after NAME; without any, AGE, as kube-apiserver shows.

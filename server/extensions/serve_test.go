@@ -270,3 +270,81 @@ func TestCustomResourcesServed(t *testing.T) {
 		return ""
 	})
 }
+
+const gizmosCRD = `{
+  "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+  "metadata": {"name": "gizmos.example.com"},
+  "spec": {
+    "group": "example.com", "scope": "Cluster",
+    "names": {"plural": "gizmos", "kind": "Gizmo"},
+    "versions": [{
+      "name": "v1", "served": true, "storage": true,
+      "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {
+          "size": {"type": "string", "default": "medium"%s},
+          "replicas": {"type": "integer", "maximum": 10}}}}}}
+    }]
+  }
+}`
+
+// Custom resources are pruned, defaulted (on writes and on reads from
+// storage) and validated by their schema, with kube-apiserver's messages.
+func TestCustomResourceSchemas(t *testing.T) {
+	c := startExtensions(t)
+	const crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+	crd := c.must(201, "POST", crds, "application/json", fmt.Sprintf(gizmosCRD, ""))
+	if n := crd["spec"].(map[string]any)["names"].(map[string]any); n["singular"] != "gizmo" || n["listKind"] != "GizmoList" {
+		t.Errorf("names not defaulted: %v", n)
+	}
+	c.waitEstablished("gizmos.example.com")
+	const gizmos = "/apis/example.com/v1/gizmos"
+	eventually(t, "gizmos served", func() string {
+		if code, b := c.do("GET", gizmos, "", ""); code != 200 {
+			return fmt.Sprintf("%d %s", code, b)
+		}
+		return ""
+	})
+	g := c.must(201, "POST", gizmos, "application/json", `{"apiVersion":"example.com/v1","kind":"Gizmo","metadata":{"name":"g1"},"spec":{"replicas":3,"color":"red"},"extra":1}`)
+	if fmt.Sprint(g["spec"]) != "map[replicas:3 size:medium]" || g["extra"] != nil {
+		t.Errorf("not defaulted and pruned: %v", g)
+	}
+	code, b := c.do("POST", gizmos, "application/json", `{"apiVersion":"example.com/v1","kind":"Gizmo","metadata":{"name":"g2"},"spec":{"replicas":11}}`)
+	if want := `Gizmo.example.com \"g2\" is invalid: spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10`; code != 422 || !strings.Contains(string(b), want) {
+		t.Errorf("replicas 11: %d %s, want 422 with %s", code, b, want)
+	}
+
+	// A default the schema gains later shows on objects stored before.
+	cur := c.must(200, "GET", crds+"/gizmos.example.com", "", "")
+	vs := cur["spec"].(map[string]any)["versions"].([]any)
+	spec := vs[0].(map[string]any)["schema"].(map[string]any)["openAPIV3Schema"].(map[string]any)["properties"].(map[string]any)["spec"].(map[string]any)
+	spec["properties"].(map[string]any)["shape"] = map[string]any{"type": "string", "default": "round"}
+	body, _ := json.Marshal(cur)
+	c.must(200, "PUT", crds+"/gizmos.example.com", "application/json", string(body))
+	eventually(t, "default on read", func() string {
+		g := c.must(200, "GET", gizmos+"/g1", "", "")
+		if fmt.Sprint(g["spec"]) != "map[replicas:3 shape:round size:medium]" {
+			return fmt.Sprint(g["spec"])
+		}
+		return ""
+	})
+
+	// Server-side apply creates and merges by the schema, recording
+	// managedFields.
+	g = c.must(201, "PATCH", gizmos+"/g3?fieldManager=alice", "application/apply-patch+yaml",
+		"apiVersion: example.com/v1\nkind: Gizmo\nmetadata: {name: g3}\nspec: {replicas: 1}\n")
+	mf, _ := json.Marshal(g["metadata"].(map[string]any)["managedFields"])
+	if !strings.Contains(string(mf), `"manager":"alice","operation":"Apply"`) || !strings.Contains(string(mf), `"f:replicas":{}`) {
+		t.Errorf("managedFields %s", mf)
+	}
+	code, b = c.do("PATCH", gizmos+"/g3?fieldManager=bob", "application/apply-patch+yaml",
+		"apiVersion: example.com/v1\nkind: Gizmo\nmetadata: {name: g3}\nspec: {replicas: 2}\n")
+	if code != 409 || !strings.Contains(string(b), `conflict with \"alice\"`) {
+		t.Errorf("second manager's apply: %d %s, want 409", code, b)
+	}
+
+	// A schema that is not structural is refused.
+	code, b = c.do("POST", crds, "application/json", strings.Replace(strings.Replace(fmt.Sprintf(gizmosCRD, ""), "gizmos", "gadgets", -1), `"type": "integer", "maximum": 10`, `"maximum": 10`, 1))
+	if code != 422 || !strings.Contains(string(b), "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[replicas].type: Required value: must not be empty for specified object fields") {
+		t.Errorf("non-structural schema: %d %s", code, b)
+	}
+}

@@ -1,12 +1,14 @@
 package extensions
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/schema"
+	"github.com/apikit-dev/apikit/schema/structural"
 )
 
 // MaxSelectableFields is how many selectable fields a version may have, as
@@ -192,8 +194,13 @@ func validateVersion(v *CustomResourceDefinitionVersion, p *meta.Path) meta.Fiel
 	if v.Schema == nil || len(v.Schema.OpenAPIV3Schema) == 0 {
 		errs = append(errs, meta.Required(sp, "schemas are required"))
 	} else {
-		s, err := schema.FromOpenAPIV3(v.Schema.OpenAPIV3Schema)
-		if err != nil {
+		var raw map[string]any
+		if err := json.Unmarshal(v.Schema.OpenAPIV3Schema, &raw); err != nil {
+			errs = append(errs, meta.Invalid(sp, "", "must be a JSON object"))
+		} else if serrs := structural.CheckStructural(raw, sp.String()); len(serrs) > 0 {
+			// apiextensions.k8s.io/v1 accepts structural schemas only.
+			errs = append(errs, serrs...)
+		} else if s, err := schema.FromOpenAPIV3(v.Schema.OpenAPIV3Schema); err != nil {
 			errs = append(errs, meta.Invalid(sp, "", err.Error()))
 		} else {
 			root = s
