@@ -132,7 +132,7 @@ func ValidateQualifiedName(value string) []string {
 			if name[j] == '/' {
 				// Kubernetes reports a second "/" as one error about the
 				// whole value, without looking at its parts.
-				return []string{"a qualified name " + regexError(qualifiedNameErrMsg, qualifiedNameFmt, "MyName", "my.name", "123-abc") +
+				return []string{"a valid label key " + regexError(qualifiedNameErrMsg, qualifiedNameFmt, "MyName", "my.name", "123-abc") +
 					" with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"}
 			}
 		}

@@ -370,8 +370,9 @@ func checkNestedComplete(v, s map[string]any, sPath, vPath *meta.Path) meta.Fiel
 
 // checkDefaults checks every default of a structural schema but those in
 // the root's apiVersion, kind and metadata, which the OpenAPI rules refuse:
-// each must have no unknown fields and be valid against its node's schema,
-// embedded resources and list types included. additionalProperties are
+// each must have no unknown fields and be valid against its node's schema
+// and as embedded resources (kube-apiserver does not hold defaults to the
+// list types). additionalProperties are
 // not followed, as kube-apiserver does not follow them.
 func checkDefaults(s, root *schema.Schema, p *meta.Path, insideMeta bool) meta.FieldErrors {
 	if s == nil {
@@ -381,20 +382,21 @@ func checkDefaults(s, root *schema.Schema, p *meta.Path, insideMeta bool) meta.F
 	if s.Default != nil {
 		dp := p.Child("default")
 		def := normalize(s.Default)
-		switch {
-		case insideMeta:
-		default:
+		if !insideMeta {
 			pruned := normalize(s.Default)
 			Prune(s, pruned, s.EmbeddedResource)
 			if !deepEqual(pruned, def) {
 				errs = append(errs, meta.Invalid(dp, def, "must not have unknown fields"))
-				break
 			}
-			v := &validator{base: dp}
-			v.node(s, def, "")
-			errs = append(errs, v.errs...)
-			errs = append(errs, validateEmbedded(s, def, dp)...)
-			errs = append(errs, validateListTypes(s, def, dp)...)
+			// As kube-apiserver: the embedded resources' errors, or else
+			// the schema's.
+			if embedded := validateEmbedded(s, def, dp); len(embedded) > 0 {
+				errs = append(errs, embedded...)
+			} else {
+				v := &validator{base: dp}
+				v.node(s, def, "")
+				errs = append(errs, v.errs...)
+			}
 		}
 	}
 	if s.Items != nil {

@@ -28,6 +28,21 @@ var unsupported = []struct{ key, msg string }{
 	{"$ref", "$ref is not supported"},
 }
 
+// statesSomething is how kube-apiserver tells an unsupported field is
+// set: an id or $ref that is not empty, patternProperties or definitions
+// with entries, additionalItems or dependencies at all.
+func statesSomething(key string, v any) bool {
+	switch key {
+	case "id":
+		s, _ := v.(string)
+		return s != ""
+	case "patternProperties", "definitions":
+		m, _ := v.(map[string]any)
+		return len(m) > 0
+	}
+	return v != nil
+}
+
 // usesUnsupported reports whether a schema uses what kube-apiserver cannot
 // turn into a structural schema at all; then only the OpenAPI walk's
 // errors are reported.
@@ -36,7 +51,7 @@ func usesUnsupported(m map[string]any) bool {
 		return false
 	}
 	for _, u := range unsupported {
-		if _, ok := m[u.key]; ok {
+		if v, ok := m[u.key]; ok && statesSomething(u.key, v) {
 			return true
 		}
 	}
@@ -97,12 +112,9 @@ func checkOpenAPI(m map[string]any, p *meta.Path, ctx openAPIContext, isRoot boo
 		errs = append(errs, meta.Forbidden(p.Child("default"), "must not be set "+ctx.forbidDefaults))
 	}
 	for _, u := range unsupported {
-		if _, ok := m[u.key]; ok && u.key != "$ref" {
+		if v, ok := m[u.key]; ok && statesSomething(u.key, v) {
 			errs = append(errs, meta.Forbidden(p.Child(u.key), u.msg))
 		}
-	}
-	if _, ok := m["$ref"]; ok {
-		errs = append(errs, meta.Forbidden(p.Child("$ref"), "$ref is not supported"))
 	}
 	if typ == "null" {
 		errs = append(errs, meta.Forbidden(p.Child("type"), "type cannot be set to null, use nullable as an alternative"))
@@ -302,9 +314,9 @@ func checkValidationRules(m map[string]any, p *meta.Path) meta.FieldErrors {
 		case trimmedRule == "":
 			errs = append(errs, meta.Required(rp.Child("rule"), "rule is not specified"))
 		case msg != "" && trimmedMsg == "":
-			errs = append(errs, meta.Invalid(rp.Child("message"), msg, "message must be non-empty if specified"))
+			errs = append(errs, meta.Invalid(rp.Child("message"), msg, "must be non-empty if specified"))
 		case strings.ContainsAny(trimmedMsg, "\n\r"):
-			errs = append(errs, meta.Invalid(rp.Child("message"), msg, "message must not contain line breaks"))
+			errs = append(errs, meta.Invalid(rp.Child("message"), msg, "must not contain line breaks"))
 		case strings.ContainsAny(trimmedRule, "\n\r") && trimmedMsg == "":
 			errs = append(errs, meta.Required(rp.Child("message"), "message must be specified if rule contains line breaks"))
 		}
@@ -316,10 +328,10 @@ func checkValidationRules(m map[string]any, p *meta.Path) meta.FieldErrors {
 		}
 		fp := str(rule, "fieldPath")
 		if fp != "" && strings.TrimSpace(fp) == "" {
-			errs = append(errs, meta.Invalid(rp.Child("fieldPath"), fp, "fieldPath must be non-empty if specified"))
+			errs = append(errs, meta.Invalid(rp.Child("fieldPath"), fp, "must be non-empty if specified"))
 		}
 		if strings.ContainsAny(fp, "\n\r") {
-			errs = append(errs, meta.Invalid(rp.Child("fieldPath"), fp, "fieldPath must not contain line breaks"))
+			errs = append(errs, meta.Invalid(rp.Child("fieldPath"), fp, "must not contain line breaks"))
 		}
 	}
 	return errs

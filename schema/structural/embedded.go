@@ -1,6 +1,8 @@
 package structural
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -48,10 +50,10 @@ func validateEmbedded(s *schema.Schema, value any, p *meta.Path) meta.FieldError
 func validateEmbeddedObject(x map[string]any, p *meta.Path) meta.FieldErrors {
 	var errs meta.FieldErrors
 	if _, ok := x["apiVersion"]; !ok {
-		errs = append(errs, meta.Required(p.Child("apiVersion"), "must not be empty"))
+		errs = append(errs, meta.Required(p.Child("apiVersion"), ""))
 	}
 	if _, ok := x["kind"]; !ok {
-		errs = append(errs, meta.Required(p.Child("kind"), "must not be empty"))
+		errs = append(errs, meta.Required(p.Child("kind"), ""))
 	}
 	if v, ok := x["apiVersion"]; ok {
 		ap := p.Child("apiVersion")
@@ -83,142 +85,152 @@ func validateEmbeddedObject(x map[string]any, p *meta.Path) meta.FieldErrors {
 	return errs
 }
 
-// embeddedMeta is the part of an embedded object's metadata that is
-// validated.
+// embeddedMeta is what is checked of an embedded object's metadata.
 type embeddedMeta struct {
-	name, generateName, namespace string
-	labels, annotations           map[string]string
-	finalizers                    []string
+	Name, GenerateName, Namespace string
+	Generation                    int64
+	Labels, Annotations           map[string]string
+	OwnerReferences               []ownerReference
+	Finalizers                    []string
 }
 
-// readEmbeddedMeta reads metadata the way decoding it into ObjectMeta
-// would, failing on a field of the wrong type.
-func readEmbeddedMeta(v any) (embeddedMeta, error) {
-	var m embeddedMeta
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return m, fmt.Errorf("expected object, got %s", describe(v))
-	}
-	str := func(k string, to *string) error {
-		f, ok := obj[k]
-		if !ok || f == nil {
-			return nil
-		}
-		s, ok := f.(string)
-		if !ok {
-			return fmt.Errorf(".metadata.%s accessor error: %v is of the type %s, expected string", k, f, describe(f))
-		}
-		*to = s
-		return nil
-	}
-	strMap := func(k string, to *map[string]string) error {
-		f, ok := obj[k]
-		if !ok || f == nil {
-			return nil
-		}
-		fm, ok := f.(map[string]any)
-		if !ok {
-			return fmt.Errorf(".metadata.%s accessor error: %v is of the type %s, expected map[string]interface{}", k, f, describe(f))
-		}
-		*to = make(map[string]string, len(fm))
-		for key, e := range fm {
-			s, ok := e.(string)
-			if !ok {
-				return fmt.Errorf(".metadata.%s accessor error: contains non-string value in the map under key %q: %v is of the type %s, expected string", k, key, e, describe(e))
-			}
-			(*to)[key] = s
-		}
-		return nil
-	}
-	for _, err := range []error{
-		str("name", &m.name), str("generateName", &m.generateName), str("namespace", &m.namespace),
-		strMap("labels", &m.labels), strMap("annotations", &m.annotations),
-	} {
-		if err != nil {
-			return m, err
-		}
-	}
-	if f, ok := obj["finalizers"]; ok && f != nil {
-		l, ok := f.([]any)
-		if !ok {
-			return m, fmt.Errorf(".metadata.finalizers accessor error: %v is of the type %s, expected []interface{}", f, describe(f))
-		}
-		for _, e := range l {
-			s, ok := e.(string)
-			if !ok {
-				return m, fmt.Errorf(".metadata.finalizers accessor error: contains non-string value in the slice: %v is of the type %s, expected string", e, describe(e))
-			}
-			m.finalizers = append(m.finalizers, s)
-		}
-	}
-	return m, nil
+type ownerReference struct {
+	APIVersion, Kind, Name, UID string
+	Controller                  *bool
 }
 
-// describe names a value's Go type as Kubernetes' unstructured accessors
-// do in their errors.
-func describe(v any) string {
-	switch v.(type) {
-	case map[string]any:
-		return "map[string]interface {}"
-	case []any:
-		return "[]interface {}"
-	case nil:
-		return "<nil>"
+// readEmbeddedMeta decodes metadata as kube-apiserver decodes it into an
+// ObjectMeta, failing with encoding/json's error for a field of the wrong
+// type.
+func readEmbeddedMeta(v any) (*embeddedMeta, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
 	}
-	return fmt.Sprintf("%T", v)
+	// Named as Kubernetes names them: encoding/json puts the type and
+	// field names in its messages.
+	type UID string
+	type OwnerReference struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Name       string `json:"name"`
+		UID        UID    `json:"uid"`
+		Controller *bool  `json:"controller,omitempty"`
+	}
+	type ObjectMeta struct {
+		Name                       string            `json:"name,omitempty"`
+		GenerateName               string            `json:"generateName,omitempty"`
+		Namespace                  string            `json:"namespace,omitempty"`
+		SelfLink                   string            `json:"selfLink,omitempty"`
+		UID                        UID               `json:"uid,omitempty"`
+		ResourceVersion            string            `json:"resourceVersion,omitempty"`
+		Generation                 int64             `json:"generation,omitempty"`
+		DeletionGracePeriodSeconds *int64            `json:"deletionGracePeriodSeconds,omitempty"`
+		Labels                     map[string]string `json:"labels,omitempty"`
+		Annotations                map[string]string `json:"annotations,omitempty"`
+		OwnerReferences            []OwnerReference  `json:"ownerReferences,omitempty"`
+		Finalizers                 []string          `json:"finalizers,omitempty"`
+	}
+	var m ObjectMeta
+	if err := json.Unmarshal(data, &m); err != nil {
+		msg := strings.NewReplacer("structural.ObjectMeta", "v1.ObjectMeta", "structural.UID", "types.UID").Replace(err.Error())
+		return nil, errors.New(msg)
+	}
+	out := &embeddedMeta{
+		Name: m.Name, GenerateName: m.GenerateName, Namespace: m.Namespace, Generation: m.Generation,
+		Labels: m.Labels, Annotations: m.Annotations, Finalizers: m.Finalizers,
+	}
+	for _, r := range m.OwnerReferences {
+		out.OwnerReferences = append(out.OwnerReferences, ownerReference{r.APIVersion, r.Kind, r.Name, string(r.UID), r.Controller})
+	}
+	return out, nil
 }
 
+// validateEmbeddedMetadata is kube-apiserver's ObjectMeta validation of an
+// embedded object's metadata, the name checked only when there is one
+// (kube checks a stand-in name: an embedded object's is often filled in
+// later).
 func validateEmbeddedMetadata(v any, p *meta.Path) meta.FieldErrors {
 	m, err := readEmbeddedMeta(v)
 	if err != nil {
 		return meta.FieldErrors{meta.Invalid(p, v, err.Error())}
 	}
 	var errs meta.FieldErrors
-	if m.generateName != "" {
-		for _, msg := range pathSegmentName(m.generateName, true) {
-			errs = append(errs, meta.Invalid(p.Child("generateName"), m.generateName, msg))
+	if m.GenerateName != "" {
+		for _, msg := range pathSegmentName(m.GenerateName, true) {
+			errs = append(errs, meta.Invalid(p.Child("generateName"), m.GenerateName, msg))
 		}
 	}
-	// kube-apiserver checks an embedded object without a name as if it
-	// had one: the name is often filled in later (a pod template's).
-	if m.name != "" {
-		for _, msg := range pathSegmentName(m.name, false) {
-			errs = append(errs, meta.Invalid(p.Child("name"), m.name, msg))
+	if m.Name != "" {
+		for _, msg := range pathSegmentName(m.Name, false) {
+			errs = append(errs, meta.Invalid(p.Child("name"), m.Name, msg))
 		}
 	}
-	if m.namespace != "" {
-		for _, msg := range meta.ValidateDNS1123Label(m.namespace) {
-			errs = append(errs, meta.Invalid(p.Child("namespace"), m.namespace, msg))
+	if m.Namespace != "" {
+		for _, msg := range meta.ValidateDNS1123Label(m.Namespace) {
+			errs = append(errs, meta.Invalid(p.Child("namespace"), m.Namespace, msg))
 		}
 	}
-	for _, k := range sortedStringKeys(m.labels) {
+	if m.Generation < 0 {
+		errs = append(errs, meta.Invalid(p.Child("generation"), m.Generation, "must be greater than or equal to 0"))
+	}
+	for _, k := range sortedStringKeys(m.Labels) {
 		for _, msg := range meta.ValidateQualifiedName(k) {
 			errs = append(errs, meta.Invalid(p.Child("labels"), k, msg))
 		}
-		for _, msg := range meta.ValidateLabelValue(m.labels[k]) {
-			errs = append(errs, meta.Invalid(p.Child("labels").Key(k), m.labels[k], msg))
+		for _, msg := range meta.ValidateLabelValue(m.Labels[k]) {
+			errs = append(errs, meta.Invalid(p.Child("labels"), m.Labels[k], msg))
 		}
 	}
 	total := 0
-	for _, k := range sortedStringKeys(m.annotations) {
+	for _, k := range sortedStringKeys(m.Annotations) {
 		for _, msg := range meta.ValidateQualifiedName(strings.ToLower(k)) {
 			errs = append(errs, meta.Invalid(p.Child("annotations"), k, msg))
 		}
-		total += len(k) + len(m.annotations[k])
+		total += len(k) + len(m.Annotations[k])
 	}
 	const totalAnnotationSizeLimit = 256 * 1024
 	if total > totalAnnotationSizeLimit {
 		errs = append(errs, meta.TooLong(p.Child("annotations"), "", totalAnnotationSizeLimit))
 	}
-	seen := make(map[string]bool, len(m.finalizers))
-	for i, f := range m.finalizers {
+	errs = append(errs, validateOwnerReferences(m.OwnerReferences, p.Child("ownerReferences"))...)
+	orphan, foreground := false, false
+	for _, f := range m.Finalizers {
 		for _, msg := range meta.ValidateQualifiedName(f) {
-			errs = append(errs, meta.Invalid(p.Child("finalizers").Index(i), f, msg))
+			errs = append(errs, meta.Invalid(p.Child("finalizers"), f, msg))
 		}
-		if seen[f] {
-			errs = append(errs, meta.Duplicate(p.Child("finalizers").Index(i), f))
+		orphan = orphan || f == "orphan"
+		foreground = foreground || f == "foregroundDeletion"
+	}
+	if orphan && foreground {
+		errs = append(errs, meta.Invalid(p.Child("finalizers"), m.Finalizers, "finalizer orphan and foregroundDeletion cannot be both set"))
+	}
+	return errs
+}
+
+func validateOwnerReferences(refs []ownerReference, p *meta.Path) meta.FieldErrors {
+	var errs meta.FieldErrors
+	controller := ""
+	for i, r := range refs {
+		rp := p.Index(i)
+		if r.APIVersion == "" {
+			errs = append(errs, meta.Required(rp.Child("apiVersion"), "must not be empty"))
+		} else if strings.Count(r.APIVersion, "/") > 1 || strings.HasSuffix(r.APIVersion, "/") {
+			errs = append(errs, meta.Invalid(rp.Child("apiVersion"), r.APIVersion, "must be <group>/<version> or <version>"))
 		}
-		seen[f] = true
+		for _, f := range []struct{ name, value string }{{"kind", r.Kind}, {"name", r.Name}, {"uid", r.UID}} {
+			if f.value == "" {
+				errs = append(errs, meta.Required(rp.Child(f.name), "must not be empty"))
+			}
+		}
+		if r.Controller != nil && *r.Controller {
+			name := r.Kind + "/" + r.Name
+			if controller != "" {
+				errs = append(errs, meta.Invalid(p, refs, fmt.Sprintf("Only one reference can have Controller set to true. Found \"true\" in references for %v and %v", controller, name)))
+			} else {
+				controller = name
+			}
+		}
 	}
 	return errs
 }

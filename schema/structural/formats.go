@@ -1,11 +1,11 @@
 package structural
 
 import (
-	"encoding/base64"
 	"net"
 	"net/mail"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -19,7 +19,7 @@ var formats = map[string]func(string) bool{
 	"email":        isEmail,
 	"hostname":     isHostname,
 	"ipv4":         func(s string) bool { return parseIPSloppy(s) != nil && strings.Contains(s, ".") },
-	"ipv6":         func(s string) bool { return parseIPSloppy(s) != nil && strings.Contains(s, ":") },
+	"ipv6":         func(s string) bool { return net.ParseIP(s) != nil && strings.Contains(s, ":") },
 	"cidr":         isCIDR,
 	"mac":          func(s string) bool { _, err := net.ParseMAC(s); return err == nil },
 	"uuid":         rxMatch(`(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$`),
@@ -30,10 +30,12 @@ var formats = map[string]func(string) bool{
 	"isbn10":       isISBN10,
 	"isbn13":       isISBN13,
 	"creditcard":   isCreditCard,
+	"k8sshortname": func(s string) bool { return len(s) <= 63 && rxShortName.MatchString(s) },
+	"k8slongname":  func(s string) bool { return len(s) <= 253 && rxLongName.MatchString(s) },
 	"ssn":          func(s string) bool { return len(s) == 11 && rxSSN.MatchString(s) },
 	"hexcolor":     rxMatch(`^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$`),
 	"rgbcolor":     rxMatch(`^rgb\(\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])\s*,\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])\s*,\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])\s*\)$`),
-	"byte":         func(s string) bool { _, err := base64.StdEncoding.DecodeString(s); return err == nil },
+	"byte":         rxMatch(`^(?:[A-Za-z0-9+\/]{4})*(?:[A-Za-z0-9+\/]{2}==|[A-Za-z0-9+\/]{3}=|[A-Za-z0-9+\/]{4})$`),
 	"password":     func(string) bool { return true },
 	"date":         isDate,
 	"duration":     isDuration,
@@ -58,12 +60,15 @@ func formatValid(normalized, s string) bool { return formats[normalized](s) }
 func rxMatch(p string) func(string) bool { return regexp.MustCompile(p).MatchString }
 
 var (
-	rxDNS1035  = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
-	rxSSN      = regexp.MustCompile(`^\d{3}[- ]?\d{2}[- ]?\d{4}$`)
-	rxHostname = regexp.MustCompile(`^([a-zA-Z0-9\p{S}\p{L}]((-?[a-zA-Z0-9\p{S}\p{L}]{0,62})?)|([a-zA-Z0-9\p{S}\p{L}](([a-zA-Z0-9-\p{S}\p{L}]{0,61}[a-zA-Z0-9\p{S}\p{L}])?)(\.)){1,}([a-zA-Z0-9\p{S}\p{L}])(-?[a-zA-Z0-9\p{S}\p{L}]){1,62})$`)
-	rxDateTime = regexp.MustCompile(`^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$`)
-	rxDuration = regexp.MustCompile(`^(\d+)\s*([A-Za-zµ]+)$`)
-	rxCard     = regexp.MustCompile(`^(?:4[0-9]{12}(?:[0-9]{3})?|5[1-5][0-9]{14}|(222[1-9]|22[3-9][0-9]|2[3-6][0-9]{2}|27[01][0-9]|2720)[0-9]{12}|6(?:011|5[0-9][0-9])[0-9]{12}|3[47][0-9]{13}|3(?:0[0-5]|[68][0-9])[0-9]{11}|(?:2131|1800|35\d{3})\d{11}|6[27][0-9]{14})$`)
+	rxDNS1035   = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
+	rxSSN       = regexp.MustCompile(`^\d{3}[- ]?\d{2}[- ]?\d{4}$`)
+	rxHostname  = regexp.MustCompile(`^([a-zA-Z0-9\p{S}\p{L}]((-?[a-zA-Z0-9\p{S}\p{L}]{0,62})?)|([a-zA-Z0-9\p{S}\p{L}](([a-zA-Z0-9-\p{S}\p{L}]{0,61}[a-zA-Z0-9\p{S}\p{L}])?)(\.)){1,}([a-zA-Z\p{L}]){2,63})$`)
+	rxDateTime  = regexp.MustCompile(`^([0-9]{2}):([0-9]{2}):([0-9]{2})(.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$`)
+	rxDuration  = regexp.MustCompile(`((\d+)\s*([A-Za-zµ]+))`)
+	rxCard      = regexp.MustCompile(`^(?:4[0-9]{12}(?:[0-9]{3})?|5[1-5][0-9]{14}|6(?:011|5[0-9][0-9])[0-9]{12}|3[47][0-9]{13}|3(?:0[0-5]|[68][0-9])[0-9]{11}|(?:2131|1800|35\d{3})\d{11})$`)
+	rxShortName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	rxLongName  = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	rxSpaceDash = regexp.MustCompile(`[\s-]+`)
 )
 
 func isURI(s string) bool {
@@ -148,22 +153,36 @@ func isDateTime(s string) bool {
 	return m[1] <= "23" && m[2] <= "59" && m[3] <= "59"
 }
 
-// durationUnits are the unit names go-openapi's duration format knows
-// besides Go's own.
-var durationUnits = map[string]bool{
-	"ns": true, "us": true, "µs": true, "ms": true, "s": true, "m": true, "h": true, "d": true, "w": true,
-	"nanosecond": true, "nanoseconds": true, "microsecond": true, "microseconds": true,
-	"millisecond": true, "milliseconds": true, "second": true, "seconds": true, "sec": true, "secs": true,
-	"minute": true, "minutes": true, "min": true, "mins": true, "hour": true, "hours": true, "hr": true, "hrs": true,
-	"day": true, "days": true, "week": true, "weeks": true,
+// durationUnits are the unit spellings go-openapi's duration format
+// knows besides Go's own: each group's last spelling also matches as a
+// prefix ("hours", "seconds").
+var durationUnits = [][]string{
+	{"ns", "nano"}, {"us", "µs", "micro"}, {"ms", "milli"}, {"s", "sec"},
+	{"m", "min"}, {"h", "hr", "hour"}, {"d", "day"}, {"w", "wk", "week"},
 }
 
+// isDuration is go-openapi's: a Go duration, or any number-and-unit pair
+// found in the string (kube-openapi does not anchor its match).
 func isDuration(s string) bool {
 	if _, err := time.ParseDuration(s); err == nil {
 		return true
 	}
-	m := rxDuration.FindStringSubmatch(s)
-	return m != nil && durationUnits[m[2]]
+	ok := false
+	for _, m := range rxDuration.FindAllStringSubmatch(s, -1) {
+		if _, err := strconv.Atoi(m[2]); err != nil {
+			return false
+		}
+		unit := strings.ToLower(strings.TrimSpace(m[3]))
+		for _, group := range durationUnits {
+			last := len(group) - 1
+			for i, v := range group {
+				if (i == last && strings.HasPrefix(unit, v)) || strings.EqualFold(v, unit) {
+					ok = true
+				}
+			}
+		}
+	}
+	return ok
 }
 
 func digitsOnly(s string) string {
@@ -177,7 +196,7 @@ func digitsOnly(s string) string {
 }
 
 func isISBN10(s string) bool {
-	s = strings.NewReplacer(" ", "", "-", "").Replace(s)
+	s = rxSpaceDash.ReplaceAllString(s, "")
 	if len(s) != 10 {
 		return false
 	}
@@ -198,7 +217,7 @@ func isISBN10(s string) bool {
 }
 
 func isISBN13(s string) bool {
-	s = strings.NewReplacer(" ", "", "-", "").Replace(s)
+	s = rxSpaceDash.ReplaceAllString(s, "")
 	if len(s) != 13 {
 		return false
 	}

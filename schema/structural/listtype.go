@@ -73,8 +73,10 @@ func repeatedItems(list []any) []int {
 }
 
 // validateListMap checks a map list: every item an object (or null), and
-// no two items with the same key values, a missing key taking its
-// default.
+// no two items with the same key values. An item without a key counts as
+// one more with no value for it (kube-apiserver does not apply defaults
+// here: they were applied before), and a duplicate is reported with the
+// key values it has.
 func validateListMap(s *schema.Schema, list []any, p *meta.Path) meta.FieldErrors {
 	for i, x := range list {
 		if _, ok := x.(map[string]any); x != nil && !ok {
@@ -84,33 +86,20 @@ func validateListMap(s *schema.Schema, list []any, p *meta.Path) meta.FieldError
 	if len(list) <= 1 {
 		return nil
 	}
-	var errs meta.FieldErrors
-	seen := make(map[string]bool, len(list))
+	keys := make([]any, len(list))
 	for i, x := range list {
-		if x == nil {
-			continue
-		}
-		item := x.(map[string]any)
-		keys := make(map[string]any, len(s.ListMapKeys))
+		item, _ := x.(map[string]any)
+		key := map[string]any{}
 		for _, k := range s.ListMapKeys {
 			if v, ok := item[k]; ok {
-				keys[k] = v
-			} else if s.Items != nil {
-				if ks, ok := s.Items.Property(k); ok && ks.Default != nil {
-					keys[k] = normalize(ks.Default)
-				}
+				key[k] = v
 			}
 		}
-		b, err := json.Marshal(keys)
-		if err != nil {
-			errs = append(errs, meta.Invalid(p.Index(i), x, "internal error"))
-			continue
-		}
-		if seen[string(b)] {
-			errs = append(errs, meta.Duplicate(p.Index(i), keys))
-			continue
-		}
-		seen[string(b)] = true
+		keys[i] = key
+	}
+	var errs meta.FieldErrors
+	for _, i := range repeatedItems(keys) {
+		errs = append(errs, meta.Duplicate(p.Index(i), keys[i]))
 	}
 	return errs
 }

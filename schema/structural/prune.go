@@ -62,7 +62,7 @@ var objectMetaFields = map[string]bool{
 // resource keeps; an embedded resource's metadata loses its unknown fields
 // on the way, as kube-apiserver's metadata coercion drops them.
 func (p *pruner) keepMeta(s *schema.Schema, k string, v any, path []pathElem) bool {
-	if !s.EmbeddedResource || !isMetaField(k, v) {
+	if !s.EmbeddedResource || !isMetaField(k) {
 		return false
 	}
 	if md, ok := v.(map[string]any); ok && k == "metadata" && s != p.root {
@@ -105,17 +105,10 @@ func renderPath(path []pathElem, key string) string {
 	return string(append(b, key...))
 }
 
-func isMetaField(k string, v any) bool {
-	switch k {
-	case "apiVersion", "kind":
-		_, ok := v.(string)
-		return ok
-	case "metadata":
-		_, ok := v.(map[string]any)
-		return ok
-	}
-	return false
-}
+// isMetaField reports whether k is one of the fields every Kubernetes
+// object has at its top: an embedded resource keeps them, whatever their
+// values, for the metadata checks to judge.
+func isMetaField(k string) bool { return k == "apiVersion" || k == "kind" || k == "metadata" }
 
 func (p *pruner) prune(x any, s *schema.Schema, path []pathElem) {
 	if s != nil && s.Unknown {
@@ -138,7 +131,11 @@ func (p *pruner) prune(x any, s *schema.Schema, path []pathElem) {
 				}
 			}
 			if !known {
-				p.pruned = append(p.pruned, renderPath(path, k))
+				// A top-level apiVersion, kind or metadata the schema
+				// does not keep goes silently, as in kube-apiserver.
+				if !isMetaField(k) || len(path) > 0 {
+					p.pruned = append(p.pruned, renderPath(path, k))
+				}
 				delete(t, k)
 				continue
 			}

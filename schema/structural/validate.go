@@ -50,6 +50,9 @@ type validator struct {
 	// base is the field the value validated sits at, nil for a whole
 	// custom resource (a CRD's default sits at its schema's path).
 	base *meta.Path
+	// keys are the kube-openapi messages of errs, seen the set of them.
+	keys []string
+	seen map[string]bool
 }
 
 // fieldPath turns a kube-openapi path ("spec.items[0]", or "" at the
@@ -71,10 +74,30 @@ func (v *validator) fieldPath(path string) *meta.Path {
 // them under a nil *field.Path, which prints as "<nil>".
 var rootPath = meta.NewPath("<nil>")
 
-func (v *validator) add(e *meta.FieldError) { v.errs = append(v.errs, e) }
+// add records an error unless one with the same kube-openapi message (key)
+// was: kube-openapi reports each message once per validation.
+func (v *validator) add(key string, e *meta.FieldError) {
+	if v.seen == nil {
+		v.seen = map[string]bool{}
+	}
+	if v.seen[key] {
+		return
+	}
+	v.seen[key] = true
+	v.errs = append(v.errs, e)
+	v.keys = append(v.keys, key)
+}
+
+// merge adds the errors of a subschema's validation.
+func (v *validator) merge(w *validator) {
+	for i, e := range w.errs {
+		v.add(w.keys[i], e)
+	}
+}
 
 func (v *validator) invalid(path string, value any, format string, args ...any) {
-	v.add(meta.Invalid(v.fieldPath(path), value, fmt.Sprintf(format, args...)))
+	msg := fmt.Sprintf(format, args...)
+	v.add(msg, meta.Invalid(v.fieldPath(path), value, msg))
 }
 
 // node validates value against s at path, in kube-openapi's order: type,
@@ -126,7 +149,7 @@ func jsonType(value any) (typ, format string) {
 	case int64:
 		return "integer", "int64"
 	case float64:
-		return "number", "double"
+		return "number", "float64"
 	case []any:
 		return "array", ""
 	case map[string]any:
@@ -137,8 +160,7 @@ func jsonType(value any) (typ, format string) {
 
 func (v *validator) checkType(s *schema.Schema, value any, path string) {
 	ts := types(s)
-	format := supportedFormat(s.Format)
-	if len(ts) == 0 && format == "" {
+	if len(ts) == 0 && schemaFormat(s) == "" {
 		return
 	}
 	name := strings.Join(ts, ",")
@@ -149,6 +171,7 @@ func (v *validator) checkType(s *schema.Schema, value any, path string) {
 		return
 	}
 	typ, valueFormat := jsonType(value)
+	format := schemaFormat(s)
 	has := func(t string) bool {
 		for _, x := range ts {
 			if x == t {
@@ -174,16 +197,26 @@ func (v *validator) checkType(s *schema.Schema, value any, path string) {
 }
 
 func (v *validator) typeError(path, want, got string) {
-	v.add(meta.TypeInvalid(v.fieldPath(path), got, fmt.Sprintf("%s in body must be of type %s: %q", path, want, got)))
+	msg := fmt.Sprintf("%s in body must be of type %s: %q", path, want, got)
+	v.add(msg, meta.TypeInvalid(v.fieldPath(path), got, msg))
 }
 
-// isJSONInteger reports whether f is integral within the range JSON
-// integers are exact in, as go-openapi's swag.IsFloat64AJSONInteger.
+// isJSONInteger is go-openapi's swag.IsFloat64AJSONInteger: f is within
+// the range JSON integers are exact in and integral up to a relative
+// error of 1e-9.
 func isJSONInteger(f float64) bool {
-	if math.IsNaN(f) || math.IsInf(f, 0) || f < -(1<<53) || f > 1<<53 {
+	const maxJSON = 1<<53 - 1
+	if math.IsNaN(f) || math.IsInf(f, 0) || f < -maxJSON || f > maxJSON {
 		return false
 	}
-	return f == math.Trunc(f)
+	r := math.Round(f)
+	if f == r {
+		return true
+	}
+	if r == 0 {
+		return false
+	}
+	return math.Abs(f-r) < 1e-9*math.Abs(r)
 }
 
 // checkCombinators validates allOf, anyOf, oneOf and not, whose
@@ -208,8 +241,8 @@ func (v *validator) checkCombinators(s *schema.Schema, value any, path string) {
 			}
 		}
 		if !ok {
-			v.add(meta.Invalid(v.fieldPath(""), "", fmt.Sprintf("%q must validate at least one schema (anyOf)", path)))
-			v.errs = append(v.errs, best.errs...)
+			v.invalid("", "", "%q must validate at least one schema (anyOf)", path)
+			v.merge(best)
 		}
 	}
 	if len(s.OneOf) > 0 {
@@ -231,9 +264,9 @@ func (v *validator) checkCombinators(s *schema.Schema, value any, path string) {
 			if valid > 1 {
 				more = fmt.Sprintf("Found %d valid alternatives", valid)
 			}
-			v.add(meta.Invalid(v.fieldPath(""), "", fmt.Sprintf("%q must validate one and only one schema (oneOf). %s", path, more)))
+			v.invalid("", "", "%q must validate one and only one schema (oneOf). %s", path, more)
 			if best != nil {
-				v.errs = append(v.errs, best.errs...)
+				v.merge(best)
 			}
 		}
 	}
@@ -244,18 +277,18 @@ func (v *validator) checkCombinators(s *schema.Schema, value any, path string) {
 			if len(w.errs) == 0 {
 				valid++
 			}
-			v.errs = append(v.errs, w.errs...)
+			v.merge(w)
 		}
 		if valid != len(s.AllOf) {
 			more := ""
 			if valid == 0 {
 				more = ". None validated"
 			}
-			v.add(meta.Invalid(v.fieldPath(""), "", fmt.Sprintf("%q must validate all the schemas (allOf)%s", path, more)))
+			v.invalid("", "", "%q must validate all the schemas (allOf)%s", path, more)
 		}
 	}
 	if s.Not != nil && len(sub(s.Not).errs) == 0 {
-		v.add(meta.Invalid(v.fieldPath(""), "", fmt.Sprintf("%q must not validate the schema (not)", path)))
+		v.invalid("", "", "%q must not validate the schema (not)", path)
 	}
 }
 
@@ -270,7 +303,7 @@ func (v *validator) checkString(s *schema.Schema, str string, path string) {
 		return n
 	}
 	if s.MaxLength != nil && length() > *s.MaxLength {
-		v.add(meta.TooLong(v.fieldPath(path), str, int(*s.MaxLength)))
+		v.add(fmt.Sprintf("%s in body should be at most %d chars long", path, *s.MaxLength), meta.TooLong(v.fieldPath(path), str, int(*s.MaxLength)))
 		return
 	}
 	if s.MinLength != nil && length() < *s.MinLength {
@@ -322,81 +355,14 @@ func compilePattern(p string) (*regexp.Regexp, error) {
 }
 
 func (v *validator) checkFormat(s *schema.Schema, str string, path string) {
-	format := supportedFormat(s.Format)
+	format := supportedFormat(schemaFormat(s))
 	if format == "" {
 		return
 	}
 	if !formatValid(format, str) {
-		v.add(meta.TypeInvalid(v.fieldPath(path), str, fmt.Sprintf("%s in body must be of type %s: %q", path, s.Format, str)))
+		msg := fmt.Sprintf("%s in body must be of type %s: %q", path, s.Format, str)
+		v.add(msg, meta.TypeInvalid(v.fieldPath(path), str, msg))
 	}
-}
-
-// asFloat returns a number as float64.
-func asFloat(value any) float64 {
-	switch t := value.(type) {
-	case int64:
-		return float64(t)
-	case float64:
-		return t
-	}
-	return 0
-}
-
-// checkNumber reports multipleOf, then minimum, then maximum.
-func (v *validator) checkNumber(s *schema.Schema, value any, path string) {
-	f := asFloat(value)
-	if s.MultipleOf != nil {
-		m := *s.MultipleOf
-		if m <= 0 {
-			v.invalid(path, m, "factor MultipleOf declared for %s must be positive: %v", path, m)
-		} else if !isMultiple(value, m) {
-			v.invalid(path, value, "%s in body should be a multiple of %v", path, m)
-		}
-	}
-	if s.Minimum != nil {
-		min := *s.Minimum
-		if s.ExclusiveMinimum && !greater(value, f, min) {
-			v.invalid(path, value, "%s in body should be greater than %v", path, min)
-		} else if !s.ExclusiveMinimum && less(value, f, min) {
-			v.invalid(path, value, "%s in body should be greater than or equal to %v", path, min)
-		}
-	}
-	if s.Maximum != nil {
-		max := *s.Maximum
-		if s.ExclusiveMaximum && !less(value, f, max) {
-			v.invalid(path, value, "%s in body should be less than %v", path, max)
-		} else if !s.ExclusiveMaximum && greater(value, f, max) {
-			v.invalid(path, value, "%s in body should be less than or equal to %v", path, max)
-		}
-	}
-}
-
-// less and greater compare a number with a bound exactly when both are
-// integers (an int64 beyond 2^53 loses precision as a float64).
-func less(value any, f, bound float64) bool {
-	if i, ok := value.(int64); ok && bound == math.Trunc(bound) && math.Abs(bound) < 1<<63 {
-		return i < int64(bound)
-	}
-	return f < bound
-}
-
-func greater(value any, f, bound float64) bool {
-	if i, ok := value.(int64); ok && bound == math.Trunc(bound) && math.Abs(bound) < 1<<63 {
-		return i > int64(bound)
-	}
-	return f > bound
-}
-
-func isMultiple(value any, m float64) bool {
-	if i, ok := value.(int64); ok && m == math.Trunc(m) && m < 1<<63 {
-		return i%int64(m) == 0
-	}
-	f := asFloat(value)
-	q := f / m
-	if m < 1 {
-		q = 1 / m * f
-	}
-	return isJSONInteger(q)
 }
 
 // checkList validates the items, then minItems, maxItems and uniqueItems.
@@ -411,7 +377,7 @@ func (v *validator) checkList(s *schema.Schema, list []any, path string) {
 		v.invalid(path, size, "%s in body should have at least %d items", path, *s.MinItems)
 	}
 	if s.MaxItems != nil && size > *s.MaxItems {
-		v.add(meta.TooMany(v.fieldPath(path), int(size), int(*s.MaxItems)))
+		v.add(fmt.Sprintf("%s in body should have at most %d items", path, *s.MaxItems), meta.TooMany(v.fieldPath(path), int(size), int(*s.MaxItems)))
 	}
 	if s.UniqueItems && hasDuplicates(list) {
 		v.invalid(path, "", "%s in body shouldn't contain duplicates", path)
@@ -454,7 +420,11 @@ func (v *validator) checkEnum(s *schema.Schema, value any, path string) {
 		b, _ := json.Marshal(normalize(e))
 		allowed = append(allowed, string(b))
 	}
-	v.add(meta.NotSupported(v.fieldPath(path), value, allowed))
+	values := make([]any, len(s.Enum))
+	for i, e := range s.Enum {
+		values[i] = normalize(e)
+	}
+	v.add(fmt.Sprintf("%s in body should be one of %v", path, values), meta.NotSupported(v.fieldPath(path), value, allowed))
 }
 
 func enumEqual(e, value any) bool {
@@ -481,18 +451,15 @@ func enumEqual(e, value any) bool {
 	return deepEqual(e, value)
 }
 
-// checkObject reports min/maxProperties (and stops there, as kube-openapi
-// does), then validates additional properties, then properties, then
-// reports missing required properties.
+// checkObject reports min/maxProperties, then validates additional
+// properties, then properties, then reports missing required properties.
 func (v *validator) checkObject(s *schema.Schema, m map[string]any, path string) {
 	n := int64(len(m))
 	if s.MinProperties != nil && n < *s.MinProperties {
 		v.invalid(path, n, "%s in body should have at least %d properties", path, *s.MinProperties)
-		return
 	}
 	if s.MaxProperties != nil && n > *s.MaxProperties {
-		v.add(meta.TooMany(v.fieldPath(path), int(n), int(*s.MaxProperties)))
-		return
+		v.add(fmt.Sprintf("%s in body should have at most %d properties", path, *s.MaxProperties), meta.TooMany(v.fieldPath(path), int(n), int(*s.MaxProperties)))
 	}
 	if s.AdditionalProperties != nil {
 		for _, k := range sortedKeys(m) {
@@ -512,7 +479,7 @@ func (v *validator) checkObject(s *schema.Schema, m map[string]any, path string)
 	}
 	for _, r := range s.Required {
 		if _, ok := m[r]; !ok {
-			v.add(meta.Required(v.fieldPath(path+"."+r), ""))
+			v.add(path+"."+r+" in body is required", meta.Required(v.fieldPath(path+"."+r), ""))
 		}
 	}
 }

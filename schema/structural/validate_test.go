@@ -44,8 +44,14 @@ func TestValidate(t *testing.T) {
 		{"maximum met", spec(`{"type":"integer","maximum":10}`), `{"spec":{"x":10}}`, nil},
 		{"exclusive maximum", spec(`{"type":"integer","maximum":10,"exclusiveMaximum":true}`), `{"spec":{"x":10}}`,
 			[]string{`spec.x: Invalid value: 10: spec.x in body should be less than 10`}},
-		{"minimum", spec(`{"type":"number","minimum":1.5}`), `{"spec":{"x":1}}`,
-			[]string{`spec.x: Invalid value: 1: spec.x in body should be greater than or equal to 1.5`}},
+		{"minimum", spec(`{"type":"number","minimum":1.5}`), `{"spec":{"x":1.2}}`,
+			[]string{`spec.x: Invalid value: 1.2: spec.x in body should be greater than or equal to 1.5`}},
+		{"an integer meets a bound truncated to an integer, as in kube", spec(`{"type":"number","minimum":1.5}`), `{"spec":{"x":1}}`, nil},
+		{"a fractional bound on an integer is itself reported", spec(`{"type":"integer","maximum":10.5}`), `{"spec":{"x":11}}`,
+			[]string{
+				`<nil>: Invalid value: "": Maximum boundary value must be of type integer (default format) in spec.x`,
+				`spec.x: Invalid value: 11: spec.x in body should be less than or equal to 10.5`,
+			}},
 		{"exclusive minimum", spec(`{"type":"number","minimum":0,"exclusiveMinimum":true}`), `{"spec":{"x":0}}`,
 			[]string{`spec.x: Invalid value: 0: spec.x in body should be greater than 0`}},
 		{"multipleOf", spec(`{"type":"integer","multipleOf":3}`), `{"spec":{"x":7}}`,
@@ -71,7 +77,10 @@ func TestValidate(t *testing.T) {
 		{"type string given an object", spec(`{"type":"string"}`), `{"spec":{"x":{}}}`,
 			[]string{`spec.x: Invalid value: "object": spec.x in body must be of type string: "object"`}},
 		{"type integer given a fraction", spec(`{"type":"integer"}`), `{"spec":{"x":1.5}}`,
-			[]string{`spec.x: Invalid value: "number": spec.x in body must be of type integer: "number"`}},
+			[]string{
+				`spec.x: Invalid value: "number": spec.x in body must be of type integer: "number"`,
+				`<nil>: Invalid value: "": Checked value must be of type integer (default format) in spec.x`,
+			}},
 		{"integral float is an integer", spec(`{"type":"integer"}`), `{"spec":{"x":2.0}}`, nil},
 		{"integer is a number", spec(`{"type":"number"}`), `{"spec":{"x":2}}`, nil},
 		{"null not nullable", spec(`{"type":"string"}`), `{"spec":{"x":null}}`,
@@ -102,14 +111,26 @@ func TestValidate(t *testing.T) {
 			[]string{`spec.x.k: Too long: may not be more than 1 byte`}},
 		{"minProperties", spec(`{"type":"object","minProperties":2,"additionalProperties":{"type":"string"}}`), `{"spec":{"x":{"a":"b"}}}`,
 			[]string{`spec.x: Invalid value: 1: spec.x in body should have at least 2 properties`}},
-		{"maxProperties stops there", spec(`{"type":"object","maxProperties":1,"additionalProperties":{"type":"integer"}}`), `{"spec":{"x":{"a":"b","c":"d"}}}`,
-			[]string{`spec.x: Too many: 2: must have at most 1 item`}},
+		{"maxProperties and the values", spec(`{"type":"object","maxProperties":1,"additionalProperties":{"type":"integer"}}`), `{"spec":{"x":{"a":"b","c":1}}}`,
+			[]string{
+				`spec.x: Too many: 2: must have at most 1 item`,
+				`spec.x.a: Invalid value: "string": spec.x.a in body must be of type integer: "string"`,
+			}},
 		{"format uuid", spec(`{"type":"string","format":"uuid"}`), `{"spec":{"x":"nope"}}`,
 			[]string{`spec.x: Invalid value: "nope": spec.x in body must be of type uuid: "nope"`}},
 		{"format date-time", spec(`{"type":"string","format":"date-time"}`), `{"spec":{"x":"2024-01-02 10:00"}}`,
 			[]string{`spec.x: Invalid value: "2024-01-02 10:00": spec.x in body must be of type date-time: "2024-01-02 10:00"`}},
 		{"format date-time valid", spec(`{"type":"string","format":"date-time"}`), `{"spec":{"x":"2024-01-02T10:00:00Z"}}`, nil},
-		{"format int32 is ignored", spec(`{"type":"integer","format":"int32"}`), `{"spec":{"x":9999999999}}`, nil},
+		{"format int32", spec(`{"type":"integer","format":"int32"}`), `{"spec":{"x":9999999999}}`,
+			[]string{`<nil>: Invalid value: "": Checked value must be of type integer with format int32 in spec.x`}},
+		{"format int64 given a float beyond it", spec(`{"type":"integer","format":"int64"}`), `{"spec":{"x":1e19}}`,
+			[]string{
+				`spec.x: Invalid value: "float64": spec.x in body must be of type int64: "float64"`,
+				`<nil>: Invalid value: "": Checked value must be of type integer with format int64 in spec.x`,
+			}},
+		{"format float", spec(`{"type":"number","format":"float"}`), `{"spec":{"x":1e39}}`,
+			[]string{`<nil>: Invalid value: "": Checked value must be of type number with format float in spec.x`}},
+		{"format int32 on a string is ignored", spec(`{"type":"string","format":"int32"}`), `{"spec":{"x":"x"}}`, nil},
 		{"unknown format is ignored", spec(`{"type":"string","format":"k8s-nonsense"}`), `{"spec":{"x":"%%"}}`, nil},
 		{"anyOf", spec(`{"type":"integer","anyOf":[{"minimum":5},{"maximum":1}]}`), `{"spec":{"x":3}}`,
 			[]string{
@@ -131,9 +152,12 @@ func TestValidate(t *testing.T) {
 		{"list-type map duplicates", spec(`{"type":"array","x-kubernetes-list-type":"map","x-kubernetes-list-map-keys":["name"],"items":{"type":"object","properties":{"name":{"type":"string"},"v":{"type":"integer"}}}}`),
 			`{"spec":{"x":[{"name":"a","v":1},{"name":"a","v":2}]}}`,
 			[]string{`spec.x[1]: Duplicate value: {"name":"a"}`}},
-		{"list-type map with a default key", spec(`{"type":"array","x-kubernetes-list-type":"map","x-kubernetes-list-map-keys":["name","proto"],"items":{"type":"object","properties":{"name":{"type":"string"},"proto":{"type":"string","default":"TCP"}}}}`),
-			`{"spec":{"x":[{"name":"a"},{"name":"a","proto":"TCP"},{"name":"a","proto":"UDP"}]}}`,
-			[]string{`spec.x[1]: Duplicate value: {"name":"a","proto":"TCP"}`}},
+		{"list-type map keys are compared as given (defaults come before)", spec(`{"type":"array","x-kubernetes-list-type":"map","x-kubernetes-list-map-keys":["name","proto"],"items":{"type":"object","properties":{"name":{"type":"string"},"proto":{"type":"string","default":"TCP"}}}}`),
+			`{"spec":{"x":[{"name":"a"},{"name":"a","proto":"TCP"},{"name":"a","proto":"UDP"},{"name":"b"},{"name":"b"}]}}`,
+			[]string{`spec.x[4]: Duplicate value: {"name":"b"}`}},
+		{"list-type map items without their key", spec(`{"type":"array","x-kubernetes-list-type":"map","x-kubernetes-list-map-keys":["name"],"items":{"type":"object","properties":{"name":{"type":"string"},"v":{"type":"integer"}}}}`),
+			`{"spec":{"x":[{"v":1},{"v":2}]}}`,
+			[]string{`spec.x[1]: Duplicate value: {}`}},
 		{"list-type map items must be objects", spec(`{"type":"array","x-kubernetes-list-type":"map","x-kubernetes-list-map-keys":["name"],"items":{"type":"object","properties":{"name":{"type":"string"}}}}`),
 			`{"spec":{"x":[1]}}`,
 			[]string{
@@ -143,7 +167,7 @@ func TestValidate(t *testing.T) {
 		{"embedded resource", spec(`{"type":"object","x-kubernetes-embedded-resource":true,"x-kubernetes-preserve-unknown-fields":true}`),
 			`{"spec":{"x":{"kind":"Pod","metadata":{"name":"a/b","labels":{"-bad":"x"}}}}}`,
 			[]string{
-				`spec.x.apiVersion: Required value: must not be empty`,
+				`spec.x.apiVersion: Required value`,
 				`spec.x.metadata.name: Invalid value: "a/b": may not contain '/'`,
 				`spec.x.metadata.labels: Invalid value: "-bad": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
 			}},
@@ -183,7 +207,7 @@ func TestFormats(t *testing.T) {
 		{"uuid", []string{"123e4567-e89b-12d3-a456-426614174000", "123E4567E89B12D3A456426614174000"}, []string{"x", "123e4567-e89b-12d3-a456-42661417400"}},
 		{"date-time", []string{"2024-01-02T10:00:00Z", "2024-01-02T10:00:00.5+01:00", "2024-01-02t10:00:00z"}, []string{"2024-01-02", "2024-01-02T25:00:00Z", "2024-13-02T10:00:00Z"}},
 		{"date", []string{"2024-02-29"}, []string{"2023-02-29", "24-01-01"}},
-		{"byte", []string{"aGVsbG8=", ""}, []string{"not base64!"}},
+		{"byte", []string{"aGVsbG8=", "aGk="}, []string{"not base64!", ""}},
 		{"hostname", []string{"example.com", "a", "my-host.example.com"}, []string{"-a.com", "a..b", strings.Repeat("a", 64) + ".com"}},
 		{"ipv4", []string{"10.0.0.1", "010.0.0.1"}, []string{"10.0.0", "::1", "256.0.0.1"}},
 		{"ipv6", []string{"::1", "fe80::1"}, []string{"10.0.0.1", "x"}},
@@ -198,6 +222,8 @@ func TestFormats(t *testing.T) {
 		{"ssn", []string{"123-45-6789"}, []string{"123456789x"}},
 		{"hexcolor", []string{"#fff", "a0b1c2"}, []string{"#ffff"}},
 		{"rgbcolor", []string{"rgb(255, 0, 10)"}, []string{"rgb(256,0,0)"}},
+		{"k8s-short-name", []string{"my-name", "a"}, []string{"My-name", "-a", strings.Repeat("a", 64)}},
+		{"k8s-long-name", []string{"a.b-c.d"}, []string{"a..b", "A.b", strings.Repeat("a", 254)}},
 		{"bsonobjectid", []string{"507f1f77bcf86cd799439011"}, []string{"507f1f77bcf86cd79943901"}},
 		{"password", []string{"anything"}, nil},
 	}
@@ -218,9 +244,9 @@ func TestFormats(t *testing.T) {
 			}
 		}
 	}
-	for _, f := range []string{"int32", "int64", "float", "double", "k8s-short-name", ""} {
+	for _, f := range []string{"int32", "int64", "float", "double", "k8s-nonsense", ""} {
 		if supportedFormat(f) != "" {
-			t.Errorf("format %q is validated; kube-apiserver ignores it", f)
+			t.Errorf("format %q is validated as a string format; kube-apiserver does not", f)
 		}
 	}
 }
