@@ -194,7 +194,7 @@ func BenchmarkApply(b *testing.B) {
 	c.cancel()
 	c.wg.Wait()
 	value := benchValue(0)
-	rev := c.rev.Load()
+	rev := c.h.Revision()
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
@@ -250,7 +250,7 @@ func BenchmarkWatchNamespaces(b *testing.B) {
 	c := testCacher(b, newMemory())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	from := c.rev.Load()
+	from := c.h.Revision()
 	got := make([]chan struct{}, watchers)
 	var wg sync.WaitGroup
 	for i := range watchers {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/apikit-dev/apikit/storage"
-	"github.com/apikit-dev/apikit/storage/internal/keyindex"
+	"github.com/apikit-dev/apikit/storage/internal/history"
 )
 
 // Defaults of the options.
@@ -57,8 +57,6 @@ type config struct {
 	bookmarkInterval time.Duration
 	maxRevisionWait  time.Duration
 	logger           *slog.Logger
-	// fresh is how long a dynamic window keeps changes; tests shorten it.
-	fresh time.Duration
 }
 
 // WithCapacity sets the window: how many changes the cache keeps for
@@ -111,7 +109,6 @@ type Cacher struct {
 	backend storage.Interface
 	root    string
 	cfg     config
-	start   time.Time
 
 	// ctx ends at Close; wg counts the goroutines the cacher owns (not
 	// those of its watchers, which Close stops one by one).
@@ -119,60 +116,23 @@ type Cacher struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	// ready is true while the cache holds a complete state: reads are
-	// served by the backend before (and while a lost backend watch is
-	// replaced by a new list).
-	ready   atomic.Bool
+	// h holds the state at every revision of the window and the window's
+	// changes, and serves the watches. It is ready while the cache holds a
+	// complete state: reads are served by the backend before (and while a
+	// lost backend watch is replaced by a new list).
+	h       *history.History[*entry]
 	readyCh chan struct{} // closed when first ready
-	// rev mirrors the revision the cache has seen everything up to, for
-	// checks without the lock.
-	rev atomic.Int64
-
-	mu sync.RWMutex
-	// records and index hold every key with history in the window.
-	records map[string]*record
-	index   *keyindex.Index[*record]
-	// live counts the keys that exist at the latest revision.
-	live int
-	// events is the window, oldest first; events[0] has sequence number
-	// firstSeq. Watchers read it by sequence number.
-	events   []event
-	firstSeq uint64
-	// seen is the revision the cache has seen everything up to.
-	seen int64
-	// floor is the oldest revision whose state the cache can serve;
-	// watchFloor the oldest revision a watch can start from (every later
-	// change is in the window). floor >= watchFloor.
-	floor, watchFloor int64
-	// compactTo evicts changes older than it, whatever the capacity.
-	compactTo int64
-	// epoch counts the times the state was replaced by a new list:
-	// watchers of an older epoch are ended.
-	epoch uint64
-	// revWake is closed (and replaced) when seen moves.
-	revWake chan struct{}
-	// wakes are what the watchers of each prefix wait on.
-	wakes map[string]*wakeGroup
-	// bookmarkGen counts bookmark ticks; a watcher that asked for
-	// bookmarks sends one per tick.
-	bookmarkGen uint64
-	watchers    map[*watcher]struct{}
-	bookmarkers int
-	// stalled are the watchers whose consumer has left their channel
-	// full, each waiting to send the change at its pos; a change that
-	// puts one more than lagBound changes behind closes it.
-	stalled  map[*watcher]struct{}
-	lagBound uint64
-	closed   bool
+	// fresh is how long a dynamic window keeps changes; tests shorten it.
+	// Guarded by h's lock.
+	fresh time.Duration
 
 	// backendWatch is the running backend watch, when it can be asked for
 	// progress.
 	bwMu         sync.Mutex
 	backendWatch storage.ProgressRequester
 
-	// Consistent reads that wait for the cache register in revWaiters and
-	// poke progressReq; the progress loop asks the backend for progress.
-	revWaiters  atomic.Int64
+	// Consistent reads that wait for the cache poke progressReq; the
+	// progress loop asks the backend for progress while any waits.
 	progressReq chan struct{}
 
 	// Quorum reads of the backend's revision are shared: a caller joins
@@ -205,7 +165,6 @@ func New(backend storage.Interface, prefix string, opts ...Option) *Cacher {
 		bookmarkInterval: DefaultBookmarkInterval,
 		maxRevisionWait:  DefaultMaxRevisionWait,
 		logger:           slog.Default(),
-		fresh:            eventFreshDuration,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -215,23 +174,23 @@ func New(backend storage.Interface, prefix string, opts ...Option) *Cacher {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Cacher{
-		backend:     backend,
-		root:        prefix,
-		cfg:         cfg,
-		start:       time.Now(),
-		ctx:         ctx,
-		cancel:      cancel,
+		backend: backend,
+		root:    prefix,
+		cfg:     cfg,
+		ctx:     ctx,
+		cancel:  cancel,
+		h: history.New[*entry](history.Config{
+			Root:             prefix,
+			BookmarkInterval: cfg.bookmarkInterval,
+			LagBound:         lagBound(cfg.capacity),
+			OutBuffer:        outBuffer,
+			Logger:           cfg.logger,
+		}),
 		readyCh:     make(chan struct{}),
-		records:     map[string]*record{},
-		index:       keyindex.New(recordKey),
-		revWake:     make(chan struct{}),
-		wakes:       map[string]*wakeGroup{},
-		watchers:    map[*watcher]struct{}{},
-		stalled:     map[*watcher]struct{}{},
+		fresh:       eventFreshDuration,
 		progressReq: make(chan struct{}, 1),
 		revReq:      make(chan struct{}, 1),
 	}
-	c.lagBound = lagBound(cfg.capacity)
 	c.wg.Add(4)
 	go c.run()
 	go c.progressLoop()
@@ -248,7 +207,7 @@ func (c *Cacher) Prefix() string { return c.root }
 func (c *Cacher) KeyRoot() string { return strings.TrimSuffix(c.root, "/") }
 
 // Ready reports whether the cache holds a complete state and serves reads.
-func (c *Cacher) Ready() bool { return c.ready.Load() }
+func (c *Cacher) Ready() bool { return c.h.Ready() }
 
 // WaitReady returns when the cache first holds a complete state, or with
 // ctx's error.
@@ -268,21 +227,8 @@ func errClosed() error { return storage.NewUnavailable(errors.New("watch cache i
 // Close stops the cache and ends its watches; later calls fail with
 // ErrUnavailable. It leaves the backend open.
 func (c *Cacher) Close() error {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return nil
-	}
-	c.closed = true
-	ws := make([]*watcher, 0, len(c.watchers))
-	for w := range c.watchers {
-		ws = append(ws, w)
-	}
-	c.mu.Unlock()
 	c.cancel()
-	for _, w := range ws {
-		w.Stop()
-	}
+	c.h.Close()
 	c.wg.Wait()
 	return nil
 }
@@ -323,11 +269,11 @@ func (c *Cacher) run() {
 // whether it delivered anything.
 func (c *Cacher) watchOnce() (progressed bool, err error) {
 	opts := storage.WatchOptions{Bookmarks: true}
-	initializing := !c.ready.Load()
+	initializing := !c.h.Ready()
 	if initializing {
 		opts.SendInitialEvents = true
 	} else {
-		opts.Revision = c.rev.Load()
+		opts.Revision = c.h.Revision()
 	}
 	w, err := c.backend.Watch(c.ctx, c.root, opts)
 	if err != nil {
@@ -347,9 +293,9 @@ func (c *Cacher) watchOnce() (progressed bool, err error) {
 			c.bwMu.Unlock()
 		}()
 	}
-	var init *initialState
+	var init *history.State[*entry]
 	if initializing {
-		init = newInitialState()
+		init = history.NewState[*entry]()
 	}
 	for ev := range w.ResultChan() {
 		switch {
@@ -361,9 +307,11 @@ func (c *Cacher) watchOnce() (progressed bool, err error) {
 		case init != nil:
 			switch {
 			case ev.Type == storage.Added:
-				init.add(ev)
+				init.Add(ev.Key, history.Version[*entry]{Rev: ev.Revision, Value: newEntry(ev.Value, ev.Memo)})
 			case ev.Type == storage.Bookmark && ev.InitialEventsEnd:
-				c.install(init, ev.Revision)
+				if c.h.Install(init, ev.Revision) {
+					close(c.readyCh)
+				}
 				init = nil
 				progressed = true
 			case ev.Type == storage.Bookmark:
@@ -378,185 +326,38 @@ func (c *Cacher) watchOnce() (progressed bool, err error) {
 	return progressed, errors.New("the backend closed the watch")
 }
 
-// initialState is the state a new list builds before it replaces the
-// cache's.
-type initialState struct {
-	records map[string]*record
-	keys    []*record
-}
-
-func newInitialState() *initialState { return &initialState{records: map[string]*record{}} }
-
-func (s *initialState) add(ev storage.Event) {
-	memo := ev.Memo
-	if memo == nil {
-		memo = storage.NewMemo()
-	}
-	v := &version{rev: ev.Revision, value: ev.Value, memo: memo}
-	if r := s.records[ev.Key]; r != nil {
-		r.versions[0] = v // a backend never sends a key twice; keep the last
-		return
-	}
-	r := &record{key: ev.Key, versions: []*version{v}}
-	s.records[ev.Key] = r
-	s.keys = append(s.keys, r)
-}
-
-// install replaces the cache's state with s, the state at rev.
-func (c *Cacher) install(s *initialState, rev int64) {
-	index := keyindex.New(recordKey)
-	for _, r := range s.keys {
-		index.Insert(r)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.records, c.index, c.live = s.records, index, len(s.keys)
-	clear(c.events)
-	// Stalled watchers end with the error of the new epoch, not as laggards.
-	clear(c.stalled)
-	c.firstSeq += uint64(len(c.events))
-	c.events = nil
-	c.floor, c.watchFloor = rev, rev
-	c.advanceLocked(rev)
-	if c.ready.CompareAndSwap(false, true) && c.epoch == 0 {
-		close(c.readyCh)
-	}
-}
-
 // reset drops the cache's state when the backend cannot resume its watch:
 // reads go to the backend until a new list is in, and every watcher ends
-// with err (ErrExpired), so that its client lists again.
+// with ErrExpired, so that its client lists again.
 func (c *Cacher) reset(err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.ready.Load() {
-		return
-	}
-	c.cfg.logger.Warn("watch cache: the backend lost the cache's revision; listing again", "prefix", c.root, "revision", c.seen, "err", err)
-	c.ready.Store(false)
-	c.epoch++
-	c.records, c.index, c.live = map[string]*record{}, keyindex.New(recordKey), 0
-	clear(c.events)
-	// Stalled watchers end with the error of the new epoch, not as laggards.
-	clear(c.stalled)
-	c.firstSeq += uint64(len(c.events))
-	c.events = nil
-	c.wakeAllLocked()
-}
-
-// advanceLocked records that the cache has seen everything up to rev.
-func (c *Cacher) advanceLocked(rev int64) {
-	if rev <= c.seen {
-		return
-	}
-	c.seen = rev
-	c.rev.Store(rev)
-	// A reader registers in revWaiters before it reads seen under the
-	// lock: one that registered too late to be woken sees the new seen.
-	if c.revWaiters.Load() > 0 {
-		close(c.revWake)
-		c.revWake = make(chan struct{})
+	if c.h.Reset(errReinitialized()) {
+		c.cfg.logger.Warn("watch cache: the backend lost the cache's revision; listing again", "prefix", c.root, "revision", c.h.Revision(), "err", err)
 	}
 }
 
-// wakeGroup is what the watchers of one prefix wait on: a change under
-// the prefix wakes them, one under another namespace does not, so that a
-// change costs wake-ups of the watchers it concerns, not of all.
-type wakeGroup struct {
-	// ch is closed (and replaced) when a change under the prefix is
-	// appended, or a bookmark is due.
-	ch chan struct{}
-	n  int // watchers
-	// evicted is one past the sequence number of the newest change under
-	// the prefix that left the window: a watcher whose position is below
-	// it missed a change. Below it, a watcher only skipped others'.
-	evicted uint64
-}
-
-// groupsOf calls f with the wake group of each prefix of key that has
-// watchers. The caller holds c.mu.
-func (c *Cacher) groupsOf(key string, f func(*wakeGroup)) {
-	if len(c.wakes) == 0 {
-		return
-	}
-	for i := len(c.root) - 1; i < len(key); i++ {
-		if key[i] == '/' {
-			if g := c.wakes[key[:i+1]]; g != nil {
-				f(g)
-			}
-		}
-	}
-}
-
-func (g *wakeGroup) wake() {
-	close(g.ch)
-	g.ch = make(chan struct{})
-}
-
-// wakeAllLocked wakes every watcher.
-func (c *Cacher) wakeAllLocked() {
-	for _, g := range c.wakes {
-		g.wake()
-	}
+func errReinitialized() error {
+	return &storage.Error{Code: storage.CodeExpired,
+		Message: "the watch cache lost its history and listed again: list and watch again"}
 }
 
 // apply adds one change from the backend watch.
 func (c *Cacher) apply(ev storage.Event) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.h.Lock()
+	defer c.h.Unlock()
 	switch ev.Type {
-	case storage.Added, storage.Modified, storage.Deleted:
-	case storage.Bookmark:
-		c.advanceLocked(ev.Revision)
-		return
-	default:
-		return
-	}
-	if ev.Revision < c.seen {
-		return // already seen; a backend never goes back
-	}
-	rec := c.records[ev.Key]
-	prev := rec.latest()
-	e := event{prev: prev, at: int64(time.Since(c.start))}
-	switch {
-	case ev.Type == storage.Deleted && prev == nil:
-		c.advanceLocked(ev.Revision) // nothing the cache holds
-		return
-	case ev.Type == storage.Deleted:
+	case storage.Added, storage.Modified:
+		c.h.PutLocked(ev.Key, ev.Revision, newEntry(ev.Value, ev.Memo), false)
+	case storage.Deleted:
 		// The tombstone's memo is the Deleted event's (see
 		// storage.Event.Memo).
-		memo := ev.Memo
-		if memo == nil {
-			memo = storage.NewMemo()
-		}
-		e.typ, e.cur = deleted, &version{rev: ev.Revision, deleted: true, memo: memo}
-		c.live--
+		c.h.PutLocked(ev.Key, ev.Revision, newEntry(nil, ev.Memo), true)
+	case storage.Bookmark:
+		c.h.AdvanceLocked(ev.Revision)
+		return
 	default:
-		memo := ev.Memo
-		if memo == nil {
-			memo = storage.NewMemo()
-		}
-		e.cur = &version{rev: ev.Revision, value: ev.Value, memo: memo}
-		e.typ = modified
-		if prev == nil {
-			e.typ = added
-			c.live++
-		}
+		return
 	}
-	if rec == nil {
-		rec = &record{key: ev.Key}
-		c.records[ev.Key] = rec
-		c.index.Insert(rec)
-	}
-	e.key = rec.key
-	rec.versions = append(rec.versions, e.cur)
-	c.events = append(c.events, e)
-	c.advanceLocked(ev.Revision)
-	c.evictLocked(e.at)
-	c.groupsOf(e.key, (*wakeGroup).wake)
-	if len(c.stalled) > 0 {
-		c.closeLaggingLocked(e.at)
-	}
+	c.evictLocked(c.h.Now())
 }
 
 // lagBound is how many changes behind a stalled watcher may fall before it
@@ -575,65 +376,17 @@ func lagBound(capacity int) uint64 {
 // largest watcher buffer.
 const dynamicLagBound = 1000
 
-// stallBudget is how long a watcher's consumer may leave its channel full
-// before the watcher counts as not keeping up, kube-apiserver's dispatch
-// budget: a consumer that reads on, however far behind, is not closed.
-const stallBudget = 100 * time.Millisecond
-
-// closeLaggingLocked closes the watchers stalled for stallBudget by now
-// (nanoseconds since start) and more than lagBound changes behind, as
-// kube-apiserver's watch cache closes a watcher whose buffer stays full:
-// without an error, while the change they wait to send is still in the
-// window, so that their client resumes from the last revision it got
-// instead of listing again. The caller holds c.mu for writing.
-func (c *Cacher) closeLaggingLocked(now int64) {
-	next := c.firstSeq + uint64(len(c.events))
-	for w := range c.stalled {
-		if next-w.pos > c.lagBound && now-w.stalledAt >= int64(stallBudget) {
-			delete(c.stalled, w)
-			close(w.lagged)
-		}
-	}
-}
-
 // evictLocked drops the oldest changes the window no longer keeps, at time
-// now (nanoseconds since start), and the history only they needed.
+// now (nanoseconds since the history started), and the history only they
+// needed.
 func (c *Cacher) evictLocked(now int64) {
-	n := 0
-	for n < len(c.events) {
-		e := &c.events[n]
-		size := len(c.events) - n
-		var over bool
-		switch {
-		case e.cur.rev < c.compactTo:
-			over = true
-		case c.cfg.capacity > 0:
-			over = size > c.cfg.capacity
-		default:
-			over = size > maxDynamicCapacity || (size > minDynamicCapacity && now-e.at > int64(c.cfg.fresh))
+	capacity, fresh := c.cfg.capacity, int64(c.fresh)
+	c.h.EvictLocked(func(e *history.Change[*entry], size int) bool {
+		if capacity > 0 {
+			return size > capacity
 		}
-		if !over {
-			break
-		}
-		c.watchFloor = e.cur.rev
-		c.floor = max(c.floor, e.cur.rev)
-		n++
-	}
-	if n == 0 {
-		return
-	}
-	for i := range c.events[:n] {
-		key := c.events[i].key
-		if rec := c.records[key]; rec != nil && rec.compact(c.floor) {
-			delete(c.records, rec.key)
-			c.index.Delete(rec.key)
-		}
-		evicted := c.firstSeq + uint64(i) + 1
-		c.groupsOf(key, func(g *wakeGroup) { g.evicted = evicted })
-	}
-	clear(c.events[:n])
-	c.events = c.events[n:]
-	c.firstSeq += uint64(n)
+		return size > maxDynamicCapacity || (size > minDynamicCapacity && now-e.At > fresh)
+	}, 0)
 }
 
 // Compact discards the cache's history before rev, as a backend compaction
@@ -649,7 +402,7 @@ func (c *Cacher) Compact(ctx context.Context, rev int64) error {
 	if c.isClosed() {
 		return errClosed()
 	}
-	if !c.ready.Load() {
+	if !c.h.Ready() {
 		return nil // nothing cached
 	}
 	if delegate, err := c.sync(ctx, rev, false); err != nil {
@@ -657,52 +410,28 @@ func (c *Cacher) Compact(ctx context.Context, rev int64) error {
 	} else if delegate {
 		return storage.NewUnavailable(fmt.Errorf("watch cache of %q did not reach revision %d to compact", c.root, rev))
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if rev <= c.floor {
-		return nil
-	}
-	c.compactTo = max(c.compactTo, rev)
-	c.evictLocked(int64(time.Since(c.start)))
-	c.floor = max(c.floor, rev)
-	// Keys whose changes all came before rev keep versions only reads
-	// below the new floor could see.
-	for _, rec := range c.records {
-		if rec.compact(c.floor) {
-			delete(c.records, rec.key)
-			c.index.Delete(rec.key)
-		}
-	}
+	c.h.Lock()
+	defer c.h.Unlock()
+	c.h.CompactLocked(rev)
 	return nil
 }
 
-// tickLoop sends bookmark ticks and ages the dynamic window when no change
-// comes to do it.
+// tickLoop ages the dynamic window when no change comes to do it.
 func (c *Cacher) tickLoop() {
 	defer c.wg.Done()
-	tick := min(c.cfg.bookmarkInterval, time.Second)
-	t := time.NewTicker(tick)
+	if c.cfg.capacity > 0 {
+		return
+	}
+	t := time.NewTicker(time.Second)
 	defer t.Stop()
-	lastBookmark := time.Now()
 	for {
 		select {
 		case <-t.C:
 		case <-c.ctx.Done():
 			return
 		}
-		now := time.Now()
-		bookmark := now.Sub(lastBookmark) >= c.cfg.bookmarkInterval-tick/2
-		c.mu.Lock()
-		if c.cfg.capacity == 0 {
-			c.evictLocked(int64(now.Sub(c.start)))
-		}
-		if bookmark {
-			lastBookmark = now
-			if c.bookmarkers > 0 {
-				c.bookmarkGen++
-				c.wakeAllLocked()
-			}
-		}
-		c.mu.Unlock()
+		c.h.Lock()
+		c.evictLocked(c.h.Now())
+		c.h.Unlock()
 	}
 }

@@ -179,7 +179,7 @@ func TestConsistencyUnderConcurrentWrites(t *testing.T) {
 	backend := newMemory()
 	c := testCacher(t, backend, WithCapacity(5000))
 	defer c.Close()
-	w, err := c.Watch(ctx, "/c/", storage.WatchOptions{Revision: c.rev.Load()})
+	w, err := c.Watch(ctx, "/c/", storage.WatchOptions{Revision: c.h.Revision()})
 	if err != nil {
 		t.Fatalf("Watch: %v", err)
 	}
@@ -278,7 +278,7 @@ func TestConsistencyUnderConcurrentWrites(t *testing.T) {
 				return
 			default:
 			}
-			rev := c.rev.Load()
+			rev := c.h.Revision()
 			var all []storage.KeyValue
 			opts := storage.ListOptions{Revision: rev, Match: storage.MatchExact, Limit: 7}
 			for {
@@ -373,7 +373,7 @@ func TestSlowWatcher(t *testing.T) {
 	const window = 50
 	c := testCacher(t, newMemory(), WithCapacity(window))
 	defer c.Close()
-	from := c.rev.Load()
+	from := c.h.Revision()
 	slow, err := c.Watch(ctx, "/s/", storage.WatchOptions{Revision: from})
 	if err != nil {
 		t.Fatalf("Watch: %v", err)
@@ -421,7 +421,7 @@ func TestManyWatchers(t *testing.T) {
 	defer c.Close()
 	const watchers, writes = 2000, 40
 	var decodes atomic.Int64
-	from := c.rev.Load()
+	from := c.h.Revision()
 	ws := make([]storage.Watcher, watchers)
 	for i := range ws {
 		opts := storage.WatchOptions{Revision: from}
@@ -514,9 +514,9 @@ func TestWindowBoundsMemory(t *testing.T) {
 	})
 	t.Run("dynamic window ages out", func(t *testing.T) {
 		c := testCacher(t, newMemory())
-		c.mu.Lock()
-		c.cfg.fresh = 100 * time.Millisecond
-		c.mu.Unlock()
+		c.h.Lock()
+		c.fresh = 100 * time.Millisecond
+		c.h.Unlock()
 		defer c.Close()
 		for i := range 3 * minDynamicCapacity {
 			mustPut(t, ctx, c, "/w/k", val("k", i))
@@ -536,16 +536,10 @@ func TestWindowBoundsMemory(t *testing.T) {
 }
 
 // held reports how many changes, versions and keys the cache holds.
-func (c *Cacher) held() (events, versions, records int) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	for _, r := range c.records {
-		versions += len(r.versions)
-	}
-	return len(c.events), versions, c.index.Len()
-}
+func (c *Cacher) held() (events, versions, records int) { return c.h.Stats() }
 
-// cacherGoroutines counts goroutines running this package's code.
+// cacherGoroutines counts goroutines running this package's code or its
+// history's (watchers, the bookmark ticker).
 func cacherGoroutines() int {
 	buf := make([]byte, 1<<20)
 	for {
@@ -558,7 +552,8 @@ func cacherGoroutines() int {
 	}
 	count := 0
 	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "apikit/storage/cacher.(*") && !strings.Contains(g, "testing.tRunner") {
+		ours := strings.Contains(g, "apikit/storage/cacher.(*") || strings.Contains(g, "apikit/storage/internal/history.(*")
+		if ours && !strings.Contains(g, "testing.tRunner") {
 			count++
 		}
 	}
@@ -887,7 +882,7 @@ func TestNamespaceWatchers(t *testing.T) {
 	ctx := testContext(t)
 	const window = 20
 	c := testCacher(t, newMemory(), WithCapacity(window))
-	from := c.rev.Load()
+	from := c.h.Revision()
 	watch := func(prefix string) storage.Watcher {
 		w, err := c.Watch(ctx, prefix, storage.WatchOptions{Revision: from})
 		if err != nil {
@@ -897,9 +892,7 @@ func TestNamespaceWatchers(t *testing.T) {
 		return w
 	}
 	idle, slow := watch("/n/a/"), watch("/n/b/")
-	c.mu.RLock()
-	groups := len(c.wakes)
-	c.mu.RUnlock()
+	groups := c.h.WakeGroups()
 	if groups != 2 {
 		t.Fatalf("%d wake groups for watchers of two prefixes", groups)
 	}
@@ -945,7 +938,7 @@ func TestDeletedEventMemo(t *testing.T) {
 	}{{"memory", newMemory()}, {"without memos", etcdLike{newMemory()}}} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := testCacher(t, tc.backend)
-			from := c.rev.Load()
+			from := c.h.Revision()
 			var ws []storage.Watcher
 			for range 3 {
 				w, err := c.Watch(ctx, "/d/", storage.WatchOptions{Revision: from})
@@ -1011,9 +1004,9 @@ func TestInitialEventsFromSnapshot(t *testing.T) {
 				mustPut(t, ctx, c, fmt.Sprintf("/i/k%04d", i), val("k", (round+1)*objects+i))
 			}
 			caughtUp(t, c)
-			c.mu.RLock()
-			floor := c.floor
-			c.mu.RUnlock()
+			c.h.RLock()
+			floor, _ := c.h.FloorsLocked()
+			c.h.RUnlock()
 			if floor <= start {
 				t.Fatalf("the window's floor %d did not pass the watch's start %d", floor, start)
 			}
@@ -1048,7 +1041,7 @@ func caughtUp(t testing.TB, c *Cacher) int64 {
 		t.Fatalf("CurrentRevision: %v", err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for c.rev.Load() < rev {
+	for c.h.Revision() < rev {
 		if time.Now().After(deadline) {
 			t.Fatalf("the cache did not reach revision %d in 30s", rev)
 		}

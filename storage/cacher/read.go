@@ -2,12 +2,13 @@ package cacher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/apikit-dev/apikit/storage"
+	"github.com/apikit-dev/apikit/storage/internal/history"
 )
 
 // sync waits until the cache has seen rev or, when rev is 0, everything
@@ -34,7 +35,7 @@ func (c *Cacher) sync(ctx context.Context, rev int64, ownWrites bool) (delegate 
 	case ownWrites:
 		target = max(rev, c.written.Load())
 	}
-	if c.rev.Load() >= target {
+	if c.h.Revision() >= target {
 		return false, nil
 	}
 	reached, err := c.waitRev(ctx, target)
@@ -69,34 +70,19 @@ func (c *Cacher) progressTrusted() bool {
 // the backend for progress meanwhile. It reports false, without an error,
 // when the time passed or the cache lost its state.
 func (c *Cacher) waitRev(ctx context.Context, rev int64) (bool, error) {
-	c.revWaiters.Add(1)
-	defer c.revWaiters.Add(-1)
-	select {
-	case c.progressReq <- struct{}{}:
-	default:
-	}
-	timer := time.NewTimer(c.cfg.maxRevisionWait)
-	defer timer.Stop()
-	for {
-		c.mu.RLock()
-		seen, wake := c.seen, c.revWake
-		c.mu.RUnlock()
-		if !c.ready.Load() {
-			return false, nil
-		}
-		if seen >= rev {
-			return true, nil
-		}
+	reached, err := c.h.WaitRevision(ctx, rev, c.cfg.maxRevisionWait, func() {
 		select {
-		case <-wake:
-		case <-timer.C:
-			return false, nil
-		case <-ctx.Done():
-			return false, fmt.Errorf("watch cache: waiting for revision %d: %w", rev, ctx.Err())
-		case <-c.ctx.Done():
-			return false, errClosed()
+		case c.progressReq <- struct{}{}:
+		default:
 		}
+	})
+	switch {
+	case errors.Is(err, history.ErrClosed):
+		return false, errClosed()
+	case err != nil:
+		return false, fmt.Errorf("watch cache: waiting for revision %d: %w", rev, err)
 	}
+	return reached, nil
 }
 
 // revCall is one quorum read of the backend's revision, shared by the
@@ -177,7 +163,7 @@ func (c *Cacher) progressLoop() {
 			retry.Stop()
 			return
 		}
-		if c.revWaiters.Load() == 0 {
+		if c.h.Waiting() == 0 {
 			continue
 		}
 		c.bwMu.Lock()
@@ -218,7 +204,7 @@ func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions) (
 	if c.isClosed() {
 		return storage.KeyValue{}, errClosed()
 	}
-	if !c.ready.Load() || !c.covers(key) {
+	if !c.h.Ready() || !c.covers(key) {
 		return c.delegateGet(ctx, key, opts)
 	}
 	delegate, err := c.sync(ctx, opts.MinRevision, true)
@@ -228,15 +214,12 @@ func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions) (
 	if delegate {
 		return c.delegateGet(ctx, key, opts)
 	}
-	c.mu.RLock()
-	ready := c.ready.Load()
-	v := c.records[key].latest()
-	c.mu.RUnlock()
+	v, ok, ready := c.h.Latest(key)
 	switch {
 	case !ready:
 		return c.delegateGet(ctx, key, opts)
-	case v != nil:
-		return storage.KeyValue{Key: key, Value: v.value, Revision: v.rev, Memo: v.memo}, nil
+	case ok:
+		return storage.KeyValue{Key: key, Value: v.Value.value, Revision: v.Rev, Memo: v.Value.memo}, nil
 	case opts.IgnoreNotFound:
 		return storage.KeyValue{}, nil
 	default:
@@ -254,7 +237,7 @@ func (c *Cacher) List(ctx context.Context, prefix string, opts storage.ListOptio
 		return storage.ListResult{}, errClosed()
 	}
 	prefix = storage.ListPrefix(prefix)
-	if !c.ready.Load() || !c.covers(prefix) {
+	if !c.h.Ready() || !c.covers(prefix) {
 		return c.delegateList(ctx, prefix, opts)
 	}
 	plan, err := storage.PlanList(prefix, opts)
@@ -275,147 +258,12 @@ func (c *Cacher) List(ctx context.Context, prefix string, opts storage.ListOptio
 		return storage.ListResult{}, err
 	}
 	if !delegate {
-		var res storage.ListResult
-		if opts.Predicate.Empty() {
-			res, delegate, err = c.list(prefix, start, rev, opts.Limit)
-		} else {
-			res, delegate, err = c.listFiltered(prefix, start, rev, opts)
-		}
-		if err != nil || !delegate {
+		res, ok, err := c.h.List(prefix, start, rev, opts.Limit, opts.Predicate)
+		if err != nil || ok {
 			return res, err
 		}
 	}
 	// The cache no longer holds that revision (or lost its state): etcd
 	// may still have it.
 	return c.delegateList(ctx, prefix, opts)
-}
-
-// readableLocked returns the revision a read at rev (0: the latest) is
-// served at, false when the cache cannot serve it. The caller holds c.mu.
-func (c *Cacher) readableLocked(rev int64) (int64, bool) {
-	switch {
-	case !c.ready.Load():
-		return 0, false
-	case rev == 0:
-		return c.seen, true
-	case rev < c.floor || rev > c.seen:
-		return 0, false
-	}
-	return rev, true
-}
-
-// list serves an unfiltered list at rev from start; delegate is true when
-// the cache cannot.
-func (c *Cacher) list(prefix, start string, rev, limit int64) (res storage.ListResult, delegate bool, err error) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	rev, ok := c.readableLocked(rev)
-	if !ok {
-		return res, true, nil
-	}
-	res.Revision = rev
-	switch {
-	case limit > 0:
-		res.Items = make([]storage.KeyValue, 0, min(limit, int64(c.live)))
-	case prefix == c.root && rev == c.seen:
-		res.Items = make([]storage.KeyValue, 0, c.live)
-	default:
-		// Counting first costs a walk of the index; growing the slice
-		// would cost twice its size in allocations, and the collector's
-		// time with them.
-		n := 0
-		for rec := range c.index.From(start) {
-			if !strings.HasPrefix(rec.key, prefix) {
-				break
-			}
-			if rec.at(rev) != nil {
-				n++
-			}
-		}
-		res.Items = make([]storage.KeyValue, 0, n)
-	}
-	more := false
-	var remaining int64
-	for rec := range c.index.From(start) {
-		if !strings.HasPrefix(rec.key, prefix) {
-			break
-		}
-		v := rec.at(rev)
-		switch {
-		case v == nil:
-		case more:
-			remaining++ // past a full page: count the rest
-		case limit > 0 && int64(len(res.Items)) == limit:
-			more, remaining = true, 1
-		default:
-			res.Items = append(res.Items, storage.KeyValue{Key: rec.key, Value: v.value, Revision: v.rev, Memo: v.memo})
-		}
-	}
-	if more {
-		if res.Continue, err = storage.EncodeContinue(res.Items[len(res.Items)-1].Key, prefix, rev); err != nil {
-			return storage.ListResult{}, false, fmt.Errorf("encoding continue token: %w", err)
-		}
-		res.RemainingItemCount = &remaining
-	}
-	return res, false, nil
-}
-
-// filterChunk is how many candidates a filtered list collects per hold of
-// the lock: the predicate runs without it, since the first match of a new
-// value decodes it.
-const filterChunk = 1024
-
-// listFiltered serves a filtered list at rev from start; delegate is true
-// when the cache cannot.
-func (c *Cacher) listFiltered(prefix, start string, rev int64, opts storage.ListOptions) (res storage.ListResult, delegate bool, err error) {
-	limit := opts.Limit
-	if limit > 0 {
-		res.Items = make([]storage.KeyValue, 0, min(limit, 1024))
-	}
-	var chunk []storage.KeyValue
-	key := start
-	more := false
-	for {
-		c.mu.RLock()
-		r, ok := c.readableLocked(rev)
-		if !ok {
-			c.mu.RUnlock()
-			return storage.ListResult{}, true, nil
-		}
-		rev = r
-		chunk = chunk[:0]
-		for rec := range c.index.From(key) {
-			if !strings.HasPrefix(rec.key, prefix) || len(chunk) == filterChunk {
-				break
-			}
-			if v := rec.at(rev); v != nil {
-				chunk = append(chunk, storage.KeyValue{Key: rec.key, Value: v.value, Revision: v.rev, Memo: v.memo})
-			}
-		}
-		c.mu.RUnlock()
-		for _, kv := range chunk {
-			if limit > 0 && int64(len(res.Items)) == limit {
-				more = true
-				break
-			}
-			match, err := opts.Predicate.Matches(kv.Value, kv.Memo)
-			if err != nil {
-				return storage.ListResult{}, false, fmt.Errorf("filtering %q: %w", kv.Key, err)
-			}
-			if match {
-				res.Items = append(res.Items, kv)
-			}
-		}
-		if more || len(chunk) < filterChunk {
-			break
-		}
-		key = chunk[len(chunk)-1].Key + "\x00"
-	}
-	res.Revision = rev
-	if more {
-		if res.Continue, err = storage.EncodeContinue(res.Items[len(res.Items)-1].Key, prefix, rev); err != nil {
-			return storage.ListResult{}, false, fmt.Errorf("encoding continue token: %w", err)
-		}
-	}
-	return res, false, nil
 }

@@ -40,15 +40,9 @@ func (c *Cacher) GuaranteedUpdate(ctx context.Context, key string, opts storage.
 	if c.isClosed() {
 		return storage.KeyValue{}, errClosed()
 	}
-	if opts.Suggestion.Key == "" && c.ready.Load() && c.covers(key) {
-		c.mu.RLock()
-		v := c.records[key].latest()
-		if !c.ready.Load() {
-			v = nil
-		}
-		c.mu.RUnlock()
-		if v != nil {
-			opts.Suggestion = storage.KeyValue{Key: key, Value: v.value, Revision: v.rev, Memo: v.memo}
+	if opts.Suggestion.Key == "" && c.h.Ready() && c.covers(key) {
+		if v, ok, _ := c.h.Latest(key); ok {
+			opts.Suggestion = storage.KeyValue{Key: key, Value: v.Value.value, Revision: v.Rev, Memo: v.Value.memo}
 		}
 	}
 	kv, err := c.backend.GuaranteedUpdate(ctx, key, opts, tryUpdate)

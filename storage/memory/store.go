@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"sort"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/apikit-dev/apikit/storage"
-	"github.com/apikit-dev/apikit/storage/internal/keyindex"
+	"github.com/apikit-dev/apikit/storage/internal/history"
 )
 
 // Defaults of the options.
@@ -28,6 +26,9 @@ const (
 	// not reached yet waits for it, as kube-apiserver's watch cache does.
 	DefaultMaxRevisionWait = 3 * time.Second
 )
+
+// outBuffer is the capacity of a watch's result channel.
+const outBuffer = 32
 
 // Option configures a Store.
 type Option func(*config)
@@ -85,79 +86,17 @@ func WithMaxObjectBytes(n int64) Option {
 	}
 }
 
-// version is one value of one key. A delete is a version too (a
-// tombstone), so that reads at older revisions still see the value before.
-type version struct {
-	rev     int64
-	value   []byte
-	memo    *storage.Memo
-	deleted bool
+// value is what a version holds: the encoded bytes, kept inline, and
+// their memo.
+type value struct {
+	data []byte
+	memo *storage.Memo
 }
 
-// record is the history of one key, oldest first.
-type record struct {
-	key      string
-	versions []version
-}
+func (v value) Data() []byte        { return v.data }
+func (v value) Memo() *storage.Memo { return v.memo }
 
-func (r *record) latest() (version, bool) {
-	if r == nil || len(r.versions) == 0 {
-		return version{}, false
-	}
-	v := r.versions[len(r.versions)-1]
-	return v, !v.deleted
-}
-
-// at returns the value the key had at rev.
-func (r *record) at(rev int64) (version, bool) {
-	n := len(r.versions)
-	if n > 0 && r.versions[n-1].rev <= rev {
-		v := r.versions[n-1]
-		return v, !v.deleted
-	}
-	i := sort.Search(n, func(i int) bool { return r.versions[i].rev > rev })
-	if i == 0 {
-		return version{}, false
-	}
-	v := r.versions[i-1]
-	return v, !v.deleted
-}
-
-// compact drops the versions no read at or after rev can see; it reports
-// whether the key has no history left.
-func (r *record) compact(rev int64) bool {
-	i := 0
-	for i+1 < len(r.versions) && r.versions[i+1].rev <= rev {
-		i++
-	}
-	if len(r.versions) > 0 && r.versions[i].rev <= rev && r.versions[i].deleted {
-		i++
-	}
-	if i > 0 {
-		clear(r.versions[:i])
-		r.versions = r.versions[i:]
-	}
-	return len(r.versions) == 0
-}
-
-// change is one write, as the history log keeps it for watchers.
-type change struct {
-	key    string
-	cur    version
-	prev   version
-	prevOK bool
-}
-
-func (c *change) event() storage.Event {
-	switch {
-	case c.cur.deleted:
-		return storage.Event{Type: storage.Deleted, Key: c.key, Value: c.prev.value, Memo: c.cur.memo, Revision: c.cur.rev}
-	case c.prevOK:
-		return storage.Event{Type: storage.Modified, Key: c.key, Value: c.cur.value, PrevValue: c.prev.value, Memo: c.cur.memo, Revision: c.cur.rev}
-	default:
-		return storage.Event{Type: storage.Added, Key: c.key, Value: c.cur.value, Memo: c.cur.memo, Revision: c.cur.rev}
-	}
-}
+type version = history.Version[value]
 
 // Store is an in-memory storage.Interface. The zero value is not usable;
 // call New.
@@ -166,32 +105,16 @@ func (c *change) event() storage.Event {
 // the bytes a Store returns.
 type Store struct {
 	cfg config
-
-	mu        sync.RWMutex
-	rev       int64
-	compacted int64
-	records   map[string]*record
-	// keys holds the same records sorted by key, for lists. Only the first
-	// write of a key inserts into it, and only compaction removes.
-	keys *keyindex.Index[*record]
-	// log is every write since the compacted revision; log[i] is at
-	// revision logStart+i, because every write takes the next revision.
-	log      []change
-	logStart int64
-	// revWait, when not nil, is closed by the next write: readers waiting
-	// for a revision sleep on it.
-	revWait chan struct{}
+	// h is the store: every key's versions, the log of writes since the
+	// compacted revision, and the watches reading it. Its lock guards the
+	// fields below too.
+	h *history.History[value]
 	// lastTick and tickRev drive automatic compaction: at each interval the
 	// store compacts to tickRev, the revision it had one interval earlier.
 	lastTick time.Time
 	tickRev  int64
-	closed   bool
-
-	// wmu guards watchers. Writers take it while holding mu, so a watcher
-	// registered under mu sees every later write.
-	wmu       sync.Mutex
-	watchers  map[string]map[*watcher]struct{} // by prefix
-	nwatchers atomic.Int64
+	// closed is set under h's lock and read without it.
+	closed atomic.Bool
 }
 
 var _ storage.Interface = (*Store)(nil)
@@ -209,17 +132,20 @@ func New(opts ...Option) *Store {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	// Revision 1 is the empty store, as in etcd: no list ever reports
-	// revision 0, which clients read as "any".
-	return &Store{
-		cfg:      cfg,
-		rev:      1,
-		logStart: 2,
-		records:  map[string]*record{},
-		keys:     keyindex.New(func(r *record) string { return r.key }),
-		watchers: map[string]map[*watcher]struct{}{},
+	s := &Store{
+		cfg: cfg,
+		h: history.New[value](history.Config{
+			Root:             "/",
+			BookmarkInterval: cfg.bookmarkInterval,
+			LagBound:         uint64(cfg.watchBuffer),
+			OutBuffer:        outBuffer,
+		}),
 		lastTick: cfg.now(),
 	}
+	// Revision 1 is the empty store, as in etcd: no list ever reports
+	// revision 0, which clients read as "any".
+	s.h.Install(nil, 1)
+	return s
 }
 
 func errClosed() error { return storage.NewUnavailable(errors.New("memory store is closed")) }
@@ -232,60 +158,38 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 	if err := storage.CheckSize(value, s.cfg.maxObjectBytes); err != nil {
 		return 0, err
 	}
-	value = bytes.Clone(value)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	data := bytes.Clone(value)
+	s.h.Lock()
+	defer s.h.Unlock()
+	if s.closed.Load() {
 		return 0, errClosed()
 	}
-	rec := s.records[key]
-	if _, ok := rec.latest(); ok {
+	if _, ok := s.h.LatestLocked(key); ok {
 		return 0, storage.NewAlreadyExists(key)
 	}
-	return s.write(key, value, false).rev, nil
+	return s.write(key, data, false).Rev, nil
 }
 
-// write appends a version to key at the next revision, logs it and hands
-// it to the watchers. The caller holds s.mu.
-func (s *Store) write(key string, value []byte, deleted bool) version {
-	// Compaction may drop the record of a deleted key: look it up after.
+// write records a version of key at the next revision; the history hands
+// it to the watchers. The caller holds s.h's lock.
+func (s *Store) write(key string, data []byte, deleted bool) version {
 	s.maybeCompact()
-	rec := s.records[key]
-	if rec == nil {
-		rec = &record{key: key}
-		s.records[key] = rec
-		s.keys.Insert(rec)
-	}
-	s.rev++
 	// A tombstone has a memo too: for the last value as its Deleted
 	// event reports it, at the delete's revision.
-	v := version{rev: s.rev, value: value, deleted: deleted, memo: storage.NewMemo()}
-	c := change{key: key, cur: v}
-	c.prev, c.prevOK = rec.latest()
-	rec.versions = append(rec.versions, v)
-	s.log = append(s.log, c)
-	if s.revWait != nil {
-		close(s.revWait)
-		s.revWait = nil
-	}
-	if s.nwatchers.Load() > 0 {
-		s.notify(&c)
-	}
-	return v
+	c, _ := s.h.PutLocked(key, s.h.RevisionLocked()+1, value{data: data, memo: storage.NewMemo()}, deleted)
+	return c.Cur
 }
 
 func (s *Store) read(key string) (version, bool, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
+	if s.closed.Load() {
 		return version{}, false, errClosed()
 	}
-	v, ok := s.records[key].latest()
+	v, ok, _ := s.h.Latest(key)
 	return v, ok, nil
 }
 
 func kv(key string, v version) storage.KeyValue {
-	return storage.KeyValue{Key: key, Value: v.value, Revision: v.rev, Memo: v.memo}
+	return storage.KeyValue{Key: key, Value: v.Value.data, Revision: v.Rev, Memo: v.Value.memo}
 }
 
 // Get implements storage.Interface.
@@ -314,34 +218,16 @@ func (s *Store) Get(ctx context.Context, key string, opts storage.GetOptions) (s
 // waitForRevision returns when the store has reached rev, or fails with
 // ErrTooLargeResourceVersion after cfg.maxRevisionWait.
 func (s *Store) waitForRevision(ctx context.Context, rev int64) error {
-	s.mu.RLock()
-	cur := s.rev
-	s.mu.RUnlock()
-	if cur >= rev {
-		return nil
+	reached, err := s.h.WaitRevision(ctx, rev, s.cfg.maxRevisionWait, nil)
+	switch {
+	case errors.Is(err, history.ErrClosed):
+		return nil // the read that follows fails
+	case err != nil:
+		return err
+	case !reached:
+		return storage.NewTooLargeResourceVersion(rev, s.h.Revision())
 	}
-	timer := time.NewTimer(s.cfg.maxRevisionWait)
-	defer timer.Stop()
-	for {
-		s.mu.Lock()
-		cur = s.rev
-		if cur >= rev || s.closed {
-			s.mu.Unlock()
-			return nil
-		}
-		if s.revWait == nil {
-			s.revWait = make(chan struct{})
-		}
-		wait := s.revWait
-		s.mu.Unlock()
-		select {
-		case <-wait:
-		case <-timer.C:
-			return storage.NewTooLargeResourceVersion(rev, cur)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return nil
 }
 
 // GuaranteedUpdate implements storage.Interface. tryUpdate runs without
@@ -356,7 +242,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, opts storage.U
 	)
 	if opts.Suggestion.Key != "" {
 		sug := opts.Suggestion
-		cur, exists, fresh = version{rev: sug.Revision, value: sug.Value, memo: sug.Memo}, true, false
+		cur, exists, fresh = version{Rev: sug.Revision, Value: value{data: sug.Value, memo: sug.Memo}}, true, false
 	} else if cur, exists, err = s.read(key); err != nil {
 		return storage.KeyValue{}, err
 	}
@@ -405,7 +291,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, opts storage.U
 			}
 			return storage.KeyValue{}, err
 		}
-		if exists && bytes.Equal(newValue, cur.value) {
+		if exists && bytes.Equal(newValue, cur.Value.data) {
 			if !fresh {
 				if err := retry(); err != nil {
 					return storage.KeyValue{}, err
@@ -424,20 +310,19 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, opts storage.U
 			return storage.KeyValue{}, err
 		}
 		newValue = bytes.Clone(newValue)
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
+		s.h.Lock()
+		if s.closed.Load() {
+			s.h.Unlock()
 			return storage.KeyValue{}, errClosed()
 		}
-		rec := s.records[key]
-		now, nowExists := rec.latest()
-		if nowExists != exists || (exists && now.rev != cur.rev) {
-			s.mu.Unlock()
+		now, nowExists := s.h.LatestLocked(key)
+		if nowExists != exists || (exists && now.Rev != cur.Rev) {
+			s.h.Unlock()
 			cur, exists, fresh = now, nowExists, true
 			continue
 		}
 		v := s.write(key, newValue, false)
-		s.mu.Unlock()
+		s.h.Unlock()
 		return kv(key, v), nil
 	}
 }
@@ -455,29 +340,28 @@ func (s *Store) Delete(ctx context.Context, key string, opts storage.DeleteOptio
 		if !exists {
 			return storage.KeyValue{}, storage.NewNotFound(key)
 		}
-		if opts.ExpectedRevision != 0 && opts.ExpectedRevision != cur.rev {
-			return storage.KeyValue{}, storage.NewConflict(key, cur.rev)
+		if opts.ExpectedRevision != 0 && opts.ExpectedRevision != cur.Rev {
+			return storage.KeyValue{}, storage.NewConflict(key, cur.Rev)
 		}
 		if opts.Precondition != nil {
 			if err := opts.Precondition(kv(key, cur)); err != nil {
 				return storage.KeyValue{}, err
 			}
 		}
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
+		s.h.Lock()
+		if s.closed.Load() {
+			s.h.Unlock()
 			return storage.KeyValue{}, errClosed()
 		}
-		rec := s.records[key]
-		now, nowExists := rec.latest()
-		if !nowExists || now.rev != cur.rev {
-			s.mu.Unlock()
+		now, nowExists := s.h.LatestLocked(key)
+		if !nowExists || now.Rev != cur.Rev {
+			s.h.Unlock()
 			cur, exists = now, nowExists
 			continue
 		}
 		v := s.write(key, nil, true)
-		s.mu.Unlock()
-		return storage.KeyValue{Key: key, Value: cur.value, Revision: v.rev, Memo: v.memo}, nil
+		s.h.Unlock()
+		return storage.KeyValue{Key: key, Value: cur.Value.data, Revision: v.Rev, Memo: v.Value.memo}, nil
 	}
 }
 
@@ -486,33 +370,32 @@ func (s *Store) CurrentRevision(ctx context.Context) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
+	if s.closed.Load() {
 		return 0, errClosed()
 	}
-	return s.rev, nil
+	return s.h.Revision(), nil
 }
 
 // Compact discards the history before rev: reads at older revisions, and
 // watches from them, fail with storage.ErrExpired afterwards. Compacting
 // to a revision already compacted is a no-op.
 func (s *Store) Compact(rev int64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+	s.h.Lock()
+	defer s.h.Unlock()
+	if s.closed.Load() {
 		return errClosed()
 	}
-	if rev > s.rev {
-		return storage.NewTooLargeResourceVersion(rev, s.rev)
+	if cur := s.h.RevisionLocked(); rev > cur {
+		return storage.NewTooLargeResourceVersion(rev, cur)
 	}
-	s.compact(rev)
+	s.h.CompactLocked(rev)
 	return nil
 }
 
 // maybeCompact runs the automatic compaction when an interval has passed.
 // It runs on writes, not on a timer: history only grows with writes, and a
-// store with no goroutine of its own has none to leak.
+// store with no goroutine of its own has none to leak. The caller holds
+// s.h's lock.
 func (s *Store) maybeCompact() {
 	if s.cfg.compactionInterval <= 0 {
 		return
@@ -521,55 +404,15 @@ func (s *Store) maybeCompact() {
 	if now.Sub(s.lastTick) < s.cfg.compactionInterval {
 		return
 	}
-	s.compact(s.tickRev)
-	s.lastTick, s.tickRev = now, s.rev
-}
-
-// compact drops history before rev. The caller holds s.mu.
-func (s *Store) compact(rev int64) {
-	if rev <= s.compacted {
-		return
-	}
-	// Only keys written before rev have history to drop, and each such
-	// write is in the log: the log tells which records to visit.
-	if n := int(rev - s.logStart); n > 0 {
-		removed := false
-		for i := range s.log[:n] {
-			key := s.log[i].key
-			if rec := s.records[key]; rec != nil && rec.compact(rev) {
-				delete(s.records, key)
-				removed = true
-			}
-		}
-		clear(s.log[:n])
-		s.log = s.log[n:]
-		s.logStart += int64(n)
-		if removed {
-			s.keys.DeleteFunc(func(r *record) bool { return len(r.versions) == 0 })
-		}
-	}
-	s.compacted = rev
+	s.h.CompactLocked(s.tickRev)
+	s.lastTick, s.tickRev = now, s.h.RevisionLocked()
 }
 
 // Close ends every watch. Later calls fail with ErrUnavailable.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
-	}
-	s.closed = true
-	s.wmu.Lock()
-	var ws []*watcher
-	for _, set := range s.watchers {
-		for w := range set {
-			ws = append(ws, w)
-		}
-	}
-	s.wmu.Unlock()
-	s.mu.Unlock()
-	for _, w := range ws {
-		w.Stop()
-	}
+	s.h.Lock()
+	s.closed.Store(true)
+	s.h.Unlock()
+	s.h.Close()
 	return nil
 }

@@ -21,8 +21,10 @@ func TestConformance(t *testing.T) {
 		},
 		BookmarkInterval: testBookmarkInterval,
 		SlowWatchers: func(*testing.T) (storage.Interface, int) {
-			const n = 20
-			return New(WithBookmarkInterval(testBookmarkInterval), WithMaxRevisionWait(time.Second), WithWatchBuffer(n)), n
+			// Closed once its consumer leaves buffer changes unread past
+			// the one it waits to send and its channel's.
+			const buffer = 20
+			return New(WithBookmarkInterval(testBookmarkInterval), WithMaxRevisionWait(time.Second), WithWatchBuffer(buffer)), buffer + 1 + outBuffer
 		},
 	})
 }

@@ -1,0 +1,533 @@
+package history
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apikit-dev/apikit/storage"
+	"github.com/apikit-dev/apikit/storage/internal/keyindex"
+)
+
+// Payload is what a version holds. A tombstone's payload has no data but a
+// memo: the one of its Deleted event (see storage.Event.Memo).
+type Payload interface {
+	// Data returns the encoded value; callers must not modify it.
+	Data() []byte
+	// Memo returns the value's scratch space, where the registry keeps its
+	// decoded form, its JSON per served version and its selectable
+	// attributes.
+	Memo() *storage.Memo
+}
+
+// Version is one value of one key. A delete is a version too (a
+// tombstone), so that reads at older revisions still see the value before.
+type Version[V Payload] struct {
+	Rev     int64
+	Value   V
+	Deleted bool
+}
+
+// record is the history of one key, oldest first.
+type record[V Payload] struct {
+	key      string
+	versions []Version[V]
+}
+
+func recordKey[V Payload](r *record[V]) string { return r.key }
+
+// latest returns the key's current value; ok is false when it has none.
+func (r *record[V]) latest() (v Version[V], ok bool) {
+	if r == nil || len(r.versions) == 0 {
+		return v, false
+	}
+	v = r.versions[len(r.versions)-1]
+	return v, !v.Deleted
+}
+
+// at returns the value the key had at rev.
+func (r *record[V]) at(rev int64) (v Version[V], ok bool) {
+	n := len(r.versions)
+	if n > 0 && r.versions[n-1].Rev <= rev {
+		v = r.versions[n-1]
+		return v, !v.Deleted
+	}
+	i := sort.Search(n, func(i int) bool { return r.versions[i].Rev > rev })
+	if i == 0 {
+		return v, false
+	}
+	v = r.versions[i-1]
+	return v, !v.Deleted
+}
+
+// compact drops the versions no read at or after rev can see; it reports
+// whether the key has no history left.
+func (r *record[V]) compact(rev int64) bool {
+	i := 0
+	for i+1 < len(r.versions) && r.versions[i+1].Rev <= rev {
+		i++
+	}
+	if len(r.versions) > 0 && r.versions[i].Rev <= rev && r.versions[i].Deleted {
+		i++
+	}
+	if i > 0 {
+		clear(r.versions[:i])
+		r.versions = r.versions[i:]
+	}
+	return len(r.versions) == 0
+}
+
+// Change is one write in the log. It shares its versions with the records.
+type Change[V Payload] struct {
+	Key string
+	// Cur is the new version (a tombstone for a delete); Prev the one
+	// before, the zero Version for an add.
+	Cur, Prev Version[V]
+	// Type is storage.Added, storage.Modified or storage.Deleted.
+	Type storage.EventType
+	// At is when the history took the change, in nanoseconds since it
+	// started: a window that keeps changes for a while reads it.
+	At int64
+}
+
+// Event returns the change as watchers see it.
+func (c *Change[V]) Event() storage.Event {
+	ev := storage.Event{Type: c.Type, Key: c.Key, Revision: c.Cur.Rev, Memo: c.Cur.Value.Memo()}
+	switch c.Type {
+	case storage.Deleted:
+		ev.Value = c.Prev.Value.Data()
+	case storage.Modified:
+		ev.Value, ev.PrevValue = c.Cur.Value.Data(), c.Prev.Value.Data()
+	default:
+		ev.Value = c.Cur.Value.Data()
+	}
+	return ev
+}
+
+// StallBudget is how long a watcher's consumer may leave its channel full
+// before the watcher counts as not keeping up, kube-apiserver's dispatch
+// budget: a consumer that reads on, however far behind, is not closed.
+const StallBudget = 100 * time.Millisecond
+
+// Config configures a History.
+type Config struct {
+	// Root is the prefix of every key the history holds ("/" for a whole
+	// store): wake-ups look for watchers only at the prefixes below it.
+	Root string
+	// BookmarkInterval is how often watches that ask for bookmarks get
+	// one; zero sends none but the deadline and requested ones.
+	BookmarkInterval time.Duration
+	// LagBound is how many changes behind a watcher whose consumer stalled
+	// for StallBudget may be before it is closed; zero never closes one
+	// that way.
+	LagBound uint64
+	// OutBuffer is the capacity of a watch's result channel.
+	OutBuffer int
+	// Logger gets the debug lines of closed watchers; nil is
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Errors of History's methods; owners turn them into their own.
+var (
+	// ErrClosed: the history is closed.
+	ErrClosed = errors.New("history is closed")
+	// ErrNotReady: the history holds no complete state (before Install,
+	// after Reset).
+	ErrNotReady = errors.New("history holds no state")
+)
+
+// History is a multi-version key-value state with its change log and
+// watchers; see the package documentation. The zero value is not usable;
+// call New.
+type History[V Payload] struct {
+	cfg   Config
+	start time.Time
+
+	// RWMutex guards everything below and the owner's own state.
+	sync.RWMutex
+
+	// ready is true while the history holds a complete state; rev mirrors
+	// seen for reads without the lock.
+	ready atomic.Bool
+	rev   atomic.Int64
+
+	// records and index hold every key with history; live counts the keys
+	// that exist at the latest revision.
+	records map[string]*record[V]
+	index   *keyindex.Index[*record[V]]
+	live    int
+	// log holds the retained changes, oldest first; log[0] has sequence
+	// number firstSeq. Watchers read it by sequence number.
+	log      []Change[V]
+	firstSeq uint64
+	// seen is the revision the history has everything up to.
+	seen int64
+	// floor is the oldest revision whose state can be read; watchFloor the
+	// oldest revision a watch can start from (every later change is in
+	// the log). floor >= watchFloor.
+	floor, watchFloor int64
+	// epoch counts the Resets: watchers of an older epoch end with
+	// resetErr.
+	epoch    uint64
+	resetErr error
+	// revWake is closed (and replaced) when seen moves while revWaiters
+	// wait.
+	revWake    chan struct{}
+	revWaiters atomic.Int64
+
+	// wakes are what the watchers of each prefix wait on.
+	wakes    map[string]*wakeGroup
+	watchers map[*Watcher[V]]struct{}
+	// bookmarkGen counts bookmark ticks; a watcher that asked for
+	// bookmarks sends one per tick. The ticker runs while bookmarkers > 0;
+	// tickStop ends it.
+	bookmarkGen uint64
+	bookmarkers int
+	tickStop    chan struct{}
+	ticks       sync.WaitGroup
+	// stalled are the watchers whose consumer left their channel full,
+	// each waiting to send the change at its pos.
+	stalled map[*Watcher[V]]struct{}
+	closed  bool
+	done    chan struct{} // closed by Close
+}
+
+// New returns an empty History that is not ready: Install gives it its
+// first state.
+func New[V Payload](cfg Config) *History[V] {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.OutBuffer <= 0 {
+		cfg.OutBuffer = 16
+	}
+	return &History[V]{
+		cfg:      cfg,
+		start:    time.Now(),
+		records:  map[string]*record[V]{},
+		index:    keyindex.New(recordKey[V]),
+		revWake:  make(chan struct{}),
+		wakes:    map[string]*wakeGroup{},
+		watchers: map[*Watcher[V]]struct{}{},
+		stalled:  map[*Watcher[V]]struct{}{},
+		done:     make(chan struct{}),
+	}
+}
+
+// Now returns the time in the clock of Change.At.
+func (h *History[V]) Now() int64 { return int64(time.Since(h.start)) }
+
+// Ready reports whether the history holds a complete state.
+func (h *History[V]) Ready() bool { return h.ready.Load() }
+
+// Revision returns the revision the history has everything up to, without
+// the lock.
+func (h *History[V]) Revision() int64 { return h.rev.Load() }
+
+// RevisionLocked is Revision under the lock.
+func (h *History[V]) RevisionLocked() int64 { return h.seen }
+
+// FloorsLocked returns the oldest revision a read can be served at and the
+// oldest a watch can start from.
+func (h *History[V]) FloorsLocked() (read, watch int64) { return h.floor, h.watchFloor }
+
+// LatestLocked returns key's current value; ok is false when it has none.
+func (h *History[V]) LatestLocked(key string) (Version[V], bool) {
+	return h.records[key].latest()
+}
+
+// Latest returns key's current value; ok is false when it has none, ready
+// false when the history holds no state.
+func (h *History[V]) Latest(key string) (v Version[V], ok, ready bool) {
+	h.RLock()
+	defer h.RUnlock()
+	if !h.ready.Load() {
+		return v, false, false
+	}
+	v, ok = h.records[key].latest()
+	return v, ok, true
+}
+
+// State is a complete state being built for Install, outside the lock.
+type State[V Payload] struct {
+	records map[string]*record[V]
+	keys    []*record[V]
+}
+
+// NewState returns an empty State.
+func NewState[V Payload]() *State[V] { return &State[V]{records: map[string]*record[V]{}} }
+
+// Add sets key's value; a later Add of the same key replaces it.
+func (s *State[V]) Add(key string, v Version[V]) {
+	if r := s.records[key]; r != nil {
+		r.versions[0] = v
+		return
+	}
+	r := &record[V]{key: key, versions: []Version[V]{v}}
+	s.records[key] = r
+	s.keys = append(s.keys, r)
+}
+
+// Install replaces the history's state with s (nil: empty), the state at
+// rev, and makes it ready. The log starts empty: watches start from rev
+// on. first reports whether this made a history ready that never was.
+func (h *History[V]) Install(s *State[V], rev int64) (first bool) {
+	if s == nil {
+		s = NewState[V]()
+	}
+	index := keyindex.New(recordKey[V])
+	for _, r := range s.keys {
+		index.Insert(r)
+	}
+	h.Lock()
+	defer h.Unlock()
+	h.records, h.index, h.live = s.records, index, len(s.keys)
+	h.dropLogLocked()
+	h.floor, h.watchFloor = rev, rev
+	h.advanceLocked(rev)
+	return h.ready.CompareAndSwap(false, true) && h.epoch == 0
+}
+
+// dropLogLocked empties the log. Stalled watchers end with the error of a
+// new epoch, or read on from the new state, not as laggards.
+func (h *History[V]) dropLogLocked() {
+	clear(h.log)
+	clear(h.stalled)
+	h.firstSeq += uint64(len(h.log))
+	h.log = nil
+}
+
+// Reset drops the state: the history is not ready until the next Install,
+// and every watcher ends with err. It reports false when the history was
+// not ready.
+func (h *History[V]) Reset(err error) bool {
+	h.Lock()
+	defer h.Unlock()
+	if !h.ready.Load() {
+		return false
+	}
+	h.ready.Store(false)
+	h.epoch++
+	h.resetErr = err
+	h.records, h.index, h.live = map[string]*record[V]{}, keyindex.New(recordKey[V]), 0
+	h.dropLogLocked()
+	h.wakeAllLocked()
+	h.wakeRevLocked()
+	return true
+}
+
+// advanceLocked records that the history has everything up to rev.
+func (h *History[V]) advanceLocked(rev int64) {
+	if rev <= h.seen {
+		return
+	}
+	h.seen = rev
+	h.rev.Store(rev)
+	h.wakeRevLocked()
+}
+
+func (h *History[V]) wakeRevLocked() {
+	// A waiter registers in revWaiters before it reads seen under the
+	// lock: one that registered too late to be woken sees the new seen.
+	if h.revWaiters.Load() > 0 {
+		close(h.revWake)
+		h.revWake = make(chan struct{})
+	}
+}
+
+// AdvanceLocked records that the history has everything up to rev though
+// no change came (a backend's bookmark).
+func (h *History[V]) AdvanceLocked(rev int64) { h.advanceLocked(rev) }
+
+// PutLocked takes a change of key at rev, later than every change before:
+// v is its new value, or with deleted, the tombstone's payload. A delete of
+// a key without a value only moves the revision on; ok is false then, and
+// for a revision older than the history's. The caller holds the lock for
+// writing, and trims the log afterwards as its policy says (EvictLocked).
+func (h *History[V]) PutLocked(key string, rev int64, v V, deleted bool) (c Change[V], ok bool) {
+	if rev < h.seen {
+		return c, false // already seen; a backend never goes back
+	}
+	rec := h.records[key]
+	prev, exists := rec.latest()
+	switch {
+	case deleted && !exists:
+		h.advanceLocked(rev)
+		return c, false
+	case deleted:
+		c.Type = storage.Deleted
+		h.live--
+	case exists:
+		c.Type = storage.Modified
+	default:
+		c.Type = storage.Added
+		h.live++
+	}
+	if rec == nil {
+		rec = &record[V]{key: key}
+		h.records[key] = rec
+		h.index.Insert(rec)
+	}
+	c.Key, c.Prev, c.At = rec.key, prev, h.Now()
+	c.Cur = Version[V]{Rev: rev, Value: v, Deleted: deleted}
+	rec.versions = append(rec.versions, c.Cur)
+	h.log = append(h.log, c)
+	h.advanceLocked(rev)
+	h.groupsOf(c.Key, (*wakeGroup).wake)
+	if len(h.stalled) > 0 {
+		h.closeLaggingLocked(c.At)
+	}
+	return c, true
+}
+
+// LogLenLocked returns the number of changes the log holds.
+func (h *History[V]) LogLenLocked() int { return len(h.log) }
+
+// EvictLocked drops the oldest changes while over reports that the log
+// must lose the change c it is given, with size changes held, and raises
+// the read floor to at least floor; records keep only the versions a read
+// at or after the floor can see. A watcher that has not read a dropped
+// change yet is closed without an error (see Watcher). The caller holds the
+// lock for writing.
+func (h *History[V]) EvictLocked(over func(c *Change[V], size int) bool, floor int64) {
+	n := 0
+	for n < len(h.log) && over(&h.log[n], len(h.log)-n) {
+		h.watchFloor = max(h.watchFloor, h.log[n].Cur.Rev)
+		n++
+	}
+	h.floor = max(h.floor, h.watchFloor, min(floor, h.seen))
+	if n == 0 {
+		return
+	}
+	var gone []string
+	for i := range h.log[:n] {
+		key := h.log[i].Key
+		if rec := h.records[key]; rec != nil && rec.compact(h.floor) {
+			delete(h.records, key)
+			gone = append(gone, key)
+		}
+		evicted := h.firstSeq + uint64(i) + 1
+		h.groupsOf(key, func(g *wakeGroup) { g.evicted = evicted })
+	}
+	// One sweep of the index beats many deletes from it when a compaction
+	// drops many keys at once.
+	if len(gone) > 64 {
+		h.index.DeleteFunc(func(r *record[V]) bool { return len(r.versions) == 0 })
+	} else {
+		for _, key := range gone {
+			h.index.Delete(key)
+		}
+	}
+	clear(h.log[:n])
+	h.log = h.log[n:]
+	h.firstSeq += uint64(n)
+}
+
+// CompactLocked drops the history before rev, as a compaction of etcd does:
+// reads at older revisions, and watches that would need changes before
+// rev, are refused afterwards. Running watches are not ended, as etcd does
+// not end a watch that has caught up: the changes one has not read yet stay
+// in the log until it has (the next compaction drops them), and so do the
+// versions their keys had. The caller holds the lock for writing.
+func (h *History[V]) CompactLocked(rev int64) {
+	rev = min(rev, h.seen)
+	// The changes before rev, and of them those every watcher has read.
+	before := sort.Search(len(h.log), func(i int) bool { return h.log[i].Cur.Rev >= rev })
+	if before == 0 && rev <= h.floor {
+		return
+	}
+	if before > 0 {
+		h.watchFloor = max(h.watchFloor, h.log[before-1].Cur.Rev)
+	}
+	unread := h.firstSeq + uint64(before)
+	for w := range h.watchers {
+		if w.epoch == h.epoch {
+			unread = min(unread, w.cursor)
+		}
+	}
+	n := max(unread, h.firstSeq) - h.firstSeq // a watcher behind has missed changes already
+	h.EvictLocked(func(*Change[V], int) bool {
+		if n == 0 {
+			return false
+		}
+		n--
+		return true
+	}, rev)
+}
+
+// WaitRevision waits until the history has everything up to rev, for at
+// most d. onWait, when not nil, runs once the caller counts as waiting
+// (see Waiting). reached is false, without an error, when d passed or the
+// history was reset; the error is ctx's, or ErrClosed.
+func (h *History[V]) WaitRevision(ctx context.Context, rev int64, d time.Duration, onWait func()) (reached bool, err error) {
+	if h.rev.Load() >= rev {
+		return true, nil
+	}
+	h.revWaiters.Add(1)
+	defer h.revWaiters.Add(-1)
+	if onWait != nil {
+		onWait()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		h.RLock()
+		seen, wake, ready := h.seen, h.revWake, h.ready.Load()
+		h.RUnlock()
+		switch {
+		case seen >= rev:
+			return true, nil
+		case !ready:
+			return false, nil
+		}
+		select {
+		case <-wake:
+		case <-timer.C:
+			return false, nil
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-h.done:
+			return false, ErrClosed
+		}
+	}
+}
+
+// Waiting reports how many callers wait in WaitRevision.
+func (h *History[V]) Waiting() int64 { return h.revWaiters.Load() }
+
+// Close ends every watch; later watches fail with ErrClosed, and waiters
+// return it.
+func (h *History[V]) Close() {
+	h.Lock()
+	if h.closed {
+		h.Unlock()
+		return
+	}
+	h.closed = true
+	close(h.done)
+	ws := make([]*Watcher[V], 0, len(h.watchers))
+	for w := range h.watchers {
+		ws = append(ws, w)
+	}
+	h.Unlock()
+	for _, w := range ws {
+		w.Stop()
+	}
+	h.ticks.Wait()
+}
+
+// Stats reports what the history holds: changes in the log, versions in
+// the records, and keys, for tests of its owners' policies.
+func (h *History[V]) Stats() (changes, versions, keys int) {
+	h.RLock()
+	defer h.RUnlock()
+	for _, r := range h.records {
+		versions += len(r.versions)
+	}
+	return len(h.log), versions, h.index.Len()
+}
