@@ -391,8 +391,9 @@ func (c *Cacher) evictLocked(now int64) {
 
 // Compact discards the cache's history before rev, as a backend compaction
 // does: afterwards reads at older revisions are served by the backend
-// (which fails them with ErrExpired once it has compacted too), and watches
-// from revisions whose later changes are gone fail with ErrExpired. It
+// (which fails them with ErrExpired once it has compacted too), and new
+// watches from revisions whose later changes are gone fail with
+// ErrExpired; running watches keep the changes they have not read yet. It
 // waits for the cache to reach rev first.
 //
 // The cache does not need it: its window is its own history. It is for

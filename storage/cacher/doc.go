@@ -13,7 +13,10 @@
 // revision from the window's floor to the latest, which makes paged lists
 // consistent without copying anything per page. Watchers read the window
 // from their own positions; the goroutine applying changes never waits for
-// them. When the backend watch ends it resumes from the cache's revision;
+// them. The state, the window and the watchers are
+// storage/internal/history's, which the memory backend shares; this package
+// adds the backend watch, the window's size, consistent reads and what it
+// hands to the backend. When the backend watch ends it resumes from the cache's revision;
 // when the backend no longer has that revision (compacted), the cache lists
 // again, and its watchers end with ErrExpired.
 //

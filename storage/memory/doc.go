@@ -9,7 +9,16 @@
 //
 // History is bounded the way kube-apiserver bounds etcd's: every
 // compaction interval (default five minutes) the store drops the history
-// older than the revision it had one interval earlier. Watches are fed by
-// writers without ever making them wait: a watcher that falls more than its
-// buffer behind is ended with an ErrorEvent, and its client watches again.
+// older than the revision it had one interval earlier; a running watch
+// keeps the changes it has not read yet, as etcd keeps them for a watch
+// that has caught up. Writers never wait for watchers: each watcher reads
+// the log of writes from its own position, and one whose consumer leaves
+// its channel full for 100 ms while more than its buffer (WithWatchBuffer)
+// behind is closed without an error, as kube-apiserver's watch cache closes
+// it, so that its client watches again from the last revision it got.
+//
+// The records, the log, the revision waiters and the watchers are
+// storage/internal/history's, which the watch cache (storage/cacher) shares;
+// this package adds the revision counter, the writes and the compaction
+// interval.
 package memory

@@ -16,8 +16,8 @@ const (
 	// DefaultCompactionInterval is kube-apiserver's default
 	// --etcd-compaction-interval.
 	DefaultCompactionInterval = 5 * time.Minute
-	// DefaultWatchBuffer is how many events a watcher may fall behind
-	// before it is ended.
+	// DefaultWatchBuffer is how many changes a watcher whose consumer
+	// stalled may fall behind before it is closed.
 	DefaultWatchBuffer = 10000
 	// DefaultBookmarkInterval is how often a watch that asked for bookmarks
 	// gets one.
@@ -49,8 +49,10 @@ func WithCompactionInterval(d time.Duration) Option {
 	return func(c *config) { c.compactionInterval = d }
 }
 
-// WithWatchBuffer sets how many undelivered events a watcher may hold
-// before it is ended with an ErrorEvent.
+// WithWatchBuffer sets how many changes, past the one it waits to send and
+// those in its channel, a watcher whose consumer left its channel full for
+// 100 ms may fall behind before it is closed (without an error: its client
+// watches again from the last revision it got).
 func WithWatchBuffer(n int) Option {
 	return func(c *config) {
 		if n > 0 {

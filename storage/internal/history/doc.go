@@ -34,11 +34,15 @@
 //
 // # Why storage/etcd3 does not use it
 //
-// An etcd watch is a stream that etcd delivers, one watch per consumer: the
-// etcd3 watcher forwards what the stream sends, and its bookmarks are
-// etcd's progress notifications. There is no shared log to read from a
-// cursor, no window to fall out of and no writer to protect from a slow
-// consumer (etcd's gRPC flow control holds the stream instead), so the
-// cursor loop here has nothing to do there; what the two share, the
-// predicate's filtering of a change, is storage.Predicate.FilterEvent.
+// An etcd watch is a stream that etcd delivers, one per consumer: the etcd3
+// watcher forwards what the stream sends, reads its initial state from etcd
+// in pages, and its bookmarks follow etcd's progress notifications. There
+// is no shared log to read from a cursor, no window to fall out of and no
+// writer to protect from a slow consumer (etcd's gRPC flow control holds
+// the stream instead), so the cursor loop here has nothing to read there,
+// and a log fed from the stream only to be read back would cost a copy of
+// every event. What is left to share, filtering a change by a predicate,
+// is storage.Predicate.FilterEvent, which etcd3 uses (its values come fresh
+// from etcd, without memos); the watchers here filter with the memos of
+// both versions instead, so that neither is decoded again.
 package history
