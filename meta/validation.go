@@ -1,6 +1,9 @@
 package meta
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // The name and value rules of Kubernetes, with its messages word for word:
 // clients and users match on them. The checks are hand-written rather than
@@ -185,6 +188,37 @@ func ValidateDNS1035Label(value string) []string {
 	}
 	if !isDNS1123Label(value) || value[0] < 'a' || value[0] > 'z' {
 		errs = append(errs, regexError(dns1035LabelErrorMsg, dns1035LabelFmt, "my-name", "abc-123"))
+	}
+	return errs
+}
+
+const configMapKeyErrMsg = "a valid config key must consist of alphanumeric characters, '-', '_' or '.'"
+
+// ValidateConfigMapKey returns the problems of value as a key of a
+// ConfigMap's or a Secret's data (it names a file when mounted): at most
+// 253 of [-._a-zA-Z0-9], and neither "." nor "..", nor starting with "..".
+func ValidateConfigMapKey(value string) []string {
+	var errs []string
+	if len(value) > dns1123SubdomainMaxLen {
+		errs = append(errs, maxLenError(dns1123SubdomainMaxLen))
+	}
+	valid := value != ""
+	for i := 0; i < len(value); i++ {
+		if c := value[i]; !isAlnum(c) && c != '-' && c != '_' && c != '.' {
+			valid = false
+			break
+		}
+	}
+	if !valid {
+		errs = append(errs, regexError(configMapKeyErrMsg, `[-._a-zA-Z0-9]+`, "key.name", "KEY_NAME", "key-name"))
+	}
+	switch {
+	case value == ".":
+		errs = append(errs, `must not be '.'`)
+	case value == "..":
+		errs = append(errs, `must not be '..'`)
+	case strings.HasPrefix(value, ".."):
+		errs = append(errs, `must not start with '..'`)
 	}
 	return errs
 }

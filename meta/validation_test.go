@@ -90,3 +90,36 @@ func TestValidateMessages(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateConfigMapKey(t *testing.T) {
+	const regexMsg = "a valid config key must consist of alphanumeric characters, '-', '_' or '.' " +
+		"(e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"
+	tests := []struct {
+		name string
+		in   string
+		want []string
+	}{
+		{"plain", "key.name", nil},
+		{"upper and underscore", "KEY_NAME", nil},
+		{"leading dot", ".dotfile", nil},
+		{"empty", "", []string{regexMsg}},
+		{"slash", "a/b", []string{regexMsg}},
+		{"space", "a b", []string{regexMsg}},
+		{"dot", ".", []string{"must not be '.'"}},
+		{"dot dot", "..", []string{"must not be '..'"}},
+		{"dot dot prefix", "..a", []string{"must not start with '..'"}},
+		{"too long", strings.Repeat("a", 254), []string{"must be no more than 253 characters"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ValidateConfigMapKey(tt.in); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("ValidateConfigMapKey(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+			if valid, re := len(ValidateConfigMapKey(tt.in)) == 0, k8sConfigMapKeyRe.MatchString(tt.in) && len(tt.in) <= 253 && tt.in != "." && !strings.HasPrefix(tt.in, ".."); valid != re {
+				t.Errorf("ValidateConfigMapKey(%q) valid = %v, Kubernetes' rules say %v", tt.in, valid, re)
+			}
+		})
+	}
+}
+
+var k8sConfigMapKeyRe = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)

@@ -458,6 +458,7 @@ func (o *AuthenticationOptions) complete(sa *ServiceAccountOptions, log *slog.Lo
 		if err != nil {
 			return fmt.Errorf("service account tokens: %w", err)
 		}
+		sa.Authenticator = a
 		tokens = append(tokens, a)
 	}
 	for _, a := range o.jwtIssuers {

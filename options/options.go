@@ -305,6 +305,7 @@ func (c CompletedOptions) ApplyTo(cfg *server.Config) error {
 			return err
 		}
 	}
+	cfg.ServiceAccountTokens = o.ServiceAccount.tokens(o.Authentication.APIAudiences)
 	if cfg.Logger == nil {
 		cfg.Logger = o.logger()
 	}

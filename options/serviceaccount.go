@@ -55,6 +55,18 @@ type ServiceAccountOptions struct {
 	// Generator signs tokens as the first issuer; nil without a signing
 	// key.
 	Generator *serviceaccount.Generator
+	// Authenticator verifies the tokens, set by the authentication
+	// options; nil when they are not authenticated here.
+	Authenticator *serviceaccount.Authenticator
+}
+
+// tokens is what the server's TokenRequest needs, nil without a Generator.
+func (o *ServiceAccountOptions) tokens(apiAudiences []string) *serviceaccount.Tokens {
+	if o.Generator == nil {
+		return nil
+	}
+	return &serviceaccount.Tokens{Generator: o.Generator, Authenticator: o.Authenticator,
+		APIAudiences: apiAudiences, MaxExpiration: o.MaxExpiration}
 }
 
 // NewServiceAccountOptions returns kube-apiserver's defaults.

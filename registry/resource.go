@@ -483,3 +483,25 @@ func (r *served[S, V]) Table(ctx context.Context, items []Item, opts meta.TableO
 	}
 	return t, nil
 }
+
+// ServeProtobuf is Serve for a resource that also accepts writes in
+// Kubernetes' protobuf encoding, as kubectl's typed clients post built-in
+// kinds: decode turns such a body into JSON (see ProtobufDecoder).
+func ServeProtobuf[S meta.Object](st *Store[S], decode func(body []byte) ([]byte, error)) Resource {
+	return &servedProtobuf[S]{served: Serve(st).(*served[S, S]), decode: decode}
+}
+
+type servedProtobuf[S meta.Object] struct {
+	*served[S, S]
+	decode func(body []byte) ([]byte, error)
+}
+
+// ProtobufToJSON implements ProtobufDecoder; a body it cannot read is a
+// 400, as kube-apiserver answers an undecodable one.
+func (r *servedProtobuf[S]) ProtobufToJSON(body []byte) ([]byte, error) {
+	b, err := r.decode(body)
+	if err != nil {
+		return nil, meta.NewBadRequest(err.Error())
+	}
+	return b, nil
+}

@@ -531,7 +531,7 @@ func (s *Store[T]) prepareUpdate(ctx context.Context, ns, name string, cur stora
 			return zero, nil, false, err
 		}
 	}
-	if m.DeletionTimestamp != nil && len(m.Finalizers) == 0 && !opts.DryRun {
+	if m.DeletionTimestamp != nil && !s.hasFinalizers(obj) && !opts.DryRun {
 		return obj, nil, false, errDeleteInstead
 	}
 	data, err := s.encodeForStorage(obj)
@@ -663,7 +663,20 @@ func (s *Store[T]) markForDeletion(obj T) bool {
 	// The desired state changed: bump generation as kube-apiserver does on
 	// graceful deletion.
 	m.Generation++
+	if f, ok := s.opts.Strategy.(FinalizingStrategy[T]); ok {
+		f.PrepareForDelete(obj)
+	}
 	return true
+}
+
+// hasFinalizers reports whether obj has finalizers in its metadata, or of
+// its own (FinalizingStrategy): a delete then only marks it.
+func (s *Store[T]) hasFinalizers(obj T) bool {
+	if len(obj.GetObjectMeta().Finalizers) > 0 {
+		return true
+	}
+	f, ok := s.opts.Strategy.(FinalizingStrategy[T])
+	return ok && f.Finalizing(obj)
 }
 
 // markDeleting sets deletionTimestamp on an object with finalizers; the
@@ -680,7 +693,7 @@ func (s *Store[T]) markDeleting(ctx context.Context, key, name string, check fun
 		if err := check(obj); err != nil {
 			return nil, err
 		}
-		if len(obj.GetObjectMeta().Finalizers) == 0 {
+		if !s.hasFinalizers(obj) {
 			return nil, errDeleteNow
 		}
 		result = obj
@@ -735,7 +748,7 @@ func (s *Store[T]) Delete(ctx context.Context, ns, name string, opts DeleteOptio
 		if err := check(cur); err != nil {
 			return zero, false, err
 		}
-		if len(cur.GetObjectMeta().Finalizers) > 0 {
+		if s.hasFinalizers(cur) {
 			if opts.DryRun {
 				// What the delete would answer: the object marked.
 				s.markForDeletion(cur)

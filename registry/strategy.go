@@ -55,3 +55,16 @@ type Defaulter[T meta.Object] interface {
 type StatusStrategy[T meta.Object] interface {
 	ValidateStatusUpdate(ctx context.Context, obj, old T) meta.FieldErrors
 }
+
+// FinalizingStrategy is optionally implemented by a Strategy whose objects
+// carry finalizers of their own besides metadata.finalizers, as a
+// namespace's spec.finalizers: a DELETE of an object that has some only
+// marks it (deletionTimestamp set, PrepareForDelete applied), and the object
+// is deleted once both kinds are gone, by the update that removes the last.
+type FinalizingStrategy[T meta.Object] interface {
+	// Finalizing reports whether obj still has finalizers of its own.
+	Finalizing(obj T) bool
+	// PrepareForDelete changes what the first DELETE marks, as a
+	// namespace's phase becomes Terminating.
+	PrepareForDelete(obj T)
+}

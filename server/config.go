@@ -12,6 +12,7 @@ import (
 	"github.com/apikit-dev/apikit/admission"
 	"github.com/apikit-dev/apikit/audit"
 	"github.com/apikit-dev/apikit/authn"
+	"github.com/apikit-dev/apikit/authn/serviceaccount"
 	"github.com/apikit-dev/apikit/authz"
 	"github.com/apikit-dev/apikit/certs"
 	"github.com/apikit-dev/apikit/flowcontrol"
@@ -45,6 +46,10 @@ type Config struct {
 	// Authenticator identifies callers. The default accepts client
 	// certificates signed by SecureServing.ClientCA and nothing else.
 	Authenticator authn.Authenticator
+	// ServiceAccountTokens, when set, issue service-account tokens (the
+	// core group's TokenRequest) and say who checks them; options set it
+	// from the --service-account-* flags.
+	ServiceAccountTokens *serviceaccount.Tokens
 	// Authorizer decides what they may do. The default allows every
 	// authenticated user everything.
 	Authorizer authz.Authorizer

@@ -87,7 +87,12 @@ func (s *GenericServer) serveAPIs(w http.ResponseWriter, r *http.Request) {
 		respond.Object(w, r, http.StatusOK, out)
 		return
 	}
-	groups := s.APIGroups()
+	var groups []*APIGroupInfo
+	for _, g := range s.APIGroups() {
+		if g.Name != "" { // the core group is /api's
+			groups = append(groups, g)
+		}
+	}
 	if v, ok := wantsAggregated(r.Header.Get("Accept")); ok {
 		list := &meta.APIGroupDiscoveryList{}
 		for _, g := range groups {
@@ -104,6 +109,44 @@ func (s *GenericServer) serveAPIs(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Vary", "Accept")
 	respond.Object(w, r, http.StatusOK, out)
+}
+
+// serveAPI answers /api with the core group of the chain, as kube-apiserver:
+// the APIVersions document, or the group alone in aggregated discovery. A
+// chain without a core group passes the request on (404 at its end).
+func (s *GenericServer) serveAPI(w http.ResponseWriter, r *http.Request) {
+	var core *APIGroupInfo
+	for _, g := range s.APIGroups() {
+		if g.Name == "" {
+			core = g
+			break
+		}
+	}
+	if core == nil {
+		s.delegate.UnprotectedHandler().ServeHTTP(w, r)
+		return
+	}
+	if v, ok := wantsAggregated(r.Header.Get("Accept")); ok {
+		writeAggregated(w, r, v, &meta.APIGroupDiscoveryList{Items: []meta.APIGroupDiscovery{aggregatedGroup(core)}})
+		return
+	}
+	out := meta.APIVersions{TypeMeta: meta.TypeMeta{Kind: "APIVersions"},
+		// kube-apiserver names the address the client reached it by.
+		ServerAddressByClientCIDRs: []meta.ServerAddressByClientCIDR{{ClientCIDR: "0.0.0.0/0", ServerAddress: s.serverAddress(r)}}}
+	for _, v := range core.Versions {
+		out.Versions = append(out.Versions, v.Version)
+	}
+	w.Header().Set("Vary", "Accept")
+	respond.Object(w, r, http.StatusOK, out)
+}
+
+// serverAddress is the host:port a client reaches the server by: the
+// configured external address, else the request's Host.
+func (s *GenericServer) serverAddress(r *http.Request) string {
+	if s.config.ExternalAddress != "" {
+		return s.config.ExternalAddress
+	}
+	return r.Host
 }
 
 // aggregatedGroup is one group in aggregated discovery.

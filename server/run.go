@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/net/http2"
 
+	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/server/respond"
 )
@@ -33,9 +34,10 @@ type runtimeState struct {
 
 // installDefaultRoutes adds discovery, /version and the health endpoints.
 func (s *GenericServer) installDefaultRoutes() {
-	// No /api: apikit serves no core group, and a server without one
-	// answers /api 404, as k8s.io/sample-apiserver does (client-go's
-	// discovery takes that as "no legacy resources").
+	// /api lists the core group when a server of the chain serves it; a
+	// chain without one answers 404, as k8s.io/sample-apiserver does
+	// (client-go's discovery takes that as "no legacy resources").
+	s.mux.HandleFunc("/api", s.serveAPI)
 	s.mux.HandleFunc("/apis", s.serveAPIs)
 	s.mux.HandleFunc("/version", func(w http.ResponseWriter, r *http.Request) {
 		respond.JSON(w, http.StatusOK, s.config.Version)
@@ -68,9 +70,13 @@ func (s *GenericServer) ListedPaths() []string {
 		paths = append(paths, "/metrics")
 	}
 	for _, g := range s.APIGroups() {
-		paths = append(paths, "/apis/"+g.Name)
+		if g.Name == "" {
+			paths = append(paths, "/api")
+		} else {
+			paths = append(paths, "/apis/"+g.Name)
+		}
 		for _, v := range g.Versions {
-			paths = append(paths, "/apis/"+g.Name+"/"+v.Version)
+			paths = append(paths, GroupVersionPath(meta.GroupVersion{Group: g.Name, Version: v.Version}))
 		}
 	}
 	sort.Strings(paths)

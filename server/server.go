@@ -371,13 +371,15 @@ func (s *GenericServer) AddReadyzChecks(checks ...HealthCheck) {
 }
 
 // InstallAPIGroup serves g: one WebService per version at
-// /apis/<group>/<version>, and the group's discovery documents. Versions
+// /apis/<group>/<version>, and the group's discovery documents. The core
+// group (Name "") is served on kube's legacy path, /api/<version>, with /api
+// listing its versions; /apis leaves it out. Versions
 // that Config.APIEnabled disables are left out (the first one left is
 // preferred); a group with none left is not installed, and that is not an
 // error.
 func (s *GenericServer) InstallAPIGroup(g *APIGroupInfo) error {
-	if g == nil || g.Name == "" || len(g.Versions) == 0 {
-		return errors.New("server: an API group needs a name and at least one version")
+	if g == nil || len(g.Versions) == 0 {
+		return errors.New("server: an API group needs at least one version")
 	}
 	for _, existing := range s.APIGroups() {
 		if existing.Name == g.Name {
@@ -410,8 +412,8 @@ func (s *GenericServer) InstallAPIGroup(g *APIGroupInfo) error {
 			return fmt.Errorf("server: version %q of group %q needs resources", v.Version, g.Name)
 		}
 		gv := meta.GroupVersion{Group: g.Name, Version: v.Version}
-		ws := new(restful.WebService).Path("/apis/" + gv.String()).
-			Doc("API at /apis/" + gv.String()).ApiVersion(gv.String())
+		ws := new(restful.WebService).Path(GroupVersionPath(gv)).
+			Doc("API at " + GroupVersionPath(gv)).ApiVersion(gv.String())
 		seen := map[string]bool{}
 		for _, res := range v.Resources {
 			info := res.Info()
@@ -455,11 +457,23 @@ func (s *GenericServer) InstallAPIGroup(g *APIGroupInfo) error {
 	s.mu.Lock()
 	s.groups = append(s.groups, g)
 	s.mu.Unlock()
+	if g.Name == "" {
+		return nil // /api, which lists the core group, is served from the chain's groups
+	}
 	group := apiGroupFor(g)
 	s.mux.HandleFunc("/apis/"+g.Name, func(w http.ResponseWriter, r *http.Request) {
 		respond.JSON(w, http.StatusOK, group)
 	})
 	return nil
+}
+
+// GroupVersionPath is where a group-version is served: /apis/<group>/<version>,
+// or /api/<version> for the core group (kube's legacy path).
+func GroupVersionPath(gv meta.GroupVersion) string {
+	if gv.Group == "" {
+		return "/api/" + gv.Version
+	}
+	return "/apis/" + gv.Group + "/" + gv.Version
 }
 
 // resourceListFor builds the discovery document of one group-version: its

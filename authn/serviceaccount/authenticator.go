@@ -49,13 +49,15 @@ var signatureAlgorithms = []jose.SignatureAlgorithm{
 // the ones asked for: those in the context (authn.WithAudiences, set by a
 // TokenReview), else the server's implicit audiences (--api-audiences).
 //
-// Unlike kube-apiserver it cannot check that a service account, pod or
-// secret a token names still exists: apikit servers store none. Tokens
-// must carry an expiry.
+// With a Lookup (SetLookup, given by a server that stores service accounts)
+// it refuses a token whose service account no longer exists, was recreated
+// or is being deleted; the pods, secrets and nodes a token may be bound to
+// are not checked. Tokens must carry an expiry.
 type Authenticator struct {
 	issuers  []string
 	keys     []verificationKey
 	implicit authn.Audiences
+	lookup   lookupHolder
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -128,6 +130,9 @@ func (a *Authenticator) AuthenticateToken(ctx context.Context, token string) (*a
 	}
 	u, err := userFor(&claims)
 	if err != nil {
+		return nil, false, err
+	}
+	if err := a.checkAccount(ctx, &claims.Kubernetes); err != nil {
 		return nil, false, err
 	}
 	return &authn.Response{User: u, Audiences: auds}, true, nil

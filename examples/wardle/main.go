@@ -17,6 +17,7 @@ import (
 
 	"github.com/apikit-dev/apikit/examples/wardle/wardleapi"
 	"github.com/apikit-dev/apikit/options"
+	"github.com/apikit-dev/apikit/server"
 )
 
 func main() {
@@ -26,7 +27,16 @@ func main() {
 	o.SecureServing.AlternateDNS = append(o.SecureServing.AlternateDNS, serviceDNSName)
 	// The default roles view, edit and admin cover the wardle API too.
 	o.Authorization.RBACPolicy.ClusterRoles = append(o.Authorization.RBACPolicy.ClusterRoles, wardleapi.ClusterRoles()...)
-	if err := options.NewServerCommand("wardle", o, wardleapi.Build).Execute(); err != nil {
+	var withCore bool
+	cmd := options.NewServerCommand("wardle", o, func(c *server.Config) (*server.GenericServer, error) {
+		if withCore {
+			return wardleapi.BuildWithCore(c)
+		}
+		return wardleapi.Build(c)
+	})
+	cmd.Flags().BoolVar(&withCore, "core-api", false,
+		"Serve the core group too (/api/v1: namespaces, configmaps, secrets, serviceaccounts and their tokens, events) and coordination.k8s.io leases.")
+	if err := cmd.Execute(); err != nil {
 		os.Exit(1)
 	}
 }

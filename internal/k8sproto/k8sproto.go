@@ -9,6 +9,7 @@ package k8sproto
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -86,6 +87,14 @@ func (m Message) Bool(n protowire.Number) (value, set bool) {
 		return v[len(v)-1] != 0, true
 	}
 	return false, false
+}
+
+// Int64 returns the last value of int64 field n and whether it is set.
+func (m Message) Int64(n protowire.Number) (value int64, set bool) {
+	if v := m.varints[n]; len(v) > 0 {
+		return int64(v[len(v)-1]), true
+	}
+	return 0, false
 }
 
 // Message parses the last value of message field n; ok is false when it is
@@ -213,6 +222,46 @@ func LabelSelector(m Message) (map[string]any, error) {
 	}
 	if list != nil {
 		out["matchExpressions"] = list
+	}
+	return out, nil
+}
+
+// ToJSON decodes an object of kind wantKind from a protobuf body (its
+// envelope, then metadata in field 1) into JSON; fields adds the kind's
+// own fields to out, the object's JSON form.
+func ToJSON(body []byte, wantKind string, fields func(obj Message, out map[string]any) error) ([]byte, error) {
+	apiVersion, kind, obj, err := Unwrap(body)
+	if err != nil {
+		return nil, fmt.Errorf("decoding protobuf: %w", err)
+	}
+	if kind != wantKind {
+		return nil, fmt.Errorf("decoding protobuf: got kind %q, want %q", kind, wantKind)
+	}
+	m, _, err := obj.Message(1)
+	if err != nil {
+		return nil, fmt.Errorf("decoding protobuf %s metadata: %w", kind, err)
+	}
+	objectMeta, err := ObjectMeta(m)
+	if err != nil {
+		return nil, fmt.Errorf("decoding protobuf %s: %w", kind, err)
+	}
+	out := map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": objectMeta}
+	if err := fields(obj, out); err != nil {
+		return nil, fmt.Errorf("decoding protobuf %s: %w", kind, err)
+	}
+	return json.Marshal(out)
+}
+
+// BytesMap reads map<string, bytes> field n as JSON writes it: values in
+// base64 (encoding/json's form of []byte).
+func (m Message) BytesMap(n protowire.Number) (map[string][]byte, error) {
+	s, err := m.StringMap(n)
+	if err != nil || s == nil {
+		return nil, err
+	}
+	out := make(map[string][]byte, len(s))
+	for k, v := range s {
+		out[k] = []byte(v)
 	}
 	return out, nil
 }

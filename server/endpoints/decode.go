@@ -48,6 +48,10 @@ func isProtobuf(contentType string) bool {
 	return err == nil && mt == protobufType
 }
 
+// IsProtobuf reports whether a Content-Type is Kubernetes' protobuf
+// encoding, for handlers of routes of their own that read it.
+func IsProtobuf(contentType string) bool { return isProtobuf(contentType) }
+
 // toJSON returns the body as JSON given its content type (JSON or YAML).
 func toJSON(contentType string, body []byte) ([]byte, error) {
 	mt := "application/json"

@@ -1,14 +1,34 @@
 package wardleapi
 
-import "github.com/apikit-dev/apikit/server"
+import (
+	"github.com/apikit-dev/apikit/core"
+	"github.com/apikit-dev/apikit/server"
+)
 
 // Build is the build function of the wardle server (options.BuildFunc):
 // the wardle API with its admission plugin on the server c configures. The
 // wardle command runs it, and tests start it in-process with testenv.
 func Build(c *server.Config) (*server.GenericServer, error) {
+	return build(c, false)
+}
+
+// BuildWithCore is Build serving the core group too (/api/v1: namespaces,
+// configmaps, secrets, serviceaccounts and their tokens, events, and
+// leases), as `wardle --core-api` does.
+func BuildWithCore(c *server.Config) (*server.GenericServer, error) {
+	return build(c, true)
+}
+
+func build(c *server.Config, withCore bool) (*server.GenericServer, error) {
 	api, err := New(c.Storage)
 	if err != nil {
 		return nil, err
+	}
+	var coreAPI *core.API
+	if withCore {
+		if coreAPI, err = core.New(core.ConfigFor(c)); err != nil {
+			return nil, err
+		}
 	}
 	c.Admission = append(c.Admission, api.BanFlunder())
 	completed, err := c.Complete()
@@ -23,5 +43,11 @@ func Build(c *server.Config) (*server.GenericServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return srv, srv.InstallAPIGroup(group)
+	if err := srv.InstallAPIGroup(group); err != nil {
+		return nil, err
+	}
+	if coreAPI != nil {
+		return srv, coreAPI.Install(srv)
+	}
+	return srv, nil
 }

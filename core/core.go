@@ -1,0 +1,87 @@
+package core
+
+import (
+	"fmt"
+
+	"github.com/apikit-dev/apikit/authn/serviceaccount"
+	"github.com/apikit-dev/apikit/core/configmaps"
+	"github.com/apikit-dev/apikit/core/namespaces"
+	"github.com/apikit-dev/apikit/core/secrets"
+	"github.com/apikit-dev/apikit/core/serviceaccounts"
+	"github.com/apikit-dev/apikit/registry"
+	"github.com/apikit-dev/apikit/server"
+	"github.com/apikit-dev/apikit/storage"
+	"github.com/emicklei/go-restful/v3"
+)
+
+// Config says what the core group stores its objects in and how it issues
+// service-account tokens.
+type Config struct {
+	// Storage holds the objects. Required.
+	Storage storage.Factory
+	// Tokens signs TokenRequests and checks the tokens (the server's
+	// ServiceAccountTokens); nil serves the token subresource with 500.
+	Tokens *serviceaccount.Tokens
+}
+
+// ConfigFor is the Config of a server's config: its storage and
+// service-account tokens.
+func ConfigFor(c *server.Config) Config {
+	return Config{Storage: c.Storage, Tokens: c.ServiceAccountTokens}
+}
+
+// API is the core group's stores.
+type API struct {
+	Namespaces      *registry.Store[*namespaces.Namespace]
+	ConfigMaps      *registry.Store[*configmaps.ConfigMap]
+	Secrets         *registry.Store[*secrets.Secret]
+	ServiceAccounts *registry.Store[*serviceaccounts.ServiceAccount]
+
+	tokens *serviceaccount.Tokens
+}
+
+// New builds the stores on c's storage.
+func New(c Config) (*API, error) {
+	if c.Storage == nil {
+		return nil, fmt.Errorf("core: no storage")
+	}
+	a := &API{tokens: c.Tokens}
+	var err error
+	if a.Namespaces, err = namespaces.New(c.Storage); err != nil {
+		return nil, err
+	}
+	if a.ConfigMaps, err = configmaps.New(c.Storage); err != nil {
+		return nil, err
+	}
+	if a.Secrets, err = secrets.New(c.Storage); err != nil {
+		return nil, err
+	}
+	if a.ServiceAccounts, err = serviceaccounts.New(c.Storage); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Install serves the groups on s: the core group at /api/v1. The
+// service-account authenticator, when the server has one, then checks
+// each token's service account in this server's storage.
+func (a *API) Install(s *server.GenericServer) error {
+	g := server.NewAPIGroupInfo("").AddVersion("v1",
+		registry.ServeProtobuf(a.Namespaces, namespaces.ProtobufToJSON),
+		registry.ServeProtobuf(a.ConfigMaps, configmaps.ProtobufToJSON),
+		registry.ServeProtobuf(a.Secrets, secrets.ProtobufToJSON),
+		registry.ServeProtobuf(a.ServiceAccounts, serviceaccounts.ProtobufToJSON))
+	nsRoutes := namespaces.Routes(a.Namespaces)
+	tokenRoutes := serviceaccounts.TokenRoutes(a.ServiceAccounts, a.tokens)
+	g.Versions[0].Routes = func(ws *restful.WebService) {
+		nsRoutes(ws)
+		tokenRoutes(ws)
+	}
+	if err := s.InstallAPIGroup(g); err != nil {
+		return fmt.Errorf("core: %w", err)
+	}
+	if a.tokens != nil && a.tokens.Authenticator != nil {
+		a.tokens.Authenticator.SetLookup(serviceaccounts.Lookup(a.ServiceAccounts))
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCoreGroupKubectl drives wardle --core-api's core group with kubectl
+// as one would kube-apiserver's: kubectl's typed clients post these kinds
+// in protobuf, discovery is /api and /api/v1, tables are kubectl's.
+func TestCoreGroupKubectl(t *testing.T) {
+	w := StartWardle(t, "--core-api")
+
+	w.Kubectl("create", "ns", "team-a")
+	if out := w.Kubectl("get", "ns", "team-a", "--no-headers"); !strings.HasPrefix(out, "team-a") || !strings.Contains(out, "Active") {
+		t.Errorf("kubectl get ns team-a = %q, want team-a Active", out)
+	}
+	if out := w.Kubectl("get", "ns", "team-a", "-o", "jsonpath={.spec.finalizers} {.metadata.labels}"); !strings.Contains(out, `["kubernetes"]`) || !strings.Contains(out, `"kubernetes.io/metadata.name":"team-a"`) {
+		t.Errorf("namespace finalizers and labels = %q", out)
+	}
+
+	w.Kubectl("create", "configmap", "settings", "-n", "team-a", "--from-literal=color=blue", "--from-literal=size=xl")
+	if out := w.Kubectl("get", "cm", "-n", "team-a", "settings"); !strings.Contains(out, "DATA") || !strings.Contains(out, "settings   2") {
+		t.Errorf("kubectl get cm = %q, want a DATA column with 2", out)
+	}
+	if out := w.Kubectl("get", "cm", "settings", "-n", "team-a", "-o", "jsonpath={.data.color}"); out != "blue" {
+		t.Errorf("configmap data.color = %q, want blue", out)
+	}
+
+	w.Kubectl("create", "secret", "generic", "db", "-n", "team-a", "--from-literal=password=s3cret")
+	if out := w.Kubectl("get", "secret", "db", "-n", "team-a", "-o", "jsonpath={.type} {.data.password}"); out != "Opaque czNjcmV0" {
+		t.Errorf("secret type and data = %q, want Opaque czNjcmV0", out)
+	}
+	if out := w.Kubectl("get", "secrets", "-n", "team-a"); !strings.Contains(out, "TYPE") || !strings.Contains(out, "Opaque") {
+		t.Errorf("kubectl get secrets = %q, want a TYPE column", out)
+	}
+	// stringData is merged into data on write and never stored.
+	w.KubectlStdin(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"merged","namespace":"team-a"},"data":{"a":"YQ=="},"stringData":{"b":"bee"}}`, "apply", "-f", "-")
+	if out := w.Kubectl("get", "secret", "merged", "-n", "team-a", "-o", "jsonpath={.data.a} {.data.b} {.stringData}"); out != "YQ== YmVl " {
+		t.Errorf("secret after stringData = %q, want %q", out, "YQ== YmVl ")
+	}
+	// kube-apiserver's validation: a TLS secret needs its keys.
+	if msg := w.KubectlStdinFail(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"tls","namespace":"team-a"},"type":"kubernetes.io/tls","data":{"tls.crt":"eA=="}}`, "create", "-f", "-"); !strings.Contains(msg, `Secret "tls" is invalid: data[tls.key]: Required value`) {
+		t.Errorf("TLS secret without tls.key: %q", msg)
+	}
+
+	w.Kubectl("create", "serviceaccount", "robot", "-n", "team-a")
+	uid := w.Kubectl("get", "sa", "robot", "-n", "team-a", "-o", "jsonpath={.metadata.uid}")
+	token := strings.TrimSpace(w.Kubectl("create", "token", "robot", "-n", "team-a", "--duration=15m"))
+	robot := w.tokenUser("robot", token)
+	out, errOut, ok := robot.Kubectl("auth", "whoami", "-o", "jsonpath={.status.userInfo.username} {.status.userInfo.uid}")
+	if !ok || out != "system:serviceaccount:team-a:robot "+uid {
+		t.Fatalf("kubectl auth whoami with the token = %q (%s), want the service account and its uid %s", out, errOut, uid)
+	}
+	if msg := w.KubectlFail("create", "token", "robot", "-n", "team-a", "--duration=5m"); !strings.Contains(msg, "may not specify a duration less than 10 minutes") {
+		t.Errorf("kubectl create token --duration=5m: %q", msg)
+	}
+
+	// Deleting the service account invalidates its tokens (once the
+	// server's 10 s token cache has forgotten the token).
+	w.Kubectl("delete", "sa", "robot", "-n", "team-a")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, errOut, ok := robot.Kubectl("auth", "whoami")
+		if !ok && strings.Contains(errOut, "Unauthorized") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the token of a deleted service account still authenticates (ok=%v, %s)", ok, errOut)
+		}
+		time.Sleep(time.Second)
+	}
+
+	// Discovery: /api lists v1, kubectl finds the short names.
+	if out := w.Kubectl("get", "--raw", "/api"); !strings.Contains(out, `"kind":"APIVersions","versions":["v1"]`) {
+		t.Errorf("GET /api = %s", out)
+	}
+	res := w.Kubectl("api-resources", "--api-group=", "--no-headers")
+	for _, want := range []string{"configmaps   cm", "namespaces   ns", "serviceaccounts   sa", "secrets"} {
+		if !strings.Contains(strings.Join(strings.Fields(res), "   "), strings.Join(strings.Fields(want), "   ")) {
+			t.Errorf("kubectl api-resources lacks %q:\n%s", want, res)
+		}
+	}
+
+	// A DELETE marks the namespace Terminating: the "kubernetes" finalizer
+	// keeps it until the namespace controller (or finalize) removes it.
+	w.Kubectl("delete", "ns", "team-a", "--wait=false")
+	if out := w.Kubectl("get", "ns", "team-a", "-o", "jsonpath={.status.phase}"); out != "Terminating" {
+		t.Errorf("namespace phase after delete = %q, want Terminating", out)
+	}
+	w.Kubectl("replace", "--raw", "/api/v1/namespaces/team-a/finalize", "-f", writeTemp(t, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team-a"},"spec":{"finalizers":[]}}`))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		if _, _, err := w.kubectlRaw(ctx, "get", "ns", "team-a"); err != nil {
+			return // gone
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Error("the namespace is still there after finalize emptied spec.finalizers")
+}
