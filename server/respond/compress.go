@@ -2,7 +2,7 @@ package respond
 
 import (
 	"bufio"
-	"compress/gzip"
+	"github.com/klauspost/compress/gzip"
 	"io"
 	"net/http"
 	"strings"
@@ -64,7 +64,11 @@ func StartGzip(w http.ResponseWriter, code int) io.WriteCloser {
 }
 
 // gzipWriter compresses at level 1 (BestSpeed), as kube-apiserver does: the
-// least CPU, for a ratio within a few tens of percent of the best.
+// least CPU, for a ratio within a few tens of percent of the best. It is
+// github.com/klauspost/compress's gzip rather than the standard library's
+// (kube-apiserver's): the same format at 0.6 of the CPU and 6% fewer bytes
+// for a LIST of 5,000 Flunders (BenchmarkGzipList), since gzip is most of
+// what a large LIST costs.
 type gzipWriter struct {
 	gz  *gzip.Writer
 	buf *bufio.Writer
