@@ -25,6 +25,7 @@ const (
 	SectionAggregator     = "aggregator"
 	SectionMisc           = "misc"
 	SectionLogs           = "logs"
+	SectionTraces         = "traces"
 )
 
 // ServerRunOptions are all the flags of an apikit server, by group.
@@ -40,6 +41,7 @@ type ServerRunOptions struct {
 	APIEnablement  *APIEnablementOptions
 	ServiceIPRange *ServiceIPRangeOptions
 	Logs           *LogsOptions
+	Tracing        *TracingOptions
 	// Aggregator, nil by default, adds the flags of an aggregator
 	// (server/aggregator): set it to NewAggregatorOptions() in a program
 	// that runs one.
@@ -66,6 +68,7 @@ func NewServerRunOptions() *ServerRunOptions {
 		APIEnablement:  NewAPIEnablementOptions(),
 		ServiceIPRange: NewServiceIPRangeOptions(),
 		Logs:           NewLogsOptions(),
+		Tracing:        NewTracingOptions(),
 	}
 }
 
@@ -86,6 +89,7 @@ func (o *ServerRunOptions) Flags() NamedFlagSets {
 	}
 	o.ServiceIPRange.AddFlags(fss.FlagSet(SectionMisc))
 	o.Logs.AddFlags(fss.FlagSet(SectionLogs))
+	o.Tracing.AddFlags(fss.FlagSet(SectionTraces))
 	return fss
 }
 
@@ -231,6 +235,12 @@ func (o *ServerRunOptions) Complete() (CompletedOptions, error) {
 			return CompletedOptions{}, err
 		}
 	}
+	if err := o.Tracing.Complete(log); err != nil {
+		if ss.Listener != nil {
+			ss.Listener.Close()
+		}
+		return CompletedOptions{}, err
+	}
 	o.Etcd.Storage = newStorage(o.Etcd, log)
 	return CompletedOptions{&completedOptions{o}}, nil
 }
@@ -300,6 +310,7 @@ func (c CompletedOptions) ApplyTo(cfg *server.Config) error {
 		o.FlowControl.ApplyTo,
 		o.APIEnablement.ApplyTo,
 		o.ServiceIPRange.ApplyTo,
+		o.Tracing.ApplyTo,
 	} {
 		if err := apply(cfg); err != nil {
 			return err
@@ -326,7 +337,7 @@ type systemInstaller interface {
 // servers without the command call it themselves.
 func (c CompletedOptions) InstallSystemAPIs(s *server.GenericServer) error {
 	o := c.o
-	for _, g := range []any{o.Authentication, o.ServiceAccount, o.Authorization, o.Audit, o.FlowControl} {
+	for _, g := range []any{o.Authentication, o.ServiceAccount, o.Authorization, o.Audit, o.FlowControl, o.Tracing} {
 		if si, ok := g.(systemInstaller); ok {
 			if err := si.InstallSystemAPIs(s); err != nil {
 				return err

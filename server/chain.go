@@ -30,6 +30,9 @@ func DefaultBuildHandlerChain(apiHandler http.Handler, c *CompletedConfig) http.
 		func(h http.Handler) http.Handler {
 			return filters.WithAuthentication(h, c.Authenticator, c.PublicPaths)
 		},
+		// The request's span, child of a privileged client's trace context
+		// (when a TracerProvider is set).
+		func(h http.Handler) http.Handler { return filters.WithTracing(h, c.TracerProvider) },
 		// Record who asked what, and the answer (when an audit sink is set).
 		func(h http.Handler) http.Handler { return filters.WithAudit(h, c.Audit, c.AuditPolicy, c.LongRunning) },
 		// Act as another user if the authorizer allows it (Impersonate-*).

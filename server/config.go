@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/apikit-dev/apikit/admission"
 	"github.com/apikit-dev/apikit/audit"
 	"github.com/apikit-dev/apikit/authn"
@@ -140,6 +142,12 @@ type Config struct {
 
 	// Logger logs server events; the default is slog.Default().
 	Logger *slog.Logger
+
+	// TracerProvider, when set, traces requests: the handler chain opens
+	// each request's span with it, and storage, webhooks and the proxy open
+	// theirs below (see package tracing). nil traces nothing and costs
+	// nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // SecureServing configures the HTTPS listener.

@@ -15,7 +15,10 @@ import (
 	"net/http"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/apikit-dev/apikit/certs"
+	"github.com/apikit-dev/apikit/tracing"
 )
 
 // maxResponseBytes bounds an answer: a review is small, a webhook that
@@ -83,6 +86,8 @@ func (e errRetriable) Unwrap() error { return e.error }
 // that may pass (no answer, 429, 5xx) until the retries are spent or ctx
 // ends. Errors never contain the request body (it may hold a token).
 func (c *Client) Post(ctx context.Context, body []byte, out any) error {
+	ctx, span := tracing.Start(ctx, "Call webhook", attribute.String("url", c.url))
+	defer span.End()
 	wait := c.Backoff
 	for attempt := 0; ; attempt++ {
 		err := c.post(ctx, body, out)
@@ -107,6 +112,7 @@ func (c *Client) post(ctx context.Context, body []byte, out any) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
+	tracing.Inject(ctx, req.Header)
 	if token := c.creds.BearerToken(); token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}

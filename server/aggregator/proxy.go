@@ -14,11 +14,13 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/server/respond"
+	"github.com/apikit-dev/apikit/tracing"
 )
 
 // The headers that carry the user to a backend: the names kube-aggregator
@@ -186,6 +188,11 @@ func (a *Aggregator) serveProxy(w http.ResponseWriter, r *http.Request, svc *API
 			pr.SetURL(target)
 			pr.SetXForwarded()
 			SetProxyHeaders(pr.Out.Header, u)
+			// The trace continues with the proxy's span, not the
+			// client's (which this server may not have trusted).
+			pr.Out.Header.Del("Traceparent")
+			pr.Out.Header.Del("Tracestate")
+			tracing.Inject(pr.Out.Context(), pr.Out.Header)
 		},
 		Transport: b,
 		// Stream: every write of the backend (a watch event) reaches
@@ -206,7 +213,9 @@ func (a *Aggregator) serveProxy(w http.ResponseWriter, r *http.Request, svc *API
 			respond.Error(w, r, meta.NewServiceUnavailable(fmt.Sprintf("error trying to reach service: %v", err)))
 		},
 	}
-	rp.ServeHTTP(w, r)
+	ctx, span := tracing.Start(r.Context(), "Proxy", attribute.String("apiservice", svc.Name))
+	defer span.End()
+	rp.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // discoveryURL is where the discovery document of gv is on a backend.

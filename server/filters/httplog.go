@@ -31,7 +31,7 @@ func WithHTTPLogging(h http.Handler, logger *slog.Logger) http.Handler {
 		}
 		start := time.Now()
 		ctx, values := request.WithLogValues(r.Context())
-		lw := &logWriter{ResponseWriter: w}
+		lw := &statusWriter{ResponseWriter: w}
 		userAgent := r.UserAgent()
 		defer func() {
 			p := recover()
@@ -51,7 +51,7 @@ func WithHTTPLogging(h http.Handler, logger *slog.Logger) http.Handler {
 	})
 }
 
-func logRequest(ctx context.Context, logger *slog.Logger, r *http.Request, lw *logWriter, status int, userAgent string, latency time.Duration, values *request.LogValues) {
+func logRequest(ctx context.Context, logger *slog.Logger, r *http.Request, lw *statusWriter, status int, userAgent string, latency time.Duration, values *request.LogValues) {
 	verb := nonResourceVerb(r.Method)
 	attrs := make([]slog.Attr, 0, 12)
 	if info, ok := request.InfoFrom(r.Context()); ok && info.IsResourceRequest {
@@ -83,20 +83,20 @@ func logRequest(ctx context.Context, logger *slog.Logger, r *http.Request, lw *l
 	logger.LogAttrs(ctx, LevelHTTP, "HTTP", attrs...)
 }
 
-// logWriter notes the response's status code.
-type logWriter struct {
+// statusWriter notes the response's status code, for the log line and the span.
+type statusWriter struct {
 	http.ResponseWriter
 	status int
 }
 
-func (lw *logWriter) WriteHeader(code int) {
+func (lw *statusWriter) WriteHeader(code int) {
 	if lw.status == 0 {
 		lw.status = code
 	}
 	lw.ResponseWriter.WriteHeader(code)
 }
 
-func (lw *logWriter) Write(b []byte) (int, error) {
+func (lw *statusWriter) Write(b []byte) (int, error) {
 	if lw.status == 0 {
 		lw.status = http.StatusOK
 	}
@@ -104,7 +104,7 @@ func (lw *logWriter) Write(b []byte) (int, error) {
 }
 
 // Flush passes flushes through, so that watches stream.
-func (lw *logWriter) Flush() {
+func (lw *statusWriter) Flush() {
 	if lw.status == 0 {
 		lw.status = http.StatusOK
 	}
@@ -115,4 +115,4 @@ func (lw *logWriter) Flush() {
 
 // Unwrap lets http.ResponseController reach the connection's writer
 // (hijacking for upgrades, deadlines).
-func (lw *logWriter) Unwrap() http.ResponseWriter { return lw.ResponseWriter }
+func (lw *statusWriter) Unwrap() http.ResponseWriter { return lw.ResponseWriter }

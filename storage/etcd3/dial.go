@@ -11,8 +11,11 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"google.golang.org/grpc"
 
 	"github.com/apikit-dev/apikit/storage"
+	"github.com/apikit-dev/apikit/tracing"
 )
 
 // DefaultDialTimeout is kube-apiserver's etcd dial timeout.
@@ -105,6 +108,7 @@ func Dial(ctx context.Context, cfg Config) (*clientv3.Client, error) {
 		Logger:               ZapLogger(cfg.Logger, level),
 		DialKeepAliveTime:    keepAliveTime,
 		DialKeepAliveTimeout: keepAliveTimeout,
+		DialOptions:          traceDialOptions(),
 	})
 	if err != nil {
 		return nil, storage.NewUnavailable(fmt.Errorf("etcd3: connecting to %v: %w", cfg.Endpoints, err))
@@ -117,4 +121,13 @@ func Dial(ctx context.Context, cfg Config) (*clientv3.Client, error) {
 		return nil, storage.NewUnavailable(fmt.Errorf("etcd3: no answer from %v: %w", cfg.Endpoints, err))
 	}
 	return client, nil
+}
+
+// traceDialOptions give every etcd gRPC call a client span when the
+// request it serves is traced (the span of tracing.Start in the store's
+// methods is then its parent), and carry the trace context to etcd.
+func traceDialOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithStatsHandler(otelgrpc.NewClientHandler(
+		otelgrpc.WithTracerProvider(tracing.ContextProvider()),
+		otelgrpc.WithPropagators(tracing.Propagator)))}
 }

@@ -114,6 +114,7 @@ func DialMembers(cfg Config) ([]*clientv3.Client, error) {
 			MaxUnaryRetries:      1,
 			DialKeepAliveTime:    keepAliveTime,
 			DialKeepAliveTimeout: keepAliveTimeout,
+			DialOptions:          traceDialOptions(),
 		})
 		if err != nil {
 			for _, c := range clients {

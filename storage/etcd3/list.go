@@ -5,8 +5,10 @@ import (
 	"fmt"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/apikit-dev/apikit/storage"
+	"github.com/apikit-dev/apikit/tracing"
 )
 
 // maxFetch caps the range size of one request while a filtered list looks
@@ -15,6 +17,8 @@ const maxFetch = 10000
 
 // List implements storage.Interface.
 func (s *store) List(ctx context.Context, prefix string, opts storage.ListOptions) (storage.ListResult, error) {
+	ctx, span := tracing.Start(ctx, "List etcd3", attribute.String("key", prefix))
+	defer span.End()
 	if err := s.checkOpen(); err != nil {
 		return storage.ListResult{}, err
 	}

@@ -12,10 +12,12 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.opentelemetry.io/otel/attribute"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/apikit-dev/apikit/storage"
+	"github.com/apikit-dev/apikit/tracing"
 )
 
 // Defaults of the options.
@@ -177,6 +179,8 @@ func (s *store) checkOpen() error {
 
 // Create implements storage.Interface.
 func (s *store) Create(ctx context.Context, key string, value []byte) (int64, error) {
+	ctx, span := tracing.Start(ctx, "Create etcd3", attribute.String("key", key))
+	defer span.End()
 	if err := s.checkOpen(); err != nil {
 		return 0, err
 	}
@@ -245,6 +249,8 @@ func (s *store) get(ctx context.Context, key string) (kv storage.KeyValue, exist
 
 // Get implements storage.Interface.
 func (s *store) Get(ctx context.Context, key string, opts storage.GetOptions) (storage.KeyValue, error) {
+	ctx, span := tracing.Start(ctx, "Get etcd3", attribute.String("key", key))
+	defer span.End()
 	if err := s.checkOpen(); err != nil {
 		return storage.KeyValue{}, err
 	}
@@ -324,6 +330,8 @@ func (s *store) waitForRevision(ctx context.Context, rev int64) error {
 // GuaranteedUpdate implements storage.Interface: a compare-and-swap loop
 // on the key's mod_revision.
 func (s *store) GuaranteedUpdate(ctx context.Context, key string, opts storage.UpdateOptions, tryUpdate storage.UpdateFunc) (storage.KeyValue, error) {
+	ctx, span := tracing.Start(ctx, "GuaranteedUpdate etcd3", attribute.String("key", key))
+	defer span.End()
 	if err := s.checkOpen(); err != nil {
 		return storage.KeyValue{}, err
 	}
@@ -438,6 +446,8 @@ func (s *store) GuaranteedUpdate(ctx context.Context, key string, opts storage.U
 
 // Delete implements storage.Interface.
 func (s *store) Delete(ctx context.Context, key string, opts storage.DeleteOptions) (storage.KeyValue, error) {
+	ctx, span := tracing.Start(ctx, "Delete etcd3", attribute.String("key", key))
+	defer span.End()
 	if err := s.checkOpen(); err != nil {
 		return storage.KeyValue{}, err
 	}
