@@ -74,7 +74,7 @@ func validateEmbeddedObject(x map[string]any, p *meta.Path) meta.FieldErrors {
 		case s == "":
 			errs = append(errs, meta.Invalid(kp, s, "must not be empty"))
 		default:
-			if msgs := validateDNS1035Label(strings.ToLower(s)); len(msgs) > 0 {
+			if msgs := meta.ValidateDNS1035Label(strings.ToLower(s)); len(msgs) > 0 {
 				errs = append(errs, meta.Invalid(kp, s, "may have mixed case, but should otherwise match: "+strings.Join(msgs, ",")))
 			}
 		}
@@ -260,18 +260,6 @@ func pathSegmentName(name string, prefix bool) []string {
 		if strings.Contains(name, bad) {
 			msgs = append(msgs, fmt.Sprintf("may not contain '%s'", bad))
 		}
-	}
-	return msgs
-}
-
-// validateDNS1035Label is RFC 1035's label: what a kind must be, lowered.
-func validateDNS1035Label(s string) []string {
-	var msgs []string
-	if len(s) > 63 {
-		msgs = append(msgs, "must be no more than 63 characters")
-	}
-	if !rxDNS1035.MatchString(s) {
-		msgs = append(msgs, `a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')`)
 	}
 	return msgs
 }
