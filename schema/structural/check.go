@@ -393,8 +393,8 @@ func checkDefaults(s, root *schema.Schema, p *meta.Path, insideMeta bool) meta.F
 			if embedded := validateEmbedded(s, def, dp); len(embedded) > 0 {
 				errs = append(errs, embedded...)
 			} else {
-				v := &validator{base: dp}
-				v.node(s, def, "")
+				v := &validator{base: dp, ps: &pathStack{}}
+				v.node(s, def, opath{ps: v.ps})
 				errs = append(errs, v.errs...)
 			}
 		}

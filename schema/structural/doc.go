@@ -21,6 +21,7 @@
 // custom resource is decoded with DecodeJSON, then pruned, defaulted and
 // validated on every write, and pruned and defaulted on every read from
 // storage, in that order, as kube-apiserver does; CEL rules
-// (x-kubernetes-validations) are package cel's. See docs/crds.md, section
-// "Schemas".
+// (x-kubernetes-validations) are package cel's. e2e/structuraldiff holds
+// all of it to kube-apiserver's own code, message for message. See
+// docs/crds.md, section "Schemas".
 package structural

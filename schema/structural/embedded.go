@@ -23,28 +23,44 @@ func ValidateEmbeddedResource(s *schema.Schema, value any) meta.FieldErrors {
 }
 
 func validateEmbedded(s *schema.Schema, value any, p *meta.Path) meta.FieldErrors {
+	w := &embeddedWalk{lazyPath: lazyPath{base: p}}
+	w.walk(s, value)
+	sortByField(w.errs)
+	return w.errs
+}
+
+type embeddedWalk struct {
+	lazyPath
+	errs meta.FieldErrors
+}
+
+func (w *embeddedWalk) walk(s *schema.Schema, value any) {
 	if s == nil {
-		return nil
+		return
 	}
-	var errs meta.FieldErrors
 	switch t := value.(type) {
 	case map[string]any:
 		if s.EmbeddedResource {
-			errs = append(errs, validateEmbeddedObject(t, p)...)
+			w.errs = append(w.errs, validateEmbeddedObject(t, w.path())...)
 		}
-		for _, k := range sortedKeys(t) {
+		for k, v := range t {
 			if prop, ok := s.Property(k); ok {
-				errs = append(errs, validateEmbedded(prop, t[k], p.Child(k))...)
+				w.push(step{kind: childStep, name: k})
+				w.walk(prop, v)
+				w.pop()
 			} else if s.AdditionalProperties != nil {
-				errs = append(errs, validateEmbedded(s.AdditionalProperties, t[k], p.Key(k))...)
+				w.push(step{kind: keyStep, name: k})
+				w.walk(s.AdditionalProperties, v)
+				w.pop()
 			}
 		}
 	case []any:
 		for i, item := range t {
-			errs = append(errs, validateEmbedded(s.Items, item, p.Index(i))...)
+			w.push(step{kind: indexStep, index: i})
+			w.walk(s.Items, item)
+			w.pop()
 		}
 	}
-	return errs
 }
 
 func validateEmbeddedObject(x map[string]any, p *meta.Path) meta.FieldErrors {

@@ -12,38 +12,64 @@ import (
 // listtype validation does: each repeated value is reported once, at its
 // second occurrence. Maps' entries are reported under path[key].
 func validateListTypes(s *schema.Schema, value any, p *meta.Path) meta.FieldErrors {
+	w := &listTypeWalk{lazyPath: lazyPath{base: p}}
+	w.walk(s, value)
+	sortByField(w.errs)
+	return w.errs
+}
+
+type listTypeWalk struct {
+	lazyPath
+	errs meta.FieldErrors
+}
+
+func (w *listTypeWalk) walk(s *schema.Schema, value any) {
 	if s == nil || value == nil {
-		return nil
+		return
 	}
-	var errs meta.FieldErrors
 	switch t := value.(type) {
 	case []any:
 		switch s.ListType {
 		case schema.ListSet:
-			for _, i := range repeatedItems(t) {
-				errs = append(errs, meta.Duplicate(p.Index(i), t[i]))
+			if dups := repeatedItems(t); len(dups) > 0 {
+				p := w.path()
+				for _, i := range dups {
+					w.errs = append(w.errs, meta.Duplicate(p.Index(i), t[i]))
+				}
 			}
 		case schema.ListMap:
-			errs = append(errs, validateListMap(s, t, p)...)
+			if len(t) > 1 || (len(t) == 1 && !isObjectOrNull(t[0])) {
+				w.errs = append(w.errs, validateListMap(s, t, w.path())...)
+			}
 		}
 		if s.Items != nil {
 			for i, item := range t {
-				errs = append(errs, validateListTypes(s.Items, item, p.Index(i))...)
+				w.push(step{kind: indexStep, index: i})
+				w.walk(s.Items, item)
+				w.pop()
 			}
 		}
 	case map[string]any:
-		for _, k := range sortedKeys(t) {
-			if s.EmbeddedResource && (k == "apiVersion" || k == "kind" || k == "metadata") {
+		for k, v := range t {
+			if s.EmbeddedResource && isMetaField(k) {
 				continue
 			}
 			if prop, ok := s.Property(k); ok {
-				errs = append(errs, validateListTypes(prop, t[k], p.Child(k))...)
+				w.push(step{kind: childStep, name: k})
+				w.walk(prop, v)
+				w.pop()
 			} else if s.AdditionalProperties != nil {
-				errs = append(errs, validateListTypes(s.AdditionalProperties, t[k], p.Key(k))...)
+				w.push(step{kind: keyStep, name: k})
+				w.walk(s.AdditionalProperties, v)
+				w.pop()
 			}
 		}
 	}
-	return errs
+}
+
+func isObjectOrNull(v any) bool {
+	_, ok := v.(map[string]any)
+	return ok || v == nil
 }
 
 // repeatedItems returns the index of the second occurrence of each value

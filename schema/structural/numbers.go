@@ -60,7 +60,7 @@ func numberKind(s *schema.Schema) (typ, format string) {
 // rangeError is kube-openapi's IsValueValidAgainstRange: whether a number
 // (a value, or a schema's bound) fits the node's type and format, printed
 // and parsed back as go-openapi does. Its error belongs to no field.
-func rangeError(value any, typ, format, prefix, path string) error {
+func rangeError(value any, typ, format, prefix string, path opath) error {
 	var rep string
 	switch t := value.(type) {
 	case int64:
@@ -97,12 +97,11 @@ func rangeError(value any, typ, format, prefix, path string) error {
 // natively (an int64 against the bound truncated to an int64) when the
 // bound fits the type, and as float64 otherwise, with the bound's range
 // error reported too.
-func (v *validator) checkNumber(s *schema.Schema, value any, path string) {
+func (v *validator) checkNumber(s *schema.Schema, value any, path opath) {
 	typ, format := numberKind(s)
-	data := asFloat(value)
 	i, isInt := value.(int64)
 	if err := rangeError(value, typ, format, "Checked", path); err != nil {
-		v.invalid("", "", "%s", err)
+		v.invalid(opath{}, "", "%s", err)
 	}
 	if s.MultipleOf != nil {
 		m := *s.MultipleOf
@@ -116,54 +115,73 @@ func (v *validator) checkNumber(s *schema.Schema, value any, path string) {
 			}
 		default:
 			if err != nil {
-				v.invalid("", "", "%s", err)
+				v.invalid(opath{}, "", "%s", err)
 			}
-			v.floatMultipleOf(path, data, m)
+			v.floatMultipleOf(path, asFloat(value), m)
 		}
 	}
-	type bound struct {
-		b         *float64
-		exclusive bool
-		prefix    string
-		fails     func(d, b float64) bool
-		failsInt  func(d, b int64) bool
-		msg       string
+	if s.Minimum != nil {
+		v.checkBound(path, value, *s.Minimum, s.ExclusiveMinimum, false, typ, format)
 	}
-	for _, c := range []bound{
-		{s.Minimum, s.ExclusiveMinimum, "Minimum boundary",
-			func(d, b float64) bool { return d < b || (s.ExclusiveMinimum && d == b) },
-			func(d, b int64) bool { return d < b || (s.ExclusiveMinimum && d == b) },
-			"greater than"},
-		{s.Maximum, s.ExclusiveMaximum, "Maximum boundary",
-			func(d, b float64) bool { return d > b || (s.ExclusiveMaximum && d == b) },
-			func(d, b int64) bool { return d > b || (s.ExclusiveMaximum && d == b) },
-			"less than"},
-	} {
-		if c.b == nil {
-			continue
-		}
-		msg := c.msg
-		if !c.exclusive {
-			msg += " or equal to"
-		}
-		err := rangeError(*c.b, typ, format, c.prefix, path)
-		if err == nil && isInt {
-			if b := int64(*c.b); c.failsInt(i, b) {
-				v.invalid(path, i, "%s in body should be %s %v", path, msg, b)
-			}
-			continue
-		}
-		if err != nil {
-			v.invalid("", "", "%s", err)
-		}
-		if c.fails(data, *c.b) {
-			v.invalid(path, data, "%s in body should be %s %v", path, msg, *c.b)
-		}
+	if s.Maximum != nil {
+		v.checkBound(path, value, *s.Maximum, s.ExclusiveMaximum, true, typ, format)
 	}
 }
 
+// checkBound checks a number against a minimum (or, with isMax, a
+// maximum) as go-openapi's MinimumNativeType and MaximumNativeType do.
+func (v *validator) checkBound(path opath, value any, bound float64, exclusive, isMax bool, typ, format string) {
+	prefix, rel := "Minimum boundary", "greater than"
+	if isMax {
+		prefix, rel = "Maximum boundary", "less than"
+	}
+	if !exclusive {
+		rel += " or equal to"
+	}
+	// fails reports whether d is beyond b; cmp is d's order against b.
+	fails := func(cmp int) bool {
+		if isMax {
+			cmp = -cmp
+		}
+		return cmp < 0 || (exclusive && cmp == 0)
+	}
+	err := rangeError(bound, typ, format, prefix, path)
+	if i, ok := value.(int64); ok && err == nil {
+		if b := int64(bound); fails(cmpInt(i, b)) {
+			v.invalid(path, i, "%s in body should be %s %v", path, rel, b)
+		}
+		return
+	}
+	if err != nil {
+		v.invalid(opath{}, "", "%s", err)
+	}
+	if data := asFloat(value); fails(cmpFloat(data, bound)) {
+		v.invalid(path, data, "%s in body should be %s %v", path, rel, bound)
+	}
+}
+
+func cmpInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
 // floatMultipleOf is go-openapi's MultipleOf on float64s.
-func (v *validator) floatMultipleOf(path string, data, factor float64) {
+func (v *validator) floatMultipleOf(path opath, data, factor float64) {
 	if factor <= 0 {
 		v.invalid(path, factor, "factor MultipleOf declared for %s must be positive: %v", path, factor)
 		return

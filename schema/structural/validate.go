@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -32,8 +31,8 @@ func Validate(s *schema.Schema, value any) meta.FieldErrors {
 	if s == nil {
 		return nil
 	}
-	v := &validator{}
-	v.node(s, value, "")
+	v := &validator{ps: &pathStack{}}
+	v.node(s, value, opath{ps: v.ps})
 	errs := v.errs
 	errs = append(errs, ValidateEmbeddedResource(s, value)...)
 	errs = append(errs, validateListTypes(s, value, nil)...)
@@ -50,6 +49,9 @@ type validator struct {
 	// base is the field the value validated sits at, nil for a whole
 	// custom resource (a CRD's default sits at its schema's path).
 	base *meta.Path
+	// ps is the path being validated, shared with the validators of
+	// subschemas; its strings are made only for errors.
+	ps *pathStack
 	// keys are the kube-openapi messages of errs, seen the set of them.
 	keys []string
 	seen map[string]bool
@@ -57,8 +59,8 @@ type validator struct {
 
 // fieldPath turns a kube-openapi path ("spec.items[0]", or "" at the
 // root) into the field path apiextensions-apiserver reports it under.
-func (v *validator) fieldPath(path string) *meta.Path {
-	path = strings.TrimPrefix(path, ".")
+func (v *validator) fieldPath(at opath) *meta.Path {
+	path := strings.TrimPrefix(at.String(), ".")
 	switch {
 	case v.base != nil && path == "":
 		return v.base
@@ -95,14 +97,14 @@ func (v *validator) merge(w *validator) {
 	}
 }
 
-func (v *validator) invalid(path string, value any, format string, args ...any) {
+func (v *validator) invalid(path opath, value any, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	v.add(msg, meta.Invalid(v.fieldPath(path), value, msg))
 }
 
 // node validates value against s at path, in kube-openapi's order: type,
 // allOf/anyOf/oneOf/not, string, format, number, list, enum, object.
-func (v *validator) node(s *schema.Schema, value any, path string) {
+func (v *validator) node(s *schema.Schema, value any, path opath) {
 	v.checks++
 	if value == nil {
 		v.checkType(s, nil, path)
@@ -139,7 +141,7 @@ func types(s *schema.Schema) []string {
 }
 
 // jsonType is the OpenAPI type and format kube-openapi infers from a
-// value; a float64 is "number" with format "double".
+// value; a float64 is "number" with format "float64".
 func jsonType(value any) (typ, format string) {
 	switch value.(type) {
 	case bool:
@@ -158,7 +160,7 @@ func jsonType(value any) (typ, format string) {
 	return "", ""
 }
 
-func (v *validator) checkType(s *schema.Schema, value any, path string) {
+func (v *validator) checkType(s *schema.Schema, value any, path opath) {
 	ts := types(s)
 	if len(ts) == 0 && schemaFormat(s) == "" {
 		return
@@ -196,7 +198,7 @@ func (v *validator) checkType(s *schema.Schema, value any, path string) {
 	}
 }
 
-func (v *validator) typeError(path, want, got string) {
+func (v *validator) typeError(path opath, want, got string) {
 	msg := fmt.Sprintf("%s in body must be of type %s: %q", path, want, got)
 	v.add(msg, meta.TypeInvalid(v.fieldPath(path), got, msg))
 }
@@ -221,9 +223,9 @@ func isJSONInteger(f float64) bool {
 
 // checkCombinators validates allOf, anyOf, oneOf and not, whose
 // subschemas validate the same value at the same path.
-func (v *validator) checkCombinators(s *schema.Schema, value any, path string) {
+func (v *validator) checkCombinators(s *schema.Schema, value any, path opath) {
 	sub := func(n *schema.Schema) *validator {
-		w := &validator{base: v.base}
+		w := &validator{base: v.base, ps: v.ps}
 		w.node(n, value, path)
 		return w
 	}
@@ -241,7 +243,7 @@ func (v *validator) checkCombinators(s *schema.Schema, value any, path string) {
 			}
 		}
 		if !ok {
-			v.invalid("", "", "%q must validate at least one schema (anyOf)", path)
+			v.invalid(opath{}, "", "%q must validate at least one schema (anyOf)", path)
 			v.merge(best)
 		}
 	}
@@ -264,7 +266,7 @@ func (v *validator) checkCombinators(s *schema.Schema, value any, path string) {
 			if valid > 1 {
 				more = fmt.Sprintf("Found %d valid alternatives", valid)
 			}
-			v.invalid("", "", "%q must validate one and only one schema (oneOf). %s", path, more)
+			v.invalid(opath{}, "", "%q must validate one and only one schema (oneOf). %s", path, more)
 			if best != nil {
 				v.merge(best)
 			}
@@ -284,17 +286,17 @@ func (v *validator) checkCombinators(s *schema.Schema, value any, path string) {
 			if valid == 0 {
 				more = ". None validated"
 			}
-			v.invalid("", "", "%q must validate all the schemas (allOf)%s", path, more)
+			v.invalid(opath{}, "", "%q must validate all the schemas (allOf)%s", path, more)
 		}
 	}
 	if s.Not != nil && len(sub(s.Not).errs) == 0 {
-		v.invalid("", "", "%q must not validate the schema (not)", path)
+		v.invalid(opath{}, "", "%q must not validate the schema (not)", path)
 	}
 }
 
 // checkString reports the first of maxLength, minLength and pattern that
 // fails, as kube-openapi stops at it. Lengths count characters.
-func (v *validator) checkString(s *schema.Schema, str string, path string) {
+func (v *validator) checkString(s *schema.Schema, str string, path opath) {
 	n := int64(-1)
 	length := func() int64 {
 		if n < 0 {
@@ -354,7 +356,7 @@ func compilePattern(p string) (*regexp.Regexp, error) {
 	return re, nil
 }
 
-func (v *validator) checkFormat(s *schema.Schema, str string, path string) {
+func (v *validator) checkFormat(s *schema.Schema, str string, path opath) {
 	format := supportedFormat(schemaFormat(s))
 	if format == "" {
 		return
@@ -366,10 +368,10 @@ func (v *validator) checkFormat(s *schema.Schema, str string, path string) {
 }
 
 // checkList validates the items, then minItems, maxItems and uniqueItems.
-func (v *validator) checkList(s *schema.Schema, list []any, path string) {
+func (v *validator) checkList(s *schema.Schema, list []any, path opath) {
 	if s.Items != nil {
 		for i, item := range list {
-			v.node(s.Items, item, path+"["+strconv.Itoa(i)+"]")
+			v.node(s.Items, item, path.push(step{kind: indexStep, index: i}))
 		}
 	}
 	size := int64(len(list))
@@ -402,7 +404,7 @@ func hasDuplicates(list []any) bool {
 
 // checkEnum compares value with each enum value converted to that value's
 // type, as kube-openapi does: 3.5 matches an enum value of 3.
-func (v *validator) checkEnum(s *schema.Schema, value any, path string) {
+func (v *validator) checkEnum(s *schema.Schema, value any, path opath) {
 	if len(s.Enum) == 0 {
 		return
 	}
@@ -453,7 +455,7 @@ func enumEqual(e, value any) bool {
 
 // checkObject reports min/maxProperties, then validates additional
 // properties, then properties, then reports missing required properties.
-func (v *validator) checkObject(s *schema.Schema, m map[string]any, path string) {
+func (v *validator) checkObject(s *schema.Schema, m map[string]any, path opath) {
 	n := int64(len(m))
 	if s.MinProperties != nil && n < *s.MinProperties {
 		v.invalid(path, n, "%s in body should have at least %d properties", path, *s.MinProperties)
@@ -464,22 +466,19 @@ func (v *validator) checkObject(s *schema.Schema, m map[string]any, path string)
 	if s.AdditionalProperties != nil {
 		for _, k := range sortedKeys(m) {
 			if _, ok := s.Property(k); !ok {
-				v.node(s.AdditionalProperties, m[k], path+"."+k)
+				v.node(s.AdditionalProperties, m[k], path.push(step{kind: childStep, name: k}))
 			}
 		}
 	}
 	for _, p := range s.Properties {
 		if val, ok := m[p.Name]; ok {
-			name := p.Name
-			if path != "" {
-				name = path + "." + p.Name
-			}
-			v.node(p.Schema, val, name)
+			v.node(p.Schema, val, path.push(step{kind: childStep, name: p.Name}))
 		}
 	}
 	for _, r := range s.Required {
 		if _, ok := m[r]; !ok {
-			v.add(path+"."+r+" in body is required", meta.Required(v.fieldPath(path+"."+r), ""))
+			at := path.push(step{kind: childStep, name: r})
+			v.add(at.String()+" in body is required", meta.Required(v.fieldPath(at), ""))
 		}
 	}
 }

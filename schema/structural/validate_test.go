@@ -168,8 +168,8 @@ func TestValidate(t *testing.T) {
 			`{"spec":{"x":{"kind":"Pod","metadata":{"name":"a/b","labels":{"-bad":"x"}}}}}`,
 			[]string{
 				`spec.x.apiVersion: Required value`,
-				`spec.x.metadata.name: Invalid value: "a/b": may not contain '/'`,
 				`spec.x.metadata.labels: Invalid value: "-bad": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')`,
+				`spec.x.metadata.name: Invalid value: "a/b": may not contain '/'`,
 			}},
 		{"embedded resource kind", spec(`{"type":"object","x-kubernetes-embedded-resource":true,"x-kubernetes-preserve-unknown-fields":true}`),
 			`{"spec":{"x":{"apiVersion":"v1","kind":"my_kind"}}}`,
