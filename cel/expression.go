@@ -1,0 +1,194 @@
+package cel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/interpreter"
+
+	"github.com/apikit-dev/apikit/cel/library"
+	"github.com/apikit-dev/apikit/schema"
+)
+
+// Names of the variables admission expressions see (matchConditions,
+// ValidatingAdmissionPolicy validations, messageExpressions, audit
+// annotations and variables), as kube-apiserver names them.
+const (
+	ObjectVarName          = "object"
+	OldObjectVarName       = "oldObject"
+	RequestVarName         = "request"
+	ParamsVarName          = "params"
+	NamespaceObjectVarName = "namespaceObject"
+	AuthorizerVarName      = "authorizer"
+	VariablesVarName       = "variables"
+)
+
+// Variable declares one variable of a Compiler. Without a Schema it is
+// dyn; with one, its type is the schema's, as a rule's self is typed, so
+// expressions are type-checked and its sizes bound the cost estimate.
+type Variable struct {
+	Name   string
+	Schema *schema.Schema
+	// ResourceRoot marks a whole Kubernetes object: apiVersion, kind and
+	// metadata.name/generateName are visible even if the schema omits them.
+	ResourceRoot bool
+}
+
+// AdmissionVariables are the variables of a ValidatingAdmissionPolicy's
+// expressions, all dyn: object, oldObject, request, params,
+// namespaceObject, authorizer and variables.
+func AdmissionVariables() []Variable {
+	return []Variable{
+		{Name: ObjectVarName}, {Name: OldObjectVarName}, {Name: RequestVarName}, {Name: ParamsVarName},
+		{Name: NamespaceObjectVarName}, {Name: AuthorizerVarName}, {Name: VariablesVarName},
+	}
+}
+
+// Compiler compiles expressions over declared variables in Kubernetes'
+// base environment, with kube's cost model. It is safe for concurrent use.
+type Compiler struct {
+	env       *cel.Env
+	decls     map[string]*declType
+	estimator *library.CostEstimator
+}
+
+// NewCompiler returns a Compiler for the given variables.
+func NewCompiler(vars ...Variable) (*Compiler, error) {
+	base, err := BaseEnv()
+	if err != nil {
+		return nil, err
+	}
+	dt := &declTypes{base: base.CELTypeProvider(), objects: map[string]*declType{}}
+	c := &Compiler{decls: map[string]*declType{}}
+	opts := dt.envOptions()
+	seen := map[string]bool{}
+	for _, v := range vars {
+		if seen[v.Name] {
+			return nil, fmt.Errorf("cel: variable %q declared twice", v.Name)
+		}
+		seen[v.Name] = true
+		t := types.DynType
+		if v.Schema != nil {
+			d := dt.build(v.Schema, fmt.Sprintf("%sType%d", v.Name, selfTypeCounter.Add(1)), v.ResourceRoot)
+			if d == nil {
+				return nil, fmt.Errorf("cel: the schema of variable %q has no CEL type", v.Name)
+			}
+			c.decls[v.Name] = d
+			t = d.celType
+		}
+		opts = append(opts, cel.Variable(v.Name, t))
+	}
+	if c.env, err = base.Extend(opts...); err != nil {
+		return nil, fmt.Errorf("cel: declaring variables: %w", err)
+	}
+	c.estimator = &library.CostEstimator{SizeEstimator: &varSizes{decls: c.decls}}
+	return c, nil
+}
+
+// Expression is a compiled expression.
+type Expression struct {
+	program cel.Program
+	decls   map[string]*declType
+	// MaxCost is the estimated worst-case cost of one evaluation.
+	MaxCost uint64
+	// Source is the expression's text.
+	Source string
+}
+
+// CompileError is an expression that does not compile; Detail is kube's
+// wording ("compilation failed: ...").
+type CompileError struct{ Detail string }
+
+func (e *CompileError) Error() string { return e.Detail }
+
+// Compile compiles expr, which must evaluate to want (nil: any type).
+func (c *Compiler) Compile(expr string, want *types.Type) (*Expression, error) {
+	ast, iss := c.env.Compile(expr)
+	if iss.Err() != nil {
+		return nil, &CompileError{Detail: "compilation failed: " + iss.String()}
+	}
+	if want != nil && !ast.OutputType().IsExactType(want) && ast.OutputType() != types.DynType {
+		return nil, &CompileError{Detail: fmt.Sprintf("must evaluate to %s but got %s", want, ast.OutputType())}
+	}
+	prog, err := c.env.Program(ast, programOptions(PerCallLimit)...)
+	if err != nil {
+		return nil, &CompileError{Detail: "program instantiation failed: " + err.Error()}
+	}
+	est, err := c.env.EstimateCost(ast, c.estimator)
+	if err != nil {
+		return nil, &CompileError{Detail: "cost estimation failed: " + err.Error()}
+	}
+	return &Expression{program: prog, decls: c.decls, MaxCost: est.Max, Source: expr}, nil
+}
+
+// ErrBudget is returned when an evaluation would exceed the budget it was
+// given.
+var ErrBudget = errors.New("running out of cost budget")
+
+// Eval evaluates the expression with the given variables (JSON values as
+// schema/structural decodes them, or CEL values) and returns its result and
+// actual cost. An evaluation costing more than budget, or more than
+// PerCallLimit, fails; errors carry cel-go's text, which kube shows.
+func (e *Expression) Eval(ctx context.Context, vars map[string]any, budget int64) (ref.Val, int64, error) {
+	act := &varActivation{vars: vars, decls: e.decls}
+	val, det, err := e.program.ContextEval(ctx, act)
+	var cost int64
+	if det != nil && det.ActualCost() != nil {
+		c := *det.ActualCost()
+		if c > math.MaxInt64 {
+			c = math.MaxInt64
+		}
+		cost = int64(c)
+	}
+	if err != nil {
+		return nil, cost, err
+	}
+	if cost > budget {
+		return nil, cost, ErrBudget
+	}
+	return val, cost, nil
+}
+
+// varActivation converts the variables to CEL values as they are read.
+type varActivation struct {
+	vars  map[string]any
+	decls map[string]*declType
+}
+
+func (a *varActivation) ResolveName(name string) (any, bool) {
+	v, ok := a.vars[name]
+	if !ok {
+		return nil, false
+	}
+	if rv, isVal := v.(ref.Val); isVal {
+		return rv, true
+	}
+	return toVal(v, a.decls[name]), true
+}
+
+func (a *varActivation) Parent() interpreter.Activation { return nil }
+
+// varSizes bounds the sizes of schema-typed variables.
+type varSizes struct{ decls map[string]*declType }
+
+func (v *varSizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
+	p := n.Path()
+	if len(p) == 0 {
+		return nil
+	}
+	d, ok := v.decls[p[0]]
+	if !ok {
+		return nil
+	}
+	return (&sizeEstimator{root: d}).EstimateSize(n)
+}
+
+func (v *varSizes) EstimateCallCost(string, string, *checker.AstNode, []checker.AstNode) *checker.CallEstimate {
+	return nil
+}
