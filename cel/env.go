@@ -84,6 +84,7 @@ func programOptions(limit uint64) []cel.ProgramOption {
 		cel.CostTrackerOptions(interpreter.PresenceTestHasCost(false)),
 		cel.CostTracking(&library.CostEstimator{}),
 		cel.InterruptCheckFrequency(CheckFrequency),
+		cel.OptimizeRegex(library.RegexOptimizations...),
 	}
 }
 

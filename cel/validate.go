@@ -279,7 +279,7 @@ func (v *Validator) evaluate(r *run, path *meta.Path, obj, old any, c correlatio
 		}
 		detail, ok := "", false
 		if rule.message != nil {
-			msg, fatal, e := v.evalMessage(r, rule, act)
+			msg, fatal, e := v.evalMessage(r, rule, a)
 			switch {
 			case e == nil:
 				detail, ok = msg, true

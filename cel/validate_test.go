@@ -135,6 +135,22 @@ func TestValidateMessages(t *testing.T) {
 		obj:    map[string]any{"spec": map[string]any{"replicas": int64(1)}},
 		want:   []string{`spec: Invalid value: "object": start at zero`},
 	}, {
+		name:   "find and findAll with constant patterns, compiled once",
+		schema: spec(schema.ValidationRule{Rule: "self.name.find('[0-9]+') == '42' && self.name.findAll('[a-z]', 2) == ['w', 'e']", Message: "bad name"}),
+		obj:    map[string]any{"spec": map[string]any{"name": "web7"}},
+		want:   []string{`spec: Invalid value: "object": bad name`},
+	}, {
+		name:   "find passes",
+		schema: spec(schema.ValidationRule{Rule: "self.name.find('[0-9]+') == '42' && self.name.findAll('[a-z]', 2) == ['w', 'e']"}),
+		obj:    map[string]any{"spec": map[string]any{"name": "web42"}},
+	}, {
+		name: "messageExpression of an optionalOldSelf rule",
+		schema: spec(schema.ValidationRule{Rule: "!oldSelf.hasValue() || self.replicas >= oldSelf.value().replicas", OptionalOldSelf: ptrTrue(),
+			MessageExpression: "oldSelf.hasValue() ? 'replicas may not shrink' : 'unreachable'"}),
+		obj:  map[string]any{"spec": map[string]any{"replicas": int64(1)}},
+		old:  map[string]any{"spec": map[string]any{"replicas": int64(2)}},
+		want: []string{`spec: Invalid value: "object": replicas may not shrink`},
+	}, {
 		name:     "ratcheting: an unchanged value warns",
 		schema:   spec(schema.ValidationRule{Rule: "self.replicas <= self.maxReplicas"}),
 		obj:      map[string]any{"spec": map[string]any{"replicas": int64(5), "maxReplicas": int64(3)}},

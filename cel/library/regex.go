@@ -6,6 +6,7 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/interpreter"
 )
 
 // Regex returns the regex library: <string>.find(<regex>) and
@@ -73,4 +74,44 @@ func findAll(str, re, limit ref.Val) ref.Val {
 		n = -1
 	}
 	return types.DefaultTypeAdapter.NativeToValue(r.FindAllString(s, int(n)))
+}
+
+// RegexOptimizations compile a constant pattern of find and findAll once,
+// when the program is built, instead of on every call.
+var RegexOptimizations = []*interpreter.RegexOptimization{
+	{Function: "find", RegexIndex: 1, Factory: func(call interpreter.InterpretableCall, pattern string) (interpreter.InterpretableCall, error) {
+		re, err := regexp.Compile(pattern)
+		if err != nil {
+			return nil, err
+		}
+		return interpreter.NewCall(call.ID(), call.Function(), call.OverloadID(), call.Args(), func(args ...ref.Val) ref.Val {
+			s, ok := args[0].Value().(string)
+			if !ok || len(args) != 2 {
+				return types.MaybeNoSuchOverloadErr(args[0])
+			}
+			return types.String(re.FindString(s))
+		}), nil
+	}},
+	{Function: "findAll", RegexIndex: 1, Factory: func(call interpreter.InterpretableCall, pattern string) (interpreter.InterpretableCall, error) {
+		re, err := regexp.Compile(pattern)
+		if err != nil {
+			return nil, err
+		}
+		return interpreter.NewCall(call.ID(), call.Function(), call.OverloadID(), call.Args(), func(args ...ref.Val) ref.Val {
+			s, ok := args[0].Value().(string)
+			if !ok {
+				return types.MaybeNoSuchOverloadErr(args[0])
+			}
+			n := int64(-1)
+			if len(args) == 3 {
+				if n, ok = args[2].Value().(int64); !ok {
+					return types.MaybeNoSuchOverloadErr(args[2])
+				}
+			}
+			if n > int64(len(s)) {
+				n = -1
+			}
+			return types.DefaultTypeAdapter.NativeToValue(re.FindAllString(s, int(n)))
+		}), nil
+	}},
 }
