@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/metrics"
 )
 
 // Operation is the kind of write being admitted.
@@ -94,13 +96,14 @@ type Plugin interface {
 type Chain []Plugin
 
 // Admit runs the mutating plugins of c.
-func (c Chain) Admit(ctx context.Context, a *Attributes) error {
+func (c Chain) Admit(ctx context.Context, a *Attributes) (err error) {
+	defer observeStep(ctx, metrics.AdmissionAdmit, a, time.Now(), &err)
 	for _, p := range c {
 		if m, ok := p.(Mutator); ok && p.Handles(a.Operation) {
 			if err := a.versioned(); err != nil {
 				return err
 			}
-			if err := m.Admit(ctx, a); err != nil {
+			if err := observed(ctx, p, metrics.AdmissionAdmit, a, func() error { return m.Admit(ctx, a) }); err != nil {
 				return asStatus(a, err)
 			}
 		}
@@ -109,7 +112,8 @@ func (c Chain) Admit(ctx context.Context, a *Attributes) error {
 }
 
 // Validate runs the validating plugins of c.
-func (c Chain) Validate(ctx context.Context, a *Attributes) error {
+func (c Chain) Validate(ctx context.Context, a *Attributes) (err error) {
+	defer observeStep(ctx, metrics.AdmissionValidate, a, time.Now(), &err)
 	converted := false
 	for _, p := range c {
 		if v, ok := p.(Validator); ok && p.Handles(a.Operation) {
@@ -120,7 +124,7 @@ func (c Chain) Validate(ctx context.Context, a *Attributes) error {
 				}
 				converted = true
 			}
-			if err := v.Validate(ctx, a); err != nil {
+			if err := observed(ctx, p, metrics.AdmissionValidate, a, func() error { return v.Validate(ctx, a) }); err != nil {
 				return asStatus(a, err)
 			}
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/metrics"
 	"github.com/apikit-dev/apikit/request"
 )
 
@@ -322,11 +323,34 @@ func (a *APF) Admit(w http.ResponseWriter, r *http.Request) (func(), error) {
 		work = a.cfg.Estimator.estimate(info, r.URL.RawQuery, a, lvl.maxSeats)
 	}
 	d := distinguisher(s.fs.Spec.DistinguisherMethod, u, info)
-	req, _ := lvl.qs.start(ctx, flowID{flowHash(s.fs.Name, d), s.fs.Name, d}, work, a.cfg.RequestWaitLimit)
+	m := metrics.From(ctx)
+	mr := m.FlowControlArrived(lvl.name, s.fs.Name, info.Verb == "watch")
+	req, reason := lvl.qs.start(ctx, flowID{flowHash(s.fs.Name, d), s.fs.Name, d}, work, a.cfg.RequestWaitLimit)
 	if req == nil {
+		mr.Rejected(reason)
 		return nil, meta.NewTooManyRequests(tooManyRequestsMessage, 1)
 	}
-	return req.finish, nil
+	if m == nil {
+		return req.finish, nil
+	}
+	mr.Dispatched(work.MaxSeats())
+	return func() {
+		req.finish()
+		mr.Finished()
+	}, nil
+}
+
+// SeatLimits implements metrics.SeatLimiter: every priority level's
+// nominal, lower, upper and current seat limits.
+func (a *APF) SeatLimits() []metrics.SeatLimits {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]metrics.SeatLimits, 0, len(a.levels))
+	for _, lvl := range a.state.Load().levels {
+		out = append(out, metrics.SeatLimits{PriorityLevel: lvl.name,
+			Nominal: lvl.nominalCL, Lower: lvl.minCL, Upper: lvl.maxCL, Current: lvl.currentCL})
+	}
+	return out
 }
 
 // SetObjectCount records how many objects of a resource are stored, for

@@ -5,6 +5,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/apikit-dev/apikit/metrics"
 )
 
 // estimatedServiceDuration is G, the service time fair queuing assumes for
@@ -14,10 +16,10 @@ const estimatedServiceDuration = 3 * time.Second
 
 // Reasons a request is refused, as Kubernetes names them.
 const (
-	rejectQueueFull        = "queue-full"
-	rejectConcurrencyLimit = "concurrency-limit"
-	rejectTimeout          = "time-out"
-	rejectCancelled        = "cancelled"
+	rejectQueueFull        = metrics.RejectQueueFull
+	rejectConcurrencyLimit = metrics.RejectConcurrencyLimit
+	rejectTimeout          = metrics.RejectTimeout
+	rejectCancelled        = metrics.RejectCancelled
 )
 
 // queueSetConfig shapes a queueSet. queues == 0 means no queuing: a

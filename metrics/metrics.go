@@ -10,6 +10,8 @@ package metrics
 
 import (
 	"net/http"
+	"regexp"
+	"sort"
 	"strconv"
 	"time"
 
@@ -57,10 +59,19 @@ type Registry struct {
 	longRunning *prometheus.GaugeVec
 	readOnly    prometheus.Gauge
 	mutating    prometheus.Gauge
+
+	auth    authMetrics
+	audit   auditMetrics
+	fc      flowControlMetrics
+	adm     admissionMetrics
+	watch   watchMetrics
+	storage storageMetrics
+	objects *objectCountCollector
 }
 
-// New returns a Registry with the request metrics and the Go and process
-// collectors registered.
+// New returns a Registry with the request metrics, those of
+// authentication, authorization, audit, flow control, admission, watches
+// and storage, and the Go and process collectors registered.
 func New() *Registry {
 	m := &Registry{
 		reg: prometheus.NewRegistry(),
@@ -91,6 +102,14 @@ func New() *Registry {
 	m.mutating = inflight.WithLabelValues(MutatingKind)
 	m.reg.MustRegister(m.requests, m.durations, m.sizes, m.longRunning, inflight,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.auth = newAuthMetrics(m.reg)
+	m.audit = newAuditMetrics(m.reg)
+	m.fc = newFlowControlMetrics(m.reg)
+	m.adm = newAdmissionMetrics(m.reg)
+	m.watch = newWatchMetrics(m.reg)
+	m.storage = newStorageMetrics(m.reg)
+	m.objects = &objectCountCollector{}
+	m.reg.MustRegister(m.objects)
 	return m
 }
 
@@ -99,6 +118,32 @@ func (m *Registry) Registerer() prometheus.Registerer { return m.reg }
 
 // Gatherer reads the registry, as /metrics does.
 func (m *Registry) Gatherer() prometheus.Gatherer { return m.reg }
+
+// descName takes a metric's name out of its descriptor, which has no
+// accessor for it.
+var descName = regexp.MustCompile(`^Desc\{fqName: "([^"]+)"`)
+
+// Names lists, sorted, the metric families the registry serves: every
+// family of a collector that describes itself, whether or not it has a
+// series yet (apiserver_audit_error_total, registered per audit backend,
+// is not listed). Dashboards and docs are checked against it.
+func (m *Registry) Names() []string {
+	ch := make(chan *prometheus.Desc)
+	go func() {
+		m.reg.Describe(ch)
+		close(ch)
+	}()
+	seen := map[string]bool{}
+	var names []string
+	for d := range ch {
+		if n := descName.FindStringSubmatch(d.String()); n != nil && !seen[n[1]] {
+			seen[n[1]] = true
+			names = append(names, n[1])
+		}
+	}
+	sort.Strings(names)
+	return names
+}
 
 // Handler serves the registry in the Prometheus exposition format. It is
 // behind the handler chain like any path: authorization decides who reads

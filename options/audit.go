@@ -56,6 +56,8 @@ type AuditOptions struct {
 	Backend audit.Sink
 	// closers stop the backends, queues before what they feed.
 	closers []func() error
+	// dropped are the batching backends' counts of dropped events.
+	dropped []auditDrops
 	// Policy is the parsed PolicyFile; nil without one.
 	Policy *audit.Policy
 }
@@ -189,7 +191,7 @@ func (o *AuditOptions) Validate() []error {
 // in its mode.
 func (o *AuditOptions) Complete() error {
 	closeAll(o.closers)
-	o.Sink, o.Backend, o.closers, o.Policy = nil, nil, nil, nil
+	o.Sink, o.Backend, o.closers, o.Policy, o.dropped = nil, nil, nil, nil, nil
 	if o.PolicyFile != "" {
 		p, err := audit.ReadPolicyFile(o.PolicyFile)
 		if err != nil {
@@ -204,14 +206,14 @@ func (o *AuditOptions) Complete() error {
 			return fmt.Errorf("--audit-log-path: %w", err)
 		}
 		o.Sink = sink
-		backends = append(backends, o.inMode(o.LogMode, o.LogBatch, o.LogTruncate, sink, sink))
+		backends = append(backends, o.inMode("log", o.LogMode, o.LogBatch, o.LogTruncate, sink, sink))
 	}
 	if o.WebhookConfigFile != "" {
 		k, err := certs.ReadKubeconfig(o.WebhookConfigFile)
 		if err == nil {
 			var hook *audit.WebhookSink
 			if hook, err = audit.NewWebhookSink(k, o.WebhookInitialBackoff); err == nil {
-				backends = append(backends, o.inMode(o.WebhookMode, o.WebhookBatch, o.WebhookTruncate, hook, hook))
+				backends = append(backends, o.inMode("webhook", o.WebhookMode, o.WebhookBatch, o.WebhookTruncate, hook, hook))
 			}
 		}
 		if err != nil {
@@ -227,12 +229,13 @@ func (o *AuditOptions) Complete() error {
 // inMode runs a backend in mode, behind truncation when enabled (as
 // kube-apiserver: truncation before the queue), registering its closers
 // (queue first).
-func (o *AuditOptions) inMode(mode string, cfg audit.BatchConfig, trunc TruncateOptions, sink audit.StorerSink, closer interface{ Close() error }) audit.Sink {
+func (o *AuditOptions) inMode(plugin, mode string, cfg audit.BatchConfig, trunc TruncateOptions, sink audit.StorerSink, closer interface{ Close() error }) audit.Sink {
 	var out audit.Sink = sink
 	switch mode {
 	case audit.ModeBatch:
 		b := audit.NewBatchSink(sink, cfg)
 		o.closers = append(o.closers, b.Close)
+		o.dropped = append(o.dropped, auditDrops{plugin: plugin, count: b.Dropped})
 		out = b
 	case audit.ModeBlockingStrict:
 		out = audit.Strict(sink)
@@ -253,10 +256,22 @@ func closeAll(closers []func() error) {
 	}
 }
 
-// ApplyTo sets the server's audit sink.
+// auditDrops is a batching backend's count of the events it dropped.
+type auditDrops struct {
+	plugin string
+	count  func() int64
+}
+
+// ApplyTo sets the server's audit sink, and serves the events its
+// batching backends dropped as apiserver_audit_error_total.
 func (o *AuditOptions) ApplyTo(c *server.Config) error {
 	if o.Backend != nil {
 		c.Audit = o.Backend
+	}
+	for _, d := range o.dropped {
+		// Registered already when ApplyTo runs again for another server
+		// of the chain: one count serves them all.
+		_ = c.Metrics.RegisterAuditErrors(d.plugin, d.count)
 	}
 	if o.Policy != nil {
 		c.AuditPolicy = o.Policy

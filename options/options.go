@@ -8,6 +8,7 @@ import (
 
 	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/certs"
+	"github.com/apikit-dev/apikit/metrics"
 	"github.com/apikit-dev/apikit/server"
 )
 
@@ -50,6 +51,10 @@ type ServerRunOptions struct {
 	// Logger receives what Complete has to say (defaults it chose,
 	// warnings); nil means slog.Default(). Not a flag.
 	Logger *slog.Logger
+	// Metrics is the registry the servers ApplyTo configures count into
+	// (server.Config.Metrics), the storage's requests among them;
+	// Complete makes one when nil. Not a flag.
+	Metrics *metrics.Registry
 }
 
 // NewServerRunOptions returns the defaults: kube-apiserver's, with the
@@ -241,7 +246,10 @@ func (o *ServerRunOptions) Complete() (CompletedOptions, error) {
 		}
 		return CompletedOptions{}, err
 	}
-	o.Etcd.Storage = newStorage(o.Etcd, log)
+	if o.Metrics == nil {
+		o.Metrics = metrics.New()
+	}
+	o.Etcd.Storage = newStorage(o.Etcd, o.Metrics, log)
 	return CompletedOptions{&completedOptions{o}}, nil
 }
 
@@ -300,6 +308,11 @@ func (c CompletedOptions) ApplyTo(cfg *server.Config) error {
 		return errors.New("options: ApplyTo on a zero CompletedOptions; use Complete")
 	}
 	o := c.o
+	if cfg.Metrics == nil {
+		// Before the groups: the storage counts into it already, and
+		// the audit options add to it.
+		cfg.Metrics = o.Metrics
+	}
 	for _, apply := range []func(*server.Config) error{
 		o.Generic.ApplyTo,
 		o.SecureServing.ApplyTo, // after Generic: adds the port to the external address

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/apikit-dev/apikit/metrics"
 	"github.com/apikit-dev/apikit/storage/backend"
 	"github.com/apikit-dev/apikit/storage/etcd3"
 )
@@ -14,7 +15,7 @@ import (
 // and --watch-cache-sizes cache.
 type Storage = backend.Storage
 
-func newStorage(o *EtcdOptions, logger *slog.Logger) *Storage {
+func newStorage(o *EtcdOptions, m *metrics.Registry, logger *slog.Logger) *Storage {
 	return backend.New(backend.Config{
 		Backend: o.Backend(),
 		DataDir: o.etcdDataDir(),
@@ -29,6 +30,7 @@ func newStorage(o *EtcdOptions, logger *slog.Logger) *Storage {
 		MaxObjectBytes:     o.MaxObjectBytes,
 		WatchCache:         o.WatchCache,
 		Logger:             logger,
+		Metrics:            m,
 	})
 }
 

@@ -41,7 +41,7 @@ func TestStorageWatchCache(t *testing.T) {
 			if err := o.Etcd.CompleteWatchCache(); err != nil {
 				t.Fatal(err)
 			}
-			st := newStorage(o.Etcd, o.Logger)
+			st := newStorage(o.Etcd, nil, o.Logger)
 			var caches []*cacher.Cacher
 			for r, want := range tc.cached {
 				s, err := st.For(r)
@@ -91,7 +91,7 @@ func TestStorageMaxObjectBytes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o, _ := newTestOptions(t, tc.args...)
-			st := newStorage(o.Etcd, o.Logger)
+			st := newStorage(o.Etcd, nil, o.Logger)
 			t.Cleanup(func() { st.Close() })
 			s, err := st.For(meta.GroupResource{Group: "test.example.com", Resource: "widgets"})
 			if err != nil {

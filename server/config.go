@@ -269,6 +269,10 @@ func (c *Config) Complete() (CompletedConfig, error) {
 		}
 		c.FlowControl = fc
 	}
+	if sl, ok := c.FlowControl.(metrics.SeatLimiter); ok {
+		// Already registered when Complete runs again: nothing to do.
+		_ = c.Metrics.RegisterSeatLimits(sl)
+	}
 	if c.SecureServing.Certificate == nil {
 		cert, err := c.selfSignedCertificate()
 		if err != nil {

@@ -183,6 +183,7 @@ func (c CompletedConfig) New(name string, delegate DelegationTarget) (*GenericSe
 			return nil, err
 		}
 	}
+	c.Metrics.RegisterObjectCounts((&objectCounts{s: s}).get)
 	s.unprotected = http.HandlerFunc(s.direct)
 	s.Handler = c.BuildHandlerChain(s.unprotected, s.chainConfig(c))
 	s.installDefaultRoutes()

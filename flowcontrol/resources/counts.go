@@ -27,27 +27,16 @@ func TrackObjectCounts(ctx context.Context, apf *flowcontrol.APF, resources func
 	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
-		seen := map[meta.GroupResource]bool{}
-		for _, r := range resources() {
-			c, ok := r.(registry.Counter)
-			if !ok {
-				continue
-			}
-			info := r.Info()
-			gr := meta.GroupResource{Group: info.GroupVersion.Group, Resource: info.Resource}
-			if seen[gr] {
-				continue // another version of the same objects
-			}
-			seen[gr] = true
-			n, err := c.Count(ctx)
-			if err != nil {
-				if ctx.Err() == nil {
-					log.Debug("priority and fairness: counting objects", "resource", gr, "err", err)
+		registry.CountEach(resources(), func(c registry.Counter) (int64, error) { return c.Count(ctx) },
+			func(gr meta.GroupResource, n int64, err error) {
+				if err != nil {
+					if ctx.Err() == nil {
+						log.Debug("priority and fairness: counting objects", "resource", gr, "err", err)
+					}
+					return
 				}
-				continue
-			}
-			apf.SetObjectCount(gr, n)
-		}
+				apf.SetObjectCount(gr, n)
+			})
 		select {
 		case <-ctx.Done():
 			return

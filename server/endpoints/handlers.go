@@ -22,6 +22,7 @@ import (
 	"github.com/apikit-dev/apikit/admission"
 	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/metrics"
 	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/request"
 	"github.com/apikit-dev/apikit/schema"
@@ -753,6 +754,7 @@ func (s *Scope) serveWatch(w http.ResponseWriter, r *http.Request, ns string, op
 		request.SignalWatchInit(r.Context())
 	}
 	var buf bytes.Buffer
+	sent := metrics.From(r.Context()).WatchEventsOf(s.gvk.Group, s.gvk.Version, s.gvk.Kind)
 	// Only the first Table of a watch carries the column definitions.
 	tableHeadersSent := false
 	for {
@@ -797,6 +799,7 @@ func (s *Scope) serveWatch(w http.ResponseWriter, r *http.Request, ns string, op
 		if _, err := w.Write(buf.Bytes()); err != nil {
 			return
 		}
+		sent.Sent(buf.Len())
 		if flusher != nil && len(events) == 0 {
 			flusher.Flush()
 		}

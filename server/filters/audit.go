@@ -19,6 +19,7 @@ import (
 
 	"github.com/apikit-dev/apikit/audit"
 	"github.com/apikit-dev/apikit/authn"
+	"github.com/apikit-dev/apikit/metrics"
 	"github.com/apikit-dev/apikit/request"
 )
 
@@ -49,6 +50,8 @@ func WithAudit(h http.Handler, sink audit.Sink, policy audit.PolicyChecker, long
 		}
 		info, _ := request.InfoFrom(r.Context())
 		level, omit := levelOf(policy, r, info)
+		m := metrics.From(r.Context())
+		m.ObserveAuditLevel(level)
 		if level == audit.LevelNone {
 			h.ServeHTTP(w, r)
 			return
@@ -60,13 +63,16 @@ func WithAudit(h http.Handler, sink audit.Sink, policy audit.PolicyChecker, long
 		log := func(stage string, code int) {
 			if !slices.Contains(omit, stage) {
 				e := finish(rec, stage, code)
+				m.ObserveAuditEvent()
 				sink.Log(e)
 			}
 		}
 		if strict, ok := sink.(audit.StrictSink); ok && !slices.Contains(omit, audit.StageRequestReceived) {
 			// blocking-strict: a request that cannot be audited is not
 			// served, answered as kube-apiserver answers it (plain text).
+			m.ObserveAuditEvent()
 			if err := strict.Store(finish(rec, audit.StageRequestReceived, 0)); err != nil {
+				m.ObserveAuditRejection()
 				http.Error(w, fmt.Sprintf("Internal Server Error: %q: failed to store audit event", r.URL.RequestURI()), http.StatusInternalServerError)
 				return
 			}
@@ -223,6 +229,7 @@ func WithFailedAuthenticationAudit(h http.Handler, sink audit.Sink, policy audit
 		ev.Stage = audit.StageResponseStarted
 		ev.StageTimestamp = audit.MicroTime(time.Now())
 		ev.ResponseStatus = &audit.ResponseStatus{Code: http.StatusUnauthorized}
+		metrics.From(r.Context()).ObserveAuditEvent()
 		sink.Log(&ev)
 	})
 }

@@ -4,9 +4,11 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/metrics"
 	"github.com/apikit-dev/apikit/request"
 	"github.com/apikit-dev/apikit/server/respond"
 )
@@ -49,6 +51,8 @@ func WithAuthentication(h http.Handler, a authn.Authenticator, publicPaths []str
 		return false
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m := metrics.From(r.Context())
+		start := time.Now()
 		resp, ok, err := a.AuthenticateRequest(r)
 		if err != nil {
 			slog.Debug("authentication failed", "path", r.URL.Path, "err", err)
@@ -56,13 +60,21 @@ func WithAuthentication(h http.Handler, a authn.Authenticator, publicPaths []str
 		if err != nil || !ok {
 			closeHTTP2(w, r)
 			if err == nil && isPublic(r.URL.Path) {
+				// kube-apiserver's anonymous authenticator succeeds here.
+				m.ObserveAuthentication(metrics.AuthnSuccess, authn.Anonymous, time.Since(start))
 				u := &authn.User{Name: authn.Anonymous, Groups: []string{authn.AllUnauthenticated}}
 				h.ServeHTTP(w, r.WithContext(authn.WithUser(r.Context(), u)))
 				return
 			}
+			result := metrics.AuthnFailure
+			if err != nil {
+				result = metrics.AuthnError
+			}
+			m.ObserveAuthentication(result, "", time.Since(start))
 			respond.Error(w, r, meta.NewUnauthorized("Unauthorized"))
 			return
 		}
+		m.ObserveAuthentication(metrics.AuthnSuccess, resp.User.Name, time.Since(start))
 		u := resp.User
 		if u.Name == authn.Anonymous || u.InGroup(authn.AllUnauthenticated) {
 			closeHTTP2(w, r)

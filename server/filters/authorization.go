@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/authz"
 	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/metrics"
 	"github.com/apikit-dev/apikit/request"
 	"github.com/apikit-dev/apikit/server/respond"
 )
@@ -36,7 +38,9 @@ func AttributesFor(r *http.Request) authz.Attributes {
 func WithAuthorization(h http.Handler, a authz.Authorizer) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		attrs := AttributesFor(r)
+		start := time.Now()
 		decision, reason, err := a.Authorize(r.Context(), attrs)
+		metrics.From(r.Context()).ObserveAuthorization(authzResult(decision, err), time.Since(start))
 		if decision == authz.DecisionAllow {
 			h.ServeHTTP(w, r)
 			return
@@ -52,6 +56,20 @@ func WithAuthorization(h http.Handler, a authz.Authorizer) http.Handler {
 		}
 		respond.Error(w, r, meta.NewForbidden(meta.GroupResource{Group: attrs.APIGroup, Resource: attrs.Resource}, attrs.Name, fmt.Errorf("%s", msg)))
 	})
+}
+
+// authzResult is kube-apiserver's label of a decision: an allow is an
+// allow even with an error, an error otherwise wins.
+func authzResult(d authz.Decision, err error) string {
+	switch {
+	case d == authz.DecisionAllow:
+		return metrics.AuthzAllowed
+	case err != nil:
+		return metrics.AuthzError
+	case d == authz.DecisionDeny:
+		return metrics.AuthzDenied
+	}
+	return metrics.AuthzNoOpinion
 }
 
 // ForbiddenMessage phrases a denial as kube-apiserver does.

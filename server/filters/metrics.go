@@ -31,6 +31,7 @@ func WithMetrics(h http.Handler, m *metrics.Registry, longRunning func(*request.
 		}
 		start := time.Now()
 		mw := &metricsWriter{ResponseWriter: w, m: m, info: info, r: r}
+		mw.route.Registry = m
 		if longRunning(info) {
 			mw.longRunning = true
 		} else {

@@ -18,6 +18,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/metrics"
 	"github.com/apikit-dev/apikit/storage"
 	"github.com/apikit-dev/apikit/storage/cacher"
 	"github.com/apikit-dev/apikit/storage/embedded"
@@ -57,6 +58,9 @@ type Config struct {
 	WatchCache storage.WatchCacheConfig
 	// Logger receives the backend's logs; nil is slog.Default().
 	Logger *slog.Logger
+	// Metrics, when set, records every resource's requests to the backend
+	// (etcd_request_duration_seconds and its kin): the server's registry.
+	Metrics *metrics.Registry
 }
 
 // Storage is the storage.Factory of a Config: the backend, shared by every
@@ -78,6 +82,7 @@ type Storage struct {
 	maxObjectBytes     int64
 	watchCache         storage.WatchCacheConfig
 	logger             *slog.Logger
+	metrics            *metrics.Registry
 
 	mu      sync.Mutex
 	store   storage.Interface
@@ -104,6 +109,7 @@ func New(c Config) *Storage {
 		maxObjectBytes:     c.MaxObjectBytes,
 		watchCache:         c.WatchCache,
 		logger:             c.Logger,
+		metrics:            c.Metrics,
 	}
 }
 
@@ -183,7 +189,11 @@ func (s *Storage) open(ctx context.Context) (storage.Interface, error) {
 	}
 	if s.watchCache.Enabled && s.backend != Memory {
 		// The caches close before the backend they watch.
-		s.caches = cacher.NewFactory(storage.Shared(s.store), s.watchCache, cacher.WithLogger(s.logger))
+		st := s.store
+		backend := storage.FactoryFunc(func(gr meta.GroupResource) (storage.Interface, error) {
+			return instrument(st, s.metrics, gr), nil
+		})
+		s.caches = cacher.NewFactory(backend, s.watchCache, cacher.WithLogger(s.logger))
 		s.closers = append([]func() error{s.caches.Close}, s.closers...)
 	}
 	return s.store, nil
@@ -210,7 +220,7 @@ func (s *Storage) ForRoot(resource meta.GroupResource, root string) (storage.Int
 	if caches != nil {
 		return caches.ForRoot(resource, root)
 	}
-	return st, nil
+	return instrument(st, s.metrics, resource), nil
 }
 
 // Check is a readiness check: the backend answers within two seconds.
