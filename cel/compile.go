@@ -3,7 +3,6 @@ package cel
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -52,11 +51,14 @@ var selfTypeCounter atomic.Uint64
 // of a resource (s is the resource's root) and returns the Validator
 // that evaluates them, nil when s holds no rule. The errors are those
 // kube-apiserver reports for the rules when a CustomResourceDefinition is
-// written — rule text, message, reason and fieldPath checks, compilation
-// and type errors, and the estimated cost of each rule and of all
-// together — at field paths under path, the schema's place in the CRD
-// (such as spec.versions[0].schema.openAPIV3Schema). A Validator is
-// returned even with errors: it validates with the rules that compiled.
+// written — fieldPaths that name no field, compilation and type errors,
+// oldSelf where old values cannot be known, and the estimated cost of each
+// rule and of all together — at field paths under path, the schema's
+// place in the CRD (such as spec.versions[0].schema.openAPIV3Schema). The
+// static checks of the rule entries (empty rules, messages, reasons) are
+// schema/structural's CheckStructural: run it first, as kube does. A
+// Validator is returned even with errors: it validates with the rules that
+// compiled.
 func CompileSchema(s *schema.Schema, path *meta.Path) (*Validator, meta.FieldErrors) {
 	base, err := BaseEnv()
 	if err != nil {
@@ -245,66 +247,28 @@ func (c *compiler) node(s *schema.Schema, decl *declType, path *meta.Path, cardi
 	return v
 }
 
-var newlines = regexp.MustCompile(`[\n\r]+`)
-
-var supportedReasons = []string{
-	string(meta.FieldValueDuplicate), string(meta.FieldValueForbidden),
-	string(meta.FieldValueInvalid), string(meta.FieldValueRequired),
-}
-
-// checkRuleText reports what kube checks of a rule before compiling it.
-func checkRuleText(s *schema.Schema, i int, r schema.ValidationRule, path *meta.Path) meta.FieldErrors {
+// checkFieldPaths reports rules whose fieldPath does not name a field of
+// s. The other static checks of a rule entry (empty rules, messages with
+// line breaks, reasons) are schema/structural's CheckStructural, which the
+// extensions server runs first, as kube-apiserver does.
+func checkFieldPaths(s *schema.Schema, path *meta.Path) meta.FieldErrors {
 	var errs meta.FieldErrors
-	at := path.Child("x-kubernetes-validations").Index(i)
-	rule, msg := strings.TrimSpace(r.Rule), strings.TrimSpace(r.Message)
-	switch {
-	case rule == "":
-		errs = append(errs, meta.Required(at.Child("rule"), "rule is not specified"))
-	case r.Message != "" && msg == "":
-		errs = append(errs, meta.Invalid(at.Child("message"), r.Message, "message must be non-empty if specified"))
-	case newlines.MatchString(msg):
-		errs = append(errs, meta.Invalid(at.Child("message"), r.Message, "message must not contain line breaks"))
-	case newlines.MatchString(rule) && msg == "":
-		errs = append(errs, meta.Required(at.Child("message"), "message must be specified if rule contains line breaks"))
-	}
-	if r.MessageExpression != "" && strings.TrimSpace(r.MessageExpression) == "" {
-		errs = append(errs, meta.Required(at.Child("messageExpression"), "messageExpression must be non-empty if specified"))
-	}
-	if r.Reason != "" && !contains(supportedReasons, r.Reason) {
-		errs = append(errs, meta.NotSupported(at.Child("reason"), r.Reason, supportedReasons))
-	}
-	if r.FieldPath != "" {
-		switch {
-		case strings.TrimSpace(r.FieldPath) == "":
-			errs = append(errs, meta.Invalid(at.Child("fieldPath"), r.FieldPath, "fieldPath must be non-empty if specified"))
-		case newlines.MatchString(r.FieldPath):
-			errs = append(errs, meta.Invalid(at.Child("fieldPath"), r.FieldPath, "fieldPath must not contain line breaks"))
+	for i, r := range s.Validations {
+		if strings.TrimSpace(r.FieldPath) == "" {
+			continue
 		}
 		if _, err := validFieldPath(r.FieldPath, s); err != nil {
-			errs = append(errs, meta.Invalid(at.Child("fieldPath"), r.FieldPath, "fieldPath must be a valid path"))
+			errs = append(errs, meta.Invalid(path.Child("x-kubernetes-validations").Index(i).Child("fieldPath"), r.FieldPath, "fieldPath must be a valid path"))
 		}
 	}
 	return errs
 }
 
-func contains(l []string, s string) bool {
-	for _, e := range l {
-		if e == s {
-			return true
-		}
-	}
-	return false
-}
-
 // rules compiles the node's own rules.
 func (c *compiler) rules(s *schema.Schema, decl *declType, path *meta.Path, cardinality *uint64, uncorrelatable *meta.Path) []compiledRule {
-	var textErrs meta.FieldErrors
-	for i, r := range s.Validations {
-		textErrs = append(textErrs, checkRuleText(s, i, r, path)...)
-	}
-	if len(textErrs) > 0 {
+	if errs := checkFieldPaths(s, path); len(errs) > 0 {
 		// As kube: schema errors first; CEL is compiled once they are fixed.
-		c.errs = append(c.errs, textErrs...)
+		c.errs = append(c.errs, errs...)
 		return nil
 	}
 	at := path.Child("x-kubernetes-validations")
@@ -321,6 +285,9 @@ func (c *compiler) rules(s *schema.Schema, decl *declType, path *meta.Path, card
 	estimator := &library.CostEstimator{SizeEstimator: &sizeEstimator{root: decl}}
 	var out []compiledRule
 	for i, r := range s.Validations {
+		if strings.TrimSpace(r.Rule) == "" {
+			continue // CheckStructural's "rule is not specified"
+		}
 		rulePath := at.Index(i)
 		cr := compiledRule{rule: r, optional: r.OptionalOldSelf != nil && *r.OptionalOldSelf}
 		env := envs.plain
@@ -367,7 +334,7 @@ func (c *compiler) rules(s *schema.Schema, decl *declType, path *meta.Path, card
 		} else if r.OptionalOldSelf != nil {
 			c.errs = append(c.errs, meta.Invalid(rulePath.Child("optionalOldSelf"), *r.OptionalOldSelf, "may not be set if oldSelf is not used in rule"))
 		}
-		if r.FieldPath != "" {
+		if strings.TrimSpace(r.FieldPath) != "" {
 			if p, err := validFieldPath(r.FieldPath, s); err == nil {
 				cr.fieldPath = p.String()
 			}
