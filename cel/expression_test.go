@@ -9,6 +9,7 @@ import (
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 
+	"github.com/apikit-dev/apikit/cel/library"
 	"github.com/apikit-dev/apikit/schema"
 )
 
@@ -106,5 +107,54 @@ func TestTypedVariables(t *testing.T) {
 func TestCompilerDuplicateVariable(t *testing.T) {
 	if _, err := NewCompiler(Variable{Name: "a"}, Variable{Name: "a"}); err == nil {
 		t.Fatal("want an error for a variable declared twice")
+	}
+}
+
+// TestEstimatedCost holds the library's static estimates to kube's
+// formulas, for v.s a string of maxLength 100 (400 bytes), v.l a list of
+// at most 10 strings of maxLength 10 and v.n a list of at most 10 ints.
+// Reading v.s costs 2; a call kube does not estimate costs 1.
+func TestEstimatedCost(t *testing.T) {
+	vars := obj(prop("s", &schema.Schema{Type: "string", MaxLength: i64(100)}),
+		prop("l", &schema.Schema{Type: "array", MaxItems: i64(10), Items: &schema.Schema{Type: "string", MaxLength: i64(10)}}),
+		prop("n", &schema.Schema{Type: "array", MaxItems: i64(10), Items: intS()}))
+	c, err := NewCompiler(Variable{Name: "v", Schema: vars})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		expr string
+		want uint64
+	}{
+		{"v.s", 2},
+		// kube estimates quantity(), isQuantity(), cidr(), isIP() and
+		// ip.isCanonical() only as member calls, which they never are.
+		{"isQuantity(v.s)", 3},
+		{"ip.isCanonical(v.s)", 3},
+		{"quantity(v.s).isInteger()", 4},
+		{"v.s.lowerAscii()", 2 + 40},                   // 400 x 0.1
+		{"v.s.find('[0-9]+')", 2 + 41*2},               // ceil(401 x 0.1) x ceil(6 x 0.25)
+		{"v.s.findAll('ab')", 2 + 41*1},                // ceil(401 x 0.1) x ceil(2 x 0.25)
+		{"v.n.sum()", 2 + 10},                          // one per element
+		{"v.l.isSorted()", 2 + 10*5},                   // (1 + 40 x 0.1) per element
+		{"v.l.indexOf('a')", 2 + 10*5},                 // the same
+		{"url(v.s).getHost()", 2 + 40 + 1},             // url() 400 x 0.1, getHost 1
+		{"cidr(v.s).containsIP('1.2.3.4')", 3 + 4 + 1}, // ceil(32 x 0.1) + ceil(7 x 0.1)
+		{"cidr(v.s).containsCIDR(cidr(v.s))", 3 + 3 + 4 + 2 + 1},
+		{"format.dns1123Label().validate(v.s)", 1 + 2 + 400*library.MaxNameFormatRegexSize},
+		{"v.s.split(',')", 2 + 80},         // 400 x 0.2
+		{"v.l.join(',')", 2 + 41},          // ceil((10 x 40 + 9 x 1) x 0.1)
+		{"v.s.replace('a', 'bb')", 2 + 80}, // 400 x 0.2
+	}
+	for _, tc := range tests {
+		t.Run(tc.expr, func(t *testing.T) {
+			e, err := c.Compile(tc.expr, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.MaxCost != tc.want {
+				t.Fatalf("estimated cost %d, want %d", e.MaxCost, tc.want)
+			}
+		})
 	}
 }
