@@ -11,6 +11,7 @@ import (
 	"github.com/apikit-dev/apikit/server"
 	"github.com/apikit-dev/apikit/storage"
 	"github.com/apikit-dev/apikit/storage/backend"
+	"github.com/apikit-dev/apikit/storage/encryption"
 	"github.com/apikit-dev/apikit/storage/etcd3"
 )
 
@@ -60,8 +61,20 @@ type EtcdOptions struct {
 	// holds); larger writes get 413. The embedded etcd is set to hold it;
 	// an external etcd needs its --max-request-bytes raised to hold more.
 	MaxObjectBytes int64
+	// EncryptionProviderConfigFile is an EncryptionConfiguration: how the
+	// values of the resources it names are encrypted in storage.
+	EncryptionProviderConfigFile string
+	// EncryptionProviderConfigAutomaticReload reads the file again while
+	// the server runs (every EncryptionReloadInterval).
+	EncryptionProviderConfigAutomaticReload bool
+	// EncryptionReloadInterval is how often the file is read again; not a
+	// flag (kube-apiserver: one minute).
+	EncryptionReloadInterval time.Duration
 
 	// Set by Complete.
+
+	// Encryption is the loaded EncryptionProviderConfigFile, nil without.
+	Encryption *encryption.Set
 
 	// WatchCache is the parsed watch cache configuration.
 	WatchCache storage.WatchCacheConfig
@@ -83,6 +96,8 @@ func NewEtcdOptions() *EtcdOptions {
 		AttemptTimeout:     DefaultEtcdAttemptTimeout,
 		EnableWatchCache:   true,
 		MaxObjectBytes:     storage.DefaultMaxObjectBytes,
+		// kube-apiserver reads the file again once a minute.
+		EncryptionReloadInterval: time.Minute,
 	}
 }
 
@@ -112,6 +127,10 @@ func (o *EtcdOptions) AddFlags(fs *pflag.FlagSet) {
 		"The size limit in bytes of a stored object, on every storage backend; larger writes are refused with 413. "+
 			"The default is what etcd's default --max-request-bytes holds; the embedded etcd is set to hold the limit, an external etcd must allow "+
 			"requests of the limit plus 8 KiB.")
+	fs.StringVar(&o.EncryptionProviderConfigFile, "encryption-provider-config", o.EncryptionProviderConfigFile,
+		"The file containing configuration for encryption providers to be used for storing secrets in etcd")
+	fs.BoolVar(&o.EncryptionProviderConfigAutomaticReload, "encryption-provider-config-automatic-reload", o.EncryptionProviderConfigAutomaticReload,
+		"Determines if the file set by --encryption-provider-config should be automatically reloaded if the disk contents change.")
 	fs.BoolVar(&o.EnableWatchCache, "watch-cache", o.EnableWatchCache,
 		"Enable watch caching in the apiserver")
 	fs.StringSliceVar(&o.WatchCacheSizes, "watch-cache-sizes", o.WatchCacheSizes,
@@ -166,7 +185,25 @@ func (o *EtcdOptions) Validate() []error {
 	if _, err := ParseWatchCacheSizes(o.WatchCacheSizes); err != nil {
 		errs = append(errs, err)
 	}
+	if o.EncryptionProviderConfigAutomaticReload && o.EncryptionProviderConfigFile == "" {
+		errs = append(errs, fmt.Errorf("--encryption-provider-config-automatic-reload must be set with --encryption-provider-config"))
+	}
 	return errs
+}
+
+// CompleteEncryption loads --encryption-provider-config, so that a bad
+// file stops the server before it starts.
+func (o *EtcdOptions) CompleteEncryption() error {
+	o.Encryption = nil
+	if o.EncryptionProviderConfigFile == "" {
+		return nil
+	}
+	set, err := encryption.Load(o.EncryptionProviderConfigFile)
+	if err != nil {
+		return fmt.Errorf("--encryption-provider-config: %w", err)
+	}
+	o.Encryption = set
+	return nil
 }
 
 // CompleteWatchCache merges DefaultWatchCacheSizes with the

@@ -204,6 +204,9 @@ func (o *ServerRunOptions) Complete() (CompletedOptions, error) {
 	if err := o.Etcd.CompleteWatchCache(); err != nil {
 		return CompletedOptions{}, err
 	}
+	if err := o.Etcd.CompleteEncryption(); err != nil {
+		return CompletedOptions{}, err
+	}
 	o.APIEnablement.Complete()
 	o.FlowControl.Complete(o.Generic)
 

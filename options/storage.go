@@ -29,8 +29,15 @@ func newStorage(o *EtcdOptions, m *metrics.Registry, logger *slog.Logger) *Stora
 		AttemptTimeout:     flagAttemptTimeout(o.AttemptTimeout),
 		MaxObjectBytes:     o.MaxObjectBytes,
 		WatchCache:         o.WatchCache,
-		Logger:             logger,
-		Metrics:            m,
+		Encryption:         o.Encryption,
+		EncryptionReloadInterval: func() time.Duration {
+			if o.EncryptionProviderConfigAutomaticReload {
+				return o.EncryptionReloadInterval
+			}
+			return 0
+		}(),
+		Logger:  logger,
+		Metrics: m,
 	})
 }
 

@@ -2,7 +2,11 @@ package options
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,5 +119,58 @@ func TestFlagAttemptTimeout(t *testing.T) {
 		if got := flagAttemptTimeout(flag); got != want {
 			t.Errorf("--etcd-attempt-timeout=%v gives the backend %v, want %v", flag, got, want)
 		}
+	}
+}
+
+// TestEncryptionFlags: --encryption-provider-config is loaded by Complete's
+// step (a bad file stops the server), the storage encrypts with it, and
+// --encryption-provider-config-automatic-reload needs the file.
+func TestEncryptionFlags(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	cfg := "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n  - secretbox:\n      keys:\n      - {name: k, secret: " +
+		base64.StdEncoding.EncodeToString(make([]byte, 32)) + "}\n"
+	if err := os.WriteFile(good, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("kind: Nope\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o, _ := newTestOptions(t, "--storage-backend=memory", "--encryption-provider-config="+bad)
+	if err := o.Etcd.CompleteEncryption(); err == nil || !strings.Contains(err.Error(), `--encryption-provider-config: `+bad+`: got unexpected config type: "Nope", expected EncryptionConfiguration`) {
+		t.Errorf("bad file: %v", err)
+	}
+	o, _ = newTestOptions(t, "--storage-backend=memory", "--encryption-provider-config-automatic-reload")
+	if errs := o.Etcd.Validate(); len(errs) != 1 || !strings.Contains(errs[0].Error(), "--encryption-provider-config-automatic-reload must be set with --encryption-provider-config") {
+		t.Errorf("reload without a file: %v", errs)
+	}
+	o, _ = newTestOptions(t, "--storage-backend=memory", "--encryption-provider-config="+good, "--encryption-provider-config-automatic-reload")
+	if err := o.Etcd.CompleteEncryption(); err != nil {
+		t.Fatal(err)
+	}
+	st := newStorage(o.Etcd, o.Logger)
+	defer st.Close()
+	secrets := meta.GroupResource{Resource: "secrets"}
+	s, err := st.For(secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := s.Create(ctx, "/secrets/ns/a", []byte(`{"v":"plain"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if kv, err := s.Get(ctx, "/secrets/ns/a", storage.GetOptions{}); err != nil || string(kv.Value) != `{"v":"plain"}` {
+		t.Fatalf("read back %q, %v", kv.Value, err)
+	}
+	// Another resource's view of the same memory backend (identity, as
+	// no entry names configmaps) finds encrypted bytes there, and refuses
+	// them as kube-apiserver's identity provider does.
+	cms, err := st.For(meta.GroupResource{Resource: "configmaps"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cms.Get(ctx, "/secrets/ns/a", storage.GetOptions{}); err == nil || !strings.Contains(err.Error(), "identity transformer tried to read encrypted data") {
+		t.Errorf("the stored value read as plaintext: %v", err)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/apikit-dev/apikit/storage"
 	"github.com/apikit-dev/apikit/storage/cacher"
 	"github.com/apikit-dev/apikit/storage/embedded"
+	"github.com/apikit-dev/apikit/storage/encryption"
 	"github.com/apikit-dev/apikit/storage/etcd3"
 	"github.com/apikit-dev/apikit/storage/memory"
 )
@@ -56,6 +57,14 @@ type Config struct {
 	MaxObjectBytes int64
 	// WatchCache says which resources get a watch cache, and how large.
 	WatchCache storage.WatchCacheConfig
+	// Encryption, when set, encrypts the values of the resources its
+	// configuration names (--encryption-provider-config): between each
+	// resource's watch cache and the backend, so the cache holds plaintext
+	// and etcd ciphertext.
+	Encryption *encryption.Set
+	// EncryptionReloadInterval, when positive, is how often Encryption's
+	// file is read again (--encryption-provider-config-automatic-reload).
+	EncryptionReloadInterval time.Duration
 	// Logger receives the backend's logs; nil is slog.Default().
 	Logger *slog.Logger
 	// Metrics, when set, records every resource's requests to the backend
@@ -81,6 +90,8 @@ type Storage struct {
 	attemptTimeout     time.Duration
 	maxObjectBytes     int64
 	watchCache         storage.WatchCacheConfig
+	encryption         *encryption.Set
+	encryptionReload   time.Duration
 	logger             *slog.Logger
 	metrics            *metrics.Registry
 
@@ -108,6 +119,8 @@ func New(c Config) *Storage {
 		attemptTimeout:     c.AttemptTimeout,
 		maxObjectBytes:     c.MaxObjectBytes,
 		watchCache:         c.WatchCache,
+		encryption:         c.Encryption,
+		encryptionReload:   c.EncryptionReloadInterval,
 		logger:             c.Logger,
 		metrics:            c.Metrics,
 	}
@@ -187,16 +200,43 @@ func (s *Storage) open(ctx context.Context) (storage.Interface, error) {
 	default:
 		return nil, fmt.Errorf("unknown storage backend %q", s.backend)
 	}
+	if s.encryption != nil && s.encryptionReload > 0 {
+		ctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.encryption.Watch(ctx, s.encryptionReload, s.logger)
+		}()
+		s.closers = append([]func() error{func() error { stop(); <-done; return nil }}, s.closers...)
+	}
 	if s.watchCache.Enabled && s.backend != Memory {
 		// The caches close before the backend they watch.
-		st := s.store
-		backend := storage.FactoryFunc(func(gr meta.GroupResource) (storage.Interface, error) {
-			return instrument(st, s.metrics, gr), nil
-		})
-		s.caches = cacher.NewFactory(backend, s.watchCache, cacher.WithLogger(s.logger))
+		s.caches = cacher.NewFactory(storage.FactoryFunc(s.encrypted), s.watchCache, cacher.WithLogger(s.logger))
 		s.closers = append([]func() error{s.caches.Close}, s.closers...)
 	}
 	return s.store, nil
+}
+
+// encrypted is the resource's view of the backend: values encrypted as the
+// encryption configuration says, or the backend itself without one.
+func (s *Storage) encrypted(resource meta.GroupResource) (storage.Interface, error) {
+	s.mu.Lock()
+	st := s.store
+	s.mu.Unlock()
+	if st == nil {
+		return nil, errors.New("storage is closed")
+	}
+	return s.view(st, resource), nil
+}
+
+// view is the resource's view of the backend st: instrumented next to the
+// backend (its metrics count what etcd is asked), then encrypted.
+func (s *Storage) view(st storage.Interface, resource meta.GroupResource) storage.Interface {
+	v := instrument(st, s.metrics, resource)
+	if s.encryption != nil {
+		v = encryption.Wrap(v, s.encryption.For(resource), s.prefix)
+	}
+	return v
 }
 
 var _ storage.RootedFactory = (*Storage)(nil)
@@ -220,7 +260,7 @@ func (s *Storage) ForRoot(resource meta.GroupResource, root string) (storage.Int
 	if caches != nil {
 		return caches.ForRoot(resource, root)
 	}
-	return instrument(st, s.metrics, resource), nil
+	return s.view(st, resource), nil
 }
 
 // Check is a readiness check: the backend answers within two seconds.
