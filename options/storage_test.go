@@ -149,7 +149,7 @@ func TestEncryptionFlags(t *testing.T) {
 	if err := o.Etcd.CompleteEncryption(); err != nil {
 		t.Fatal(err)
 	}
-	st := newStorage(o.Etcd, o.Logger)
+	st := newStorage(o.Etcd, nil, o.Logger)
 	defer st.Close()
 	secrets := meta.GroupResource{Resource: "secrets"}
 	s, err := st.For(secrets)
