@@ -214,7 +214,15 @@ func (g *gen) schema(depth int, root bool) map[string]any {
 	if !root && g.chance(0.15) && kind != "object" {
 		junctor := g.pick("anyOf", "allOf", "oneOf", "not")
 		sub := func() any {
-			return map[string]any{g.pick("minimum", "maxLength", "minItems"): g.r.Intn(3)}
+			switch g.r.Intn(4) {
+			case 0:
+				return map[string]any{g.pick("minimum", "maxLength", "minItems", "maxProperties"): g.r.Intn(3)}
+			case 1:
+				return map[string]any{"pattern": g.pick("^a", "[0-9]"), "minLength": 1}
+			case 2:
+				return map[string]any{"enum": []any{"a", 1, true}}
+			}
+			return map[string]any{"maximum": g.r.Intn(5), "multipleOf": 2}
 		}
 		if _, taken := m["anyOf"]; !taken || junctor != "anyOf" {
 			if junctor == "not" {
@@ -224,12 +232,104 @@ func (g *gen) schema(depth int, root bool) map[string]any {
 			}
 		}
 	}
+	if kind == "object" && g.chance(0.15) {
+		if props, ok := m["properties"].(map[string]any); ok && len(props) > 0 {
+			var alts []any
+			for k := range props {
+				alts = append(alts, map[string]any{"required": []any{k}})
+			}
+			m[g.pick("anyOf", "oneOf", "allOf")] = alts
+		}
+	}
 	if !root && g.chance(0.2) {
 		if d := g.value(m, 2); d != nil {
 			m["default"] = d
 		}
 	}
 	return m
+}
+
+// breakSchema makes a generated schema non-structural, or otherwise
+// invalid for a CRD, in one random way (or none).
+func (g *gen) breakSchema(m map[string]any, depth int) {
+	props, _ := m["properties"].(map[string]any)
+	if len(props) > 0 && depth < 4 && g.chance(0.5) {
+		for _, p := range props {
+			g.breakSchema(p.(map[string]any), depth+1)
+			return
+		}
+	}
+	switch g.r.Intn(16) {
+	case 0:
+		delete(m, "type")
+	case 1:
+		m["anyOf"] = []any{map[string]any{"type": "string", "description": "d"}}
+	case 2:
+		m["$ref"] = "#/definitions/x"
+	case 3:
+		m["uniqueItems"] = true
+	case 4:
+		m["default"] = map[string]any{"unknown": 1}
+	case 5:
+		m["x-kubernetes-list-type"] = g.pick("set", "map", "bag")
+	case 6:
+		m["x-kubernetes-map-type"] = g.pick("atomic", "bag")
+	case 7:
+		m["additionalProperties"] = map[string]any{"type": "string"}
+	case 8:
+		m["x-kubernetes-preserve-unknown-fields"] = false
+	case 9:
+		m["pattern"] = "(["
+	case 10:
+		m["x-kubernetes-embedded-resource"] = true
+	case 11:
+		m["nullable"] = true
+	case 12:
+		m["not"] = map[string]any{"properties": map[string]any{"zz": map[string]any{"maxLength": 1}}}
+	case 13:
+		m["x-kubernetes-int-or-string"] = true
+	case 14:
+		m["properties"] = map[string]any{"metadata": map[string]any{"type": "object", "properties": map[string]any{"labels": map[string]any{"type": "object"}}}}
+	case 15:
+		m["x-kubernetes-validations"] = []any{map[string]any{"rule": " "}, map[string]any{"rule": "true", "message": "a\nb", "reason": g.pick("FieldValueInvalid", "Nope")}}
+	}
+}
+
+// TestRandomCRDSchemasMatchKube breaks generated schemas in one way each
+// and compares CheckStructural with kube-apiserver's CRD validation.
+func TestRandomCRDSchemasMatchKube(t *testing.T) {
+	seed, schemas := int64(20261202), 300
+	if v, err := strconv.ParseInt(os.Getenv("STRUCTURALDIFF_SEED"), 10, 64); err == nil {
+		seed = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("STRUCTURALDIFF_SCHEMAS")); err == nil {
+		schemas = v
+	}
+	r := rand.New(rand.NewSource(seed))
+	const internalPath = "spec.validation.openAPIV3Schema"
+	for i := 0; i < schemas; i++ {
+		g := &gen{r: r}
+		raw := g.schema(0, true)
+		g.breakSchema(raw, 0)
+		js, err := json.Marshal(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, m := range kubeCheckSchema(t, string(js)) {
+			m = strings.ReplaceAll(m, internalPath, schemaPath)
+			if strings.HasPrefix(m, schemaPath) {
+				want = append(want, m)
+			}
+		}
+		var got []string
+		for _, e := range structural.CheckStructural(decode(t, string(js)).(map[string]any), schemaPath) {
+			got = append(got, e.Error())
+		}
+		if !reflect.DeepEqual(sorted(got), sorted(want)) {
+			t.Errorf("schema %s\n apikit: %s\n   kube: %s", js, strings.Join(sorted(got), "\n         "), strings.Join(sorted(want), "\n         "))
+		}
+	}
 }
 
 // value returns a random value for a schema node: usually fitting it.

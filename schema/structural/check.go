@@ -44,7 +44,8 @@ func CheckStructural(raw map[string]any, path string) meta.FieldErrors {
 	if flag(raw, "nullable") {
 		errs = append(errs, meta.Forbidden(p.Child("nullable"), "nullable cannot be true at the root"))
 	}
-	if !usesUnsupported(raw) {
+	why := notStructural(raw)
+	if why == "" {
 		structural := checkInvariants(raw, rootLevel, p)
 		structural = append(structural, checkCompleteness(raw, p)...)
 		sortErrors(structural)
@@ -53,12 +54,18 @@ func CheckStructural(raw map[string]any, path string) meta.FieldErrors {
 			errs = append(errs, defaultErrors(raw, p)...)
 		}
 	}
-	return append(errs, checkOpenAPI(raw, p, openAPIContext{}, true)...)
+	errs = append(errs, checkOpenAPI(raw, p, openAPIContext{}, true)...)
+	if why != "" && len(errs) == 0 {
+		errs = append(errs, meta.Invalid(p, "", why))
+	}
+	return errs
 }
 
-// defaultErrors checks the defaults of a structural schema.
+// defaultErrors checks the defaults of a structural schema. The merge
+// extensions are left out: their errors are the OpenAPI rules', and kube
+// checks the defaults whatever they say.
 func defaultErrors(raw map[string]any, p *meta.Path) meta.FieldErrors {
-	data, err := jsonMarshal(raw)
+	data, err := jsonMarshal(withoutMergeExtensions(raw))
 	if err != nil {
 		return meta.FieldErrors{meta.Invalid(p, "", err.Error())}
 	}
@@ -67,7 +74,10 @@ func defaultErrors(raw map[string]any, p *meta.Path) meta.FieldErrors {
 		// The OpenAPI rules report what FromOpenAPIV3 refuses.
 		return nil
 	}
-	return checkDefaults(s, s, p, false)
+	// The resource's root is an embedded resource to its own default.
+	root := *s
+	root.EmbeddedResource = true
+	return checkDefaults(&root, &root, p, false)
 }
 
 func sortErrors(errs meta.FieldErrors) {
@@ -368,6 +378,33 @@ func checkNestedComplete(v, s map[string]any, sPath, vPath *meta.Path) meta.Fiel
 	return errs
 }
 
+// withoutMergeExtensions copies a schema without x-kubernetes-list-type,
+// -list-map-keys and -map-type.
+func withoutMergeExtensions(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			switch k {
+			case "x-kubernetes-list-type", "x-kubernetes-list-map-keys", "x-kubernetes-map-type":
+				continue
+			case "default", "enum", "example":
+				out[k] = e
+			default:
+				out[k] = withoutMergeExtensions(e)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, e := range t {
+			out[i] = withoutMergeExtensions(e)
+		}
+		return out
+	}
+	return v
+}
+
 // checkDefaults checks every default of a structural schema but those in
 // the root's apiVersion, kind and metadata, which the OpenAPI rules refuse:
 // each must have no unknown fields and be valid against its node's schema
@@ -384,7 +421,7 @@ func checkDefaults(s, root *schema.Schema, p *meta.Path, insideMeta bool) meta.F
 		def := normalize(s.Default)
 		if !insideMeta {
 			pruned := normalize(s.Default)
-			Prune(s, pruned, s.EmbeddedResource)
+			pruneFields(s, pruned, s.EmbeddedResource)
 			if !deepEqual(pruned, def) {
 				errs = append(errs, meta.Invalid(dp, def, "must not have unknown fields"))
 			}
@@ -393,7 +430,7 @@ func checkDefaults(s, root *schema.Schema, p *meta.Path, insideMeta bool) meta.F
 			if embedded := validateEmbedded(s, def, dp); len(embedded) > 0 {
 				errs = append(errs, embedded...)
 			} else {
-				v := &validator{base: dp, ps: &pathStack{}}
+				v := &validator{base: dp, ps: &pathStack{}, forDefault: true}
 				v.node(s, def, opath{ps: v.ps})
 				errs = append(errs, v.errs...)
 			}

@@ -36,53 +36,59 @@ func statesSomething(key string, v any) bool {
 	case "id":
 		s, _ := v.(string)
 		return s != ""
-	case "patternProperties", "definitions":
+	case "$schema":
+		s, _ := v.(string)
+		return s != ""
+	case "patternProperties", "definitions", "dependencies":
 		m, _ := v.(map[string]any)
 		return len(m) > 0
 	}
 	return v != nil
 }
 
-// usesUnsupported reports whether a schema uses what kube-apiserver cannot
-// turn into a structural schema at all; then only the OpenAPI walk's
-// errors are reported.
-func usesUnsupported(m map[string]any) bool {
+// notStructural returns why kube-apiserver cannot read a schema as a
+// structural schema at all (NewStructural's error), or "": then only the
+// OpenAPI rules' errors are reported, or this one when there are none.
+func notStructural(m map[string]any) string {
 	if m == nil {
-		return false
+		return ""
 	}
-	for _, u := range unsupported {
+	for _, u := range []struct{ key, name string }{
+		{"id", "id"}, {"$schema", "schema"}, {"$ref", "$ref"}, {"patternProperties", "patternProperties"},
+		{"dependencies", "dependencies"}, {"additionalItems", "additionalItems"}, {"definitions", "definitions"},
+	} {
 		if v, ok := m[u.key]; ok && statesSomething(u.key, v) {
-			return true
-		}
-	}
-	if t, ok := m["type"]; ok {
-		s, isString := t.(string)
-		if !isString || (s != "" && !containsString(openAPITypes, s)) {
-			return true
-		}
-	}
-	if _, ok := m["items"].([]any); ok {
-		return true
-	}
-	for _, k := range []string{"items", "additionalProperties", "not"} {
-		if usesUnsupported(obj(m, k)) {
-			return true
-		}
-	}
-	for _, k := range sortedProps(m) {
-		if pm, _ := obj(m, "properties")[k].(map[string]any); usesUnsupported(pm) {
-			return true
+			return "OpenAPIV3Schema '" + u.name + "' is not supported"
 		}
 	}
 	for _, k := range []string{"allOf", "anyOf", "oneOf"} {
 		l, _ := m[k].([]any)
 		for _, e := range l {
-			if em, _ := e.(map[string]any); usesUnsupported(em) {
-				return true
+			if em, _ := e.(map[string]any); notStructural(em) != "" {
+				return notStructural(em)
 			}
 		}
 	}
-	return false
+	if why := notStructural(obj(m, "not")); why != "" {
+		return why
+	}
+	if v, ok := m["x-kubernetes-preserve-unknown-fields"].(bool); ok && !v {
+		return "internal error: 'x-kubernetes-preserve-unknown-fields' must be true or undefined"
+	}
+	if _, ok := m["items"].([]any); ok {
+		return "OpenAPIV3Schema 'items' must be a schema, but is an array"
+	}
+	for _, k := range []string{"items", "additionalProperties"} {
+		if why := notStructural(obj(m, k)); why != "" {
+			return why
+		}
+	}
+	for _, k := range sortedProps(m) {
+		if pm, _ := obj(m, "properties")[k].(map[string]any); notStructural(pm) != "" {
+			return notStructural(pm)
+		}
+	}
+	return ""
 }
 
 func containsString(l []string, s string) bool {

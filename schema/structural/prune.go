@@ -21,6 +21,31 @@ import (
 // values of fields that are not nullable and have no default (those with
 // a default are left for Default to fill); these are not reported.
 func Prune(s *schema.Schema, value any, root bool) []string {
+	pruned := pruneFields(s, value, root)
+	pruneNulls(value, rootSchema(s, root))
+	return pruned
+}
+
+// rootSchema is s as Prune sees it: a whole resource's schema is an
+// embedded resource.
+func rootSchema(s *schema.Schema, root bool) *schema.Schema {
+	if !root {
+		return s
+	}
+	if s == nil {
+		s = &schema.Schema{}
+	}
+	if !s.EmbeddedResource {
+		c := *s
+		c.EmbeddedResource = true
+		s = &c
+	}
+	return s
+}
+
+// pruneFields is Prune without dropping nulls, as kube-apiserver's own
+// pruning is (a CRD's defaults are held to it).
+func pruneFields(s *schema.Schema, value any, root bool) []string {
 	if root {
 		if s == nil {
 			s = &schema.Schema{}
@@ -36,7 +61,6 @@ func Prune(s *schema.Schema, value any, root bool) []string {
 		p.root = s
 	}
 	p.prune(value, s, nil)
-	pruneNulls(value, s)
 	sort.Strings(p.pruned)
 	return p.pruned
 }

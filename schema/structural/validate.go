@@ -49,6 +49,10 @@ type validator struct {
 	// base is the field the value validated sits at, nil for a whole
 	// custom resource (a CRD's default sits at its schema's path).
 	base *meta.Path
+	// forDefault validates a CRD's default, against the schema as
+	// kube-apiserver converts it for that: x-kubernetes-int-or-string
+	// gives no type there.
+	forDefault bool
 	// ps is the path being validated, shared with the validators of
 	// subschemas; its strings are made only for errors.
 	ps *pathStack
@@ -128,6 +132,16 @@ func (v *validator) node(s *schema.Schema, value any, path opath) {
 	}
 }
 
+// format is the node's format as the validation sees it: kept only where
+// kube validates it, except for a CRD's defaults, which kube-apiserver
+// validates against the schema as written.
+func (v *validator) format(s *schema.Schema) string {
+	if v.forDefault {
+		return s.Format
+	}
+	return schemaFormat(s)
+}
+
 // types is the node's OpenAPI type list: x-kubernetes-int-or-string is
 // "integer,string", as apiextensions-apiserver converts it.
 func types(s *schema.Schema) []string {
@@ -162,7 +176,10 @@ func jsonType(value any) (typ, format string) {
 
 func (v *validator) checkType(s *schema.Schema, value any, path opath) {
 	ts := types(s)
-	if len(ts) == 0 && schemaFormat(s) == "" {
+	if v.forDefault && s.IntOrString {
+		ts = types(&schema.Schema{Type: s.Type})
+	}
+	if len(ts) == 0 && v.format(s) == "" {
 		return
 	}
 	name := strings.Join(ts, ",")
@@ -173,7 +190,7 @@ func (v *validator) checkType(s *schema.Schema, value any, path opath) {
 		return
 	}
 	typ, valueFormat := jsonType(value)
-	format := schemaFormat(s)
+	format := v.format(s)
 	has := func(t string) bool {
 		for _, x := range ts {
 			if x == t {
@@ -225,7 +242,7 @@ func isJSONInteger(f float64) bool {
 // subschemas validate the same value at the same path.
 func (v *validator) checkCombinators(s *schema.Schema, value any, path opath) {
 	sub := func(n *schema.Schema) *validator {
-		w := &validator{base: v.base, ps: v.ps}
+		w := &validator{base: v.base, ps: v.ps, forDefault: v.forDefault}
 		w.node(n, value, path)
 		return w
 	}
@@ -357,7 +374,7 @@ func compilePattern(p string) (*regexp.Regexp, error) {
 }
 
 func (v *validator) checkFormat(s *schema.Schema, str string, path opath) {
-	format := supportedFormat(schemaFormat(s))
+	format := supportedFormat(v.format(s))
 	if format == "" {
 		return
 	}
@@ -447,6 +464,17 @@ func enumEqual(e, value any) bool {
 			return vt == et
 		}
 		return false
+	case string:
+		// reflect converts an integer to a string as a rune, and
+		// kube-openapi compares through that conversion: 97 is "a".
+		if i, ok := value.(int64); ok {
+			r := "\uFFFD"
+			if int64(rune(i)) == i {
+				r = string(rune(i))
+			}
+			return r == et
+		}
+		return value == e
 	case nil:
 		return false
 	}
@@ -466,7 +494,7 @@ func (v *validator) checkObject(s *schema.Schema, m map[string]any, path opath) 
 	if s.AdditionalProperties != nil {
 		for _, k := range sortedKeys(m) {
 			if _, ok := s.Property(k); !ok {
-				v.node(s.AdditionalProperties, m[k], path.push(step{kind: childStep, name: k}))
+				v.node(s.AdditionalProperties, m[k], path.push(step{kind: keyStep, name: k}))
 			}
 		}
 	}
@@ -477,7 +505,7 @@ func (v *validator) checkObject(s *schema.Schema, m map[string]any, path opath) 
 	}
 	for _, r := range s.Required {
 		if _, ok := m[r]; !ok {
-			at := path.push(step{kind: childStep, name: r})
+			at := path.push(step{kind: keyStep, name: r})
 			v.add(at.String()+" in body is required", meta.Required(v.fieldPath(at), ""))
 		}
 	}

@@ -16,7 +16,9 @@ type lazyPath struct {
 	steps []step
 }
 
-// step is one field (child), map entry (key) or list element (index).
+// step is one field (child), map entry (key) or list element (index). In
+// a kube-openapi path a key is always preceded by a dot, even at the root
+// (".foo"), where a property is not ("foo").
 type step struct {
 	kind  stepKind
 	name  string
@@ -89,7 +91,7 @@ func (p opath) String() string {
 			b.WriteString(strconv.Itoa(s.index))
 			b.WriteByte(']')
 		default:
-			if i > 0 {
+			if i > 0 || s.kind == keyStep {
 				b.WriteByte('.')
 			}
 			b.WriteString(s.name)
