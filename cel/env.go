@@ -38,8 +38,8 @@ const (
 
 // baseEnvOptions are kube-apiserver 1.37's base environment at its
 // default compatibility version (1.36): every library and language option
-// introduced up to then. Authorization selectors are left out: they are
-// behind a feature gate and need the authorizer library (#15).
+// introduced up to then. Authorization selectors (fieldSelector and
+// labelSelector on a resource check) and the image library are left out.
 func baseEnvOptions() []cel.EnvOption {
 	return []cel.EnvOption{
 		cel.HomogeneousAggregateLiterals(),
@@ -50,6 +50,8 @@ func baseEnvOptions() []cel.EnvOption {
 		library.Lists(),
 		// cel-go 0.17.7 made has() cost 1; kube keeps it free.
 		cel.CostEstimatorOptions(checker.PresenceTestHasCost(false)),
+		// 1.27
+		library.Authz(),
 		// 1.28
 		cel.CrossTypeNumericComparisons(true),
 		cel.OptionalTypes(),

@@ -27,6 +27,7 @@ const (
 	NamespaceObjectVarName = "namespaceObject"
 	AuthorizerVarName      = "authorizer"
 	VariablesVarName       = "variables"
+	RequestResourceVarName = "authorizer.requestResource"
 )
 
 // Variable declares one variable of a Compiler. Without a Schema it is
@@ -35,18 +36,25 @@ const (
 type Variable struct {
 	Name   string
 	Schema *schema.Schema
+	// Type is the variable's CEL type when it has no Schema, such as
+	// library.AuthorizerType; nil is dyn.
+	Type *types.Type
 	// ResourceRoot marks a whole Kubernetes object: apiVersion, kind and
 	// metadata.name/generateName are visible even if the schema omits them.
 	ResourceRoot bool
 }
 
 // AdmissionVariables are the variables of a ValidatingAdmissionPolicy's
-// expressions, all dyn: object, oldObject, request, params,
-// namespaceObject, authorizer and variables.
+// expressions: object, oldObject, request, params, namespaceObject and
+// variables as dyn; authorizer and authorizer.requestResource as the
+// authorizer library's types (their values: library.NewAuthorizer and
+// library.NewResourceCheck).
 func AdmissionVariables() []Variable {
 	return []Variable{
 		{Name: ObjectVarName}, {Name: OldObjectVarName}, {Name: RequestVarName}, {Name: ParamsVarName},
-		{Name: NamespaceObjectVarName}, {Name: AuthorizerVarName}, {Name: VariablesVarName},
+		{Name: NamespaceObjectVarName}, {Name: VariablesVarName},
+		{Name: AuthorizerVarName, Type: library.AuthorizerType},
+		{Name: RequestResourceVarName, Type: library.ResourceCheckType},
 	}
 }
 
@@ -74,6 +82,9 @@ func NewCompiler(vars ...Variable) (*Compiler, error) {
 		}
 		seen[v.Name] = true
 		t := types.DynType
+		if v.Type != nil {
+			t = v.Type
+		}
 		if v.Schema != nil {
 			d := dt.build(v.Schema, fmt.Sprintf("%sType%d", v.Name, selfTypeCounter.Add(1)), v.ResourceRoot)
 			if d == nil {
