@@ -18,10 +18,13 @@ func FromOpenAPIV3(data []byte) (*Schema, error) {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, fmt.Errorf("schema: decoding an OpenAPI v3 schema: %w", err)
 	}
-	return fromOpenAPI(raw, "")
+	return fromOpenAPI(raw, "", false)
 }
 
-func fromOpenAPI(m map[string]any, path string) (*Schema, error) {
+// fromOpenAPI reads one node. Inside allOf/anyOf/oneOf/not (junctor) a
+// node holds value validations only: it states no type, so the checks of
+// a node's type and merge markers are for the nodes outside.
+func fromOpenAPI(m map[string]any, path string, junctor bool) (*Schema, error) {
 	at := path
 	if at == "" {
 		at = "<root>"
@@ -77,7 +80,7 @@ func fromOpenAPI(m map[string]any, path string) (*Schema, error) {
 		return nil, err
 	}
 	for _, key := range []string{"allOf", "anyOf", "oneOf", "not"} {
-		if _, ok := m[key]; ok && n.Type == "" && !n.Unknown && !n.IntOrString {
+		if _, ok := m[key]; ok && !junctor && n.Type == "" && !n.Unknown && !n.IntOrString {
 			return nil, fmt.Errorf("schema: %s: %s without a type is not structural", at, key)
 		}
 	}
@@ -92,7 +95,7 @@ func fromOpenAPI(m map[string]any, path string) (*Schema, error) {
 			if !ok {
 				return nil, fmt.Errorf("schema: %s.%s: a property must be a schema", path, name)
 			}
-			p, err := fromOpenAPI(pm, path+"."+name)
+			p, err := fromOpenAPI(pm, path+"."+name, junctor)
 			if err != nil {
 				return nil, err
 			}
@@ -106,7 +109,7 @@ func fromOpenAPI(m map[string]any, path string) (*Schema, error) {
 	}
 	switch ap := m["additionalProperties"].(type) {
 	case map[string]any:
-		if n.AdditionalProperties, err = fromOpenAPI(ap, path+"[*]"); err != nil {
+		if n.AdditionalProperties, err = fromOpenAPI(ap, path+"[*]", junctor); err != nil {
 			return nil, err
 		}
 	case bool:
@@ -115,17 +118,20 @@ func fromOpenAPI(m map[string]any, path string) (*Schema, error) {
 		}
 	}
 	if items, ok := m["items"].(map[string]any); ok {
-		if n.Items, err = fromOpenAPI(items, path+"[*]"); err != nil {
+		if n.Items, err = fromOpenAPI(items, path+"[*]", junctor); err != nil {
 			return nil, err
 		}
 	}
-	if n.Type == "array" && n.Items == nil {
+	if !junctor && n.Type == "array" && n.Items == nil {
 		return nil, fmt.Errorf("schema: %s: a list needs items", at)
 	}
 	for _, k := range asList(m["x-kubernetes-list-map-keys"]) {
 		if s, ok := k.(string); ok {
 			n.ListMapKeys = append(n.ListMapKeys, s)
 		}
+	}
+	if junctor {
+		return n, nil
 	}
 	if err := checkMerge(n); err != nil {
 		return nil, fmt.Errorf("schema: %s: %w", at, err)
@@ -216,7 +222,7 @@ func readValueValidations(m map[string]any, n *Schema, path, at string) error {
 			if !ok {
 				return fmt.Errorf("schema: %s: %s[%d] must be a schema", at, key, i)
 			}
-			s, err := fromOpenAPI(sm, fmt.Sprintf("%s.%s[%d]", path, key, i))
+			s, err := fromOpenAPI(sm, fmt.Sprintf("%s.%s[%d]", path, key, i), true)
 			if err != nil {
 				return err
 			}
@@ -224,7 +230,7 @@ func readValueValidations(m map[string]any, n *Schema, path, at string) error {
 		}
 	}
 	if not, ok := m["not"].(map[string]any); ok {
-		s, err := fromOpenAPI(not, path+".not")
+		s, err := fromOpenAPI(not, path+".not", true)
 		if err != nil {
 			return err
 		}

@@ -141,3 +141,27 @@ func TestFromOpenAPIV3ReadsValueValidations(t *testing.T) {
 		t.Error("a negative maxLength was accepted")
 	}
 }
+
+// TestFromOpenAPIV3ReadsJunctorsWithoutTypes reads value validations under
+// allOf/anyOf/oneOf/not, which state no type (a structural schema may not
+// state one there), as the Gateway API's Gateway does: a oneOf of
+// alternatives whose properties carry anyOf without types.
+func TestFromOpenAPIV3ReadsJunctorsWithoutTypes(t *testing.T) {
+	const gatewayLike = `{"type": "object", "properties": {"addresses": {"type": "array", "items": {
+	  "type": "object",
+	  "properties": {"type": {"type": "string"}, "value": {"type": "string"}},
+	  "oneOf": [
+	    {"properties": {"type": {"enum": ["IPAddress"]}, "value": {"anyOf": [{"format": "ipv4"}, {"format": "ipv6"}]}}},
+	    {"properties": {"type": {"not": {"enum": ["IPAddress"]}}}}
+	  ]}}}}`
+	n, err := schema.FromOpenAPIV3([]byte(gatewayLike))
+	if err != nil {
+		t.Fatal(err)
+	}
+	addresses, _ := n.Property("addresses")
+	alt := addresses.Items.OneOf[0]
+	value, ok := alt.Property("value")
+	if !ok || len(value.AnyOf) != 2 || value.AnyOf[1].Format != "ipv6" {
+		t.Fatalf("oneOf[0].properties.value = %+v", value)
+	}
+}
