@@ -25,15 +25,8 @@ type kubeconfigFile struct {
 		} `json:"cluster"`
 	} `json:"clusters"`
 	Users []struct {
-		Name string `json:"name"`
-		User struct {
-			ClientCertificate     string `json:"client-certificate"`
-			ClientCertificateData []byte `json:"client-certificate-data"`
-			ClientKey             string `json:"client-key"`
-			ClientKeyData         []byte `json:"client-key-data"`
-			Token                 string `json:"token"`
-			TokenFile             string `json:"tokenFile"`
-		} `json:"user"`
+		Name string         `json:"name"`
+		User kubeconfigUser `json:"user"`
 	} `json:"users"`
 	Contexts []struct {
 		Name    string `json:"name"`
@@ -43,6 +36,77 @@ type kubeconfigFile struct {
 		} `json:"context"`
 	} `json:"contexts"`
 	CurrentContext string `json:"current-context"`
+}
+
+// kubeconfigUser is a kubeconfig's user entry.
+type kubeconfigUser struct {
+	ClientCertificate     string `json:"client-certificate"`
+	ClientCertificateData []byte `json:"client-certificate-data"`
+	ClientKey             string `json:"client-key"`
+	ClientKeyData         []byte `json:"client-key-data"`
+	Token                 string `json:"token"`
+	TokenFile             string `json:"tokenFile"`
+}
+
+// ReadKubeconfigUsers reads every user of a kubeconfig file by name (their
+// client certificate, token or tokenFile; files relative to the
+// kubeconfig's directory), ignoring clusters and contexts. It reads
+// kube-apiserver's admission webhook kubeconfig, whose users are named
+// after the webhook hosts they authenticate to.
+func ReadKubeconfigUsers(path string) (map[string]Kubeconfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading kubeconfig: %w", err)
+	}
+	var f kubeconfigFile
+	if err := yaml.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", path, err)
+	}
+	users := make(map[string]Kubeconfig, len(f.Users))
+	for _, u := range f.Users {
+		var k Kubeconfig
+		if err := u.User.read(filepath.Dir(path), &k); err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: user %q: %w", path, u.Name, err)
+		}
+		users[u.Name] = k
+	}
+	return users, nil
+}
+
+// read fills k's credentials from the user entry.
+func (usr *kubeconfigUser) read(dir string, k *Kubeconfig) error {
+	read := func(name string) ([]byte, error) {
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(dir, name)
+		}
+		return os.ReadFile(name)
+	}
+	k.Client.CertPEM, k.Client.KeyPEM, k.Token = usr.ClientCertificateData, usr.ClientKeyData, usr.Token
+	for _, ref := range []struct {
+		file string
+		dst  *[]byte
+	}{{usr.ClientCertificate, &k.Client.CertPEM}, {usr.ClientKey, &k.Client.KeyPEM}} {
+		if ref.file == "" {
+			continue
+		}
+		b, err := read(ref.file)
+		if err != nil {
+			return err
+		}
+		*ref.dst = b
+	}
+	if usr.TokenFile != "" && k.Token == "" {
+		b, err := read(usr.TokenFile)
+		if err != nil {
+			return err
+		}
+		k.Token = strings.TrimSpace(string(b))
+		k.TokenFile = usr.TokenFile
+		if !filepath.IsAbs(k.TokenFile) {
+			k.TokenFile = filepath.Join(dir, k.TokenFile)
+		}
+	}
+	return nil
 }
 
 // ReadKubeconfig reads the current context of a kubeconfig file (its only
@@ -129,31 +193,8 @@ func (f *kubeconfigFile) current(dir string) (Kubeconfig, error) {
 			continue
 		}
 		found = true
-		usr := u.User
-		k.Client.CertPEM, k.Client.KeyPEM, k.Token = usr.ClientCertificateData, usr.ClientKeyData, usr.Token
-		for _, ref := range []struct {
-			file string
-			dst  *[]byte
-		}{{usr.ClientCertificate, &k.Client.CertPEM}, {usr.ClientKey, &k.Client.KeyPEM}} {
-			if ref.file == "" {
-				continue
-			}
-			b, err := read(ref.file)
-			if err != nil {
-				return Kubeconfig{}, fmt.Errorf("user %q: %w", userName, err)
-			}
-			*ref.dst = b
-		}
-		if usr.TokenFile != "" && k.Token == "" {
-			b, err := read(usr.TokenFile)
-			if err != nil {
-				return Kubeconfig{}, fmt.Errorf("user %q: %w", userName, err)
-			}
-			k.Token = strings.TrimSpace(string(b))
-			k.TokenFile = usr.TokenFile
-			if !filepath.IsAbs(k.TokenFile) {
-				k.TokenFile = filepath.Join(dir, k.TokenFile)
-			}
+		if err := u.User.read(dir, &k); err != nil {
+			return Kubeconfig{}, fmt.Errorf("user %q: %w", userName, err)
 		}
 	}
 	if !found {

@@ -1,13 +1,16 @@
-// Package webhook is the client both review webhooks share: it posts a
-// TokenReview or SubjectAccessReview as JSON to the server a kubeconfig
-// names (TLS and bearer token from the kubeconfig, the token read again for
-// every call so a rotated one is followed) and decodes the answer, retrying
-// with backoff when there is no answer, a 429 or a 5xx.
+// Package webhook is the client every webhook of the server shares: it
+// posts a TokenReview or SubjectAccessReview as JSON to the server a
+// kubeconfig names (TLS and bearer token from the kubeconfig, the token
+// read again for every call so a rotated one is followed) and decodes the
+// answer, retrying with backoff when there is no answer, a 429 or a 5xx.
+// Admission webhooks, which name their URL per call and are not retried,
+// use the same transport (NewTransport) and one attempt (Post).
 package webhook
 
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,12 +65,9 @@ func New(cfg Config) (*Client, error) {
 		cfg.Retries = 4
 	}
 	return &Client{
-		url:   cfg.Kubeconfig.Server,
-		creds: cfg.Kubeconfig,
-		http: &http.Client{Timeout: cfg.Timeout, Transport: &http.Transport{
-			TLSClientConfig: tlsConfig, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 100,
-			Proxy: nil, // a webhook on this host or network is called directly
-		}},
+		url:     cfg.Kubeconfig.Server,
+		creds:   cfg.Kubeconfig,
+		http:    &http.Client{Timeout: cfg.Timeout, Transport: NewTransport(tlsConfig)},
 		retries: max(cfg.Retries, 0),
 		Backoff: 500 * time.Millisecond,
 	}, nil
@@ -106,41 +106,80 @@ func (c *Client) Post(ctx context.Context, body []byte, out any) error {
 
 // post makes one attempt.
 func (c *Client) post(ctx context.Context, body []byte, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	return Post(ctx, c.http, Request{URL: c.url, Token: c.creds.BearerToken(), Body: body, MaxResponseBytes: maxResponseBytes}, out)
+}
+
+// NewTransport returns the transport of a webhook client: TLS from
+// tlsConfig, HTTP/2 when the server offers it, idle connections kept (a
+// call reuses one, with no new TLS handshake), and no proxy, since a
+// webhook on this host or network is called directly.
+func NewTransport(tlsConfig *tls.Config) *http.Transport {
+	return &http.Transport{
+		TLSClientConfig: tlsConfig, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 100,
+		IdleConnTimeout: 90 * time.Second, Proxy: nil,
+	}
+}
+
+// Request is one call of Post.
+type Request struct {
+	URL string
+	// Token, when set, is sent as a bearer token.
+	Token string
+	Body  []byte
+	// MaxResponseBytes bounds the answer read; zero means 1 MiB.
+	MaxResponseBytes int
+}
+
+// Post makes one call with hc: it posts r.Body as JSON and decodes a 2xx
+// answer into out (unless out is nil). A failure that may pass on another
+// attempt (no answer, 429, 5xx) is retriable: IsRetriable reports it.
+// Errors never contain the request body.
+func Post(ctx context.Context, hc *http.Client, r Request, out any) error {
+	limit := r.MaxResponseBytes
+	if limit <= 0 {
+		limit = maxResponseBytes
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL, bytes.NewReader(r.Body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	tracing.Inject(ctx, req.Header)
-	if token := c.creds.BearerToken(); token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
+	if r.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+r.Token)
 	}
-	resp, err := c.http.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return errRetriable{err}
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
 	if err != nil {
 		return errRetriable{fmt.Errorf("reading the answer: %w", err)}
 	}
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
-		return errRetriable{fmt.Errorf("%s answered %s%s", c.url, resp.Status, statusMessage(data))}
+		return errRetriable{fmt.Errorf("%s answered %s%s", r.URL, resp.Status, statusMessage(data))}
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		// The body of a refusal may be a Status; its message helps.
-		return fmt.Errorf("%s answered %s%s", c.url, resp.Status, statusMessage(data))
-	case len(data) > maxResponseBytes:
-		return fmt.Errorf("the answer of %s is larger than %d bytes", c.url, maxResponseBytes)
+		return fmt.Errorf("%s answered %s%s", r.URL, resp.Status, statusMessage(data))
+	case len(data) > limit:
+		return fmt.Errorf("the answer of %s is larger than %d bytes", r.URL, limit)
 	}
 	if out == nil {
 		return nil // the caller wants no answer (an audit webhook)
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("decoding the answer of %s: %w", c.url, err)
+		return fmt.Errorf("decoding the answer of %s: %w", r.URL, err)
 	}
 	return nil
+}
+
+// IsRetriable reports whether err, from Post, may pass on another attempt.
+func IsRetriable(err error) bool {
+	var r errRetriable
+	return errors.As(err, &r)
 }
 
 // statusMessage returns ": <message>" of a Status body, or "".
