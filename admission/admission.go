@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/apikit-dev/apikit/authn"
@@ -46,8 +47,25 @@ type Attributes struct {
 	// ToVersion converts a storage-version object to the requested
 	// version; nil when the two are one version.
 	ToVersion func(meta.Object) (meta.Object, error)
-	DryRun    bool
-	User      *authn.User
+	// ToStorage converts an object of the requested version back to the
+	// storage version (what a webhook's patch of VersionedObject gives);
+	// nil when the two are one version.
+	ToStorage func(meta.Object) (meta.Object, error)
+	// Equivalents are the same resource as served in its other versions,
+	// which a webhook with matchPolicy Equivalent matches too and sees its
+	// object converted to.
+	Equivalents []Equivalent
+	DryRun      bool
+	User        *authn.User
+}
+
+// Equivalent is a resource's other served version.
+type Equivalent struct {
+	Kind     meta.GroupVersionKind
+	Resource meta.GroupVersionResource
+	// ToVersion and ToStorage convert from and to the storage version; nil
+	// when this version is the storage version.
+	ToVersion, ToStorage func(meta.Object) (meta.Object, error)
 }
 
 // versioned sets VersionedObject and VersionedOldObject from Object and
@@ -92,8 +110,30 @@ type Plugin interface {
 	Handles(op Operation) bool
 }
 
+// NameOf returns p's name, "" for a plugin without one.
+func NameOf(p Plugin) string {
+	if n, ok := p.(Named); ok {
+		return n.Name()
+	}
+	return ""
+}
+
 // Chain runs plugins in order: all mutators first, then all validators.
 type Chain []Plugin
+
+// Without returns c without the plugins named in disabled.
+func (c Chain) Without(disabled ...string) Chain {
+	if len(disabled) == 0 {
+		return c
+	}
+	var out Chain
+	for _, p := range c {
+		if n := NameOf(p); n == "" || !slices.Contains(disabled, n) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
 
 // Admit runs the mutating plugins of c.
 func (c Chain) Admit(ctx context.Context, a *Attributes) (err error) {

@@ -162,7 +162,7 @@ func (s *Scope) apply(w http.ResponseWriter, r *http.Request, ns, name, subresou
 		}
 		return fm.Apply(current, patch, manager, force)
 	}
-	admit, validate := s.admissionFuncs(r.Context(), admission.Update, ns, name, subresource, dryRun)
+	admit, validate := s.admissionFuncs(r.Context(), w, admission.Update, ns, name, subresource, dryRun)
 	uo := registry.UpdateOptions{WriteOptions: registry.WriteOptions{DryRun: dryRun, Admit: admit, Validate: validate}, Subresource: subresource}
 	it, _, err := s.Resource.Update(r.Context(), ns, name, applyTo, uo)
 	code := http.StatusOK
@@ -171,7 +171,7 @@ func (s *Scope) apply(w http.ResponseWriter, r *http.Request, ns, name, subresou
 		// whether or not the resource allows create on update.
 		var obj meta.Object
 		if obj, err = fm.Apply(nil, patch, manager, force); err == nil {
-			admit, validate := s.admissionFuncs(r.Context(), admission.Create, ns, "", "", dryRun)
+			admit, validate := s.admissionFuncs(r.Context(), w, admission.Create, ns, "", "", dryRun)
 			it, err = s.Resource.Create(r.Context(), ns, obj, registry.WriteOptions{DryRun: dryRun, Admit: admit, Validate: validate})
 			code = http.StatusCreated
 		}

@@ -62,8 +62,10 @@ type Scope struct {
 
 	info     registry.ResourceInfo
 	managers fieldManagers
-	gvk      meta.GroupVersionKind
-	gvr      meta.GroupVersionResource
+	// equivalents are the resource's other served versions, for admission.
+	equivalents []admission.Equivalent
+	gvk         meta.GroupVersionKind
+	gvr         meta.GroupVersionResource
 }
 
 func (s *Scope) init() {
@@ -80,6 +82,7 @@ func (s *Scope) init() {
 		s.MinRequestTimeout = 30 * time.Minute
 	}
 	s.initFieldManagers()
+	s.equivalents = s.admissionEquivalents()
 }
 
 func (s *Scope) groupResource() meta.GroupResource { return s.gvr.GroupResource() }
@@ -93,15 +96,23 @@ func writeWarnings(w http.ResponseWriter, warnings []string) {
 }
 
 // admissionFuncs binds the admission chain to one request.
-func (s *Scope) admissionFuncs(ctx context.Context, op admission.Operation, ns, name, subresource string, dryRun bool) (
+func (s *Scope) admissionFuncs(ctx context.Context, w http.ResponseWriter, op admission.Operation, ns, name, subresource string, dryRun bool) (
 	admit func(context.Context, meta.Object, meta.Object) error, validate func(context.Context, meta.Object, meta.Object) error) {
 	if len(s.Admission) == 0 {
 		return nil, nil
 	}
 	user, _ := authn.UserFrom(ctx)
-	var toVersion func(meta.Object) (meta.Object, error)
-	if vc, ok := s.Resource.(registry.VersionConverter); ok {
-		toVersion = vc.ToServed
+	toVersion, toStorage := converters(s.Resource)
+	// Validating webhooks run in parallel: their warnings meet here.
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	warn := func(msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !seen[msg] {
+			seen[msg] = true
+			writeWarnings(w, []string{msg})
+		}
 	}
 	attrs := func(obj, old meta.Object) *admission.Attributes {
 		// A request without a name (a create with generateName, a
@@ -120,13 +131,46 @@ func (s *Scope) admissionFuncs(ctx context.Context, op admission.Operation, ns, 
 			}
 		}
 		return &admission.Attributes{Operation: op, Kind: s.gvk, Resource: s.gvr, Subresource: subresource,
-			Namespace: namespace, Name: n, Object: obj, OldObject: old, ToVersion: toVersion, DryRun: dryRun, User: user}
+			Namespace: namespace, Name: n, Object: obj, OldObject: old, ToVersion: toVersion, ToStorage: toStorage,
+			Equivalents: s.equivalents, DryRun: dryRun, User: user}
 	}
-	admit = func(ctx context.Context, obj, old meta.Object) error { return s.Admission.Admit(ctx, attrs(obj, old)) }
+	admit = func(ctx context.Context, obj, old meta.Object) error {
+		return s.Admission.Admit(admission.WithWarnings(ctx, warn), attrs(obj, old))
+	}
 	validate = func(ctx context.Context, obj, old meta.Object) error {
-		return s.Admission.Validate(ctx, attrs(obj, old))
+		return s.Admission.Validate(admission.WithWarnings(ctx, warn), attrs(obj, old))
 	}
 	return admit, validate
+}
+
+// converters returns r's conversions from and to the storage version, nil
+// when r is served in its storage version.
+func converters(r registry.Resource) (toVersion, toStorage func(meta.Object) (meta.Object, error)) {
+	vc, ok := r.(registry.VersionConverter)
+	if !ok {
+		return nil, nil
+	}
+	toVersion = vc.ToServed
+	if sc, ok := r.(registry.StorageConverter); ok {
+		toStorage = sc.ToStorage
+	}
+	return toVersion, toStorage
+}
+
+// admissionEquivalents lists the resource's other served versions, which
+// admission webhooks with matchPolicy Equivalent match.
+func (s *Scope) admissionEquivalents() []admission.Equivalent {
+	var out []admission.Equivalent
+	for _, v := range s.Versions {
+		info := v.Info()
+		if info.GroupVersion == s.info.GroupVersion {
+			continue
+		}
+		toVersion, toStorage := converters(v)
+		out = append(out, admission.Equivalent{Kind: info.GroupVersion.WithKind(info.Kind),
+			Resource: info.GroupVersion.WithResource(info.Resource), ToVersion: toVersion, ToStorage: toStorage})
+	}
+	return out
 }
 
 func tableOptions(r *http.Request) (meta.TableOptions, error) {
@@ -380,7 +424,7 @@ func (s *Scope) Create(w http.ResponseWriter, r *http.Request, ns string) {
 	}
 	s.recordUpdate(r, nil, obj, opts.FieldManager, "")
 	dryRun := len(opts.DryRun) > 0
-	admit, validate := s.admissionFuncs(r.Context(), admission.Create, ns, "", "", dryRun)
+	admit, validate := s.admissionFuncs(r.Context(), w, admission.Create, ns, "", "", dryRun)
 	wo := registry.WriteOptions{DryRun: dryRun, Admit: admit, Validate: validate}
 	it, err := s.Resource.Create(r.Context(), ns, obj, wo)
 	if tooLarge(err) && obj.GetObjectMeta().ManagedFields != nil {
@@ -438,7 +482,7 @@ func (s *Scope) Update(w http.ResponseWriter, r *http.Request, ns, name, subreso
 		return
 	}
 	dryRun := len(opts.DryRun) > 0
-	admit, validate := s.admissionFuncs(r.Context(), admission.Update, ns, name, subresource, dryRun)
+	admit, validate := s.admissionFuncs(r.Context(), w, admission.Update, ns, name, subresource, dryRun)
 	uo := registry.UpdateOptions{WriteOptions: registry.WriteOptions{DryRun: dryRun, Admit: admit, Validate: validate}, Subresource: subresource}
 	// kube-apiserver makes the body's uid a precondition of the write: a
 	// body of another object (deleted and created again) is a conflict.
@@ -553,7 +597,7 @@ func (s *Scope) Patch(w http.ResponseWriter, r *http.Request, ns, name, subresou
 	}
 	objType := reflect.TypeOf(s.Resource.New())
 	dryRun := len(opts.DryRun) > 0
-	admit, validate := s.admissionFuncs(r.Context(), admission.Update, ns, name, subresource, dryRun)
+	admit, validate := s.admissionFuncs(r.Context(), w, admission.Update, ns, name, subresource, dryRun)
 	var warnings []string
 	withoutManaged := false
 	update := func(_ context.Context, current meta.Object) (meta.Object, error) {
@@ -659,9 +703,9 @@ func (s *Scope) readDeleteOptions(w http.ResponseWriter, r *http.Request) (meta.
 	return o, nil
 }
 
-func (s *Scope) deleteOptions(ctx context.Context, o meta.DeleteOptions, ns, name string) registry.DeleteOptions {
+func (s *Scope) deleteOptions(ctx context.Context, w http.ResponseWriter, o meta.DeleteOptions, ns, name string) registry.DeleteOptions {
 	dryRun := len(o.DryRun) > 0
-	_, validate := s.admissionFuncs(ctx, admission.Delete, ns, name, "", dryRun)
+	_, validate := s.admissionFuncs(ctx, w, admission.Delete, ns, name, "", dryRun)
 	d := registry.DeleteOptions{DryRun: dryRun, Preconditions: o.Preconditions}
 	if validate != nil {
 		d.Validate = func(ctx context.Context, old meta.Object) error { return validate(ctx, nil, old) }
@@ -681,7 +725,7 @@ func (s *Scope) Delete(w http.ResponseWriter, r *http.Request, ns, name string) 
 		respond.Error(w, r, err)
 		return
 	}
-	it, _, err := s.Resource.Delete(r.Context(), ns, name, s.deleteOptions(r.Context(), o, ns, name))
+	it, _, err := s.Resource.Delete(r.Context(), ns, name, s.deleteOptions(r.Context(), w, o, ns, name))
 	if err != nil {
 		respond.Error(w, r, err)
 		return
@@ -706,7 +750,7 @@ func (s *Scope) DeleteCollection(w http.ResponseWriter, r *http.Request, ns stri
 		respond.Error(w, r, err)
 		return
 	}
-	list, err := s.Resource.DeleteCollection(r.Context(), ns, lo, s.deleteOptions(r.Context(), o, ns, ""))
+	list, err := s.Resource.DeleteCollection(r.Context(), ns, lo, s.deleteOptions(r.Context(), w, o, ns, ""))
 	if err != nil {
 		respond.Error(w, r, err)
 		return
