@@ -39,6 +39,7 @@ type ServerRunOptions struct {
 	Authorization  *AuthorizationOptions
 	Audit          *AuditOptions
 	FlowControl    *FlowControlOptions
+	Admission      *AdmissionOptions
 	APIEnablement  *APIEnablementOptions
 	ServiceIPRange *ServiceIPRangeOptions
 	Logs           *LogsOptions
@@ -70,6 +71,7 @@ func NewServerRunOptions() *ServerRunOptions {
 		Authorization:  NewAuthorizationOptions(),
 		Audit:          NewAuditOptions(),
 		FlowControl:    NewFlowControlOptions(),
+		Admission:      NewAdmissionOptions(),
 		APIEnablement:  NewAPIEnablementOptions(),
 		ServiceIPRange: NewServiceIPRangeOptions(),
 		Logs:           NewLogsOptions(),
@@ -88,6 +90,7 @@ func (o *ServerRunOptions) Flags() NamedFlagSets {
 	o.Authorization.AddFlags(fss.FlagSet(SectionAuthorization))
 	o.Audit.AddFlags(fss.FlagSet(SectionAudit))
 	o.FlowControl.AddFlags(fss.FlagSet(SectionFlowControl))
+	o.Admission.AddFlags(fss.FlagSet(SectionAdmission))
 	o.APIEnablement.AddFlags(fss.FlagSet(SectionAPIEnablement))
 	if o.Aggregator != nil {
 		o.Aggregator.AddFlags(fss.FlagSet(SectionAggregator))
@@ -118,6 +121,7 @@ func (o *ServerRunOptions) Validate() []error {
 	errs = append(errs, o.Audit.Validate()...)
 	errs = append(errs, o.FlowControl.Validate()...)
 	errs = append(errs, o.FlowControl.ValidateInFlight(o.Generic)...)
+	errs = append(errs, o.Admission.Validate()...)
 	errs = append(errs, o.APIEnablement.Validate()...)
 	errs = append(errs, o.ServiceIPRange.Validate()...)
 	errs = append(errs, o.Logs.Validate()...)
@@ -324,6 +328,7 @@ func (c CompletedOptions) ApplyTo(cfg *server.Config) error {
 		o.Authorization.ApplyTo,
 		o.Audit.ApplyTo,
 		o.FlowControl.ApplyTo,
+		o.Admission.ApplyTo, // after Etcd: its configurations' storage
 		o.APIEnablement.ApplyTo,
 		o.ServiceIPRange.ApplyTo,
 		o.Tracing.ApplyTo,
@@ -353,7 +358,7 @@ type systemInstaller interface {
 // servers without the command call it themselves.
 func (c CompletedOptions) InstallSystemAPIs(s *server.GenericServer) error {
 	o := c.o
-	for _, g := range []any{o.Authentication, o.ServiceAccount, o.Authorization, o.Audit, o.FlowControl, o.Tracing} {
+	for _, g := range []any{o.Authentication, o.ServiceAccount, o.Authorization, o.Audit, o.FlowControl, o.Admission, o.Tracing} {
 		if si, ok := g.(systemInstaller); ok {
 			if err := si.InstallSystemAPIs(s); err != nil {
 				return err

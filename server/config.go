@@ -91,6 +91,9 @@ type Config struct {
 	// PrepareForCreate/Update, validating ones after validation and before
 	// storage.
 	Admission admission.Chain
+	// DisabledAdmissionPlugins names plugins of Admission that do not run
+	// (--disable-admission-plugins; admission.Named gives the names).
+	DisabledAdmissionPlugins []string
 
 	// RequestTimeout bounds requests that are not long-running.
 	RequestTimeout time.Duration

@@ -434,7 +434,7 @@ func (s *GenericServer) InstallAPIGroup(g *APIGroupInfo) error {
 				Schemas:             s.schemas,
 				Schema:              shape,
 				Versions:            versions[info.Resource],
-				Admission:           s.config.Admission,
+				Admission:           s.config.Admission.Without(s.config.DisabledAdmissionPlugins...),
 				MaxRequestBodyBytes: s.config.MaxRequestBodyBytes,
 				MaxObjectBytes:      s.config.MaxObjectBytes,
 				MinRequestTimeout:   s.config.MinRequestTimeout,

@@ -27,6 +27,8 @@ func main() {
 	o.SecureServing.AlternateDNS = append(o.SecureServing.AlternateDNS, serviceDNSName)
 	// The default roles view, edit and admin cover the wardle API too.
 	o.Authorization.RBACPolicy.ClusterRoles = append(o.Authorization.RBACPolicy.ClusterRoles, wardleapi.ClusterRoles()...)
+	// --disable-admission-plugins may name the compiled-in plugin.
+	o.Admission.Plugins = append(o.Admission.Plugins, wardleapi.BanFlunderPluginName)
 	var withCore bool
 	cmd := options.NewServerCommand("wardle", o, func(c *server.Config) (*server.GenericServer, error) {
 		if withCore {

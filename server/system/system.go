@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/apikit-dev/apikit/admission"
+	"github.com/apikit-dev/apikit/admission/registration"
+	"github.com/apikit-dev/apikit/admission/webhook"
 	"github.com/apikit-dev/apikit/authn"
 	authnreview "github.com/apikit-dev/apikit/authn/review"
 	"github.com/apikit-dev/apikit/authz"
@@ -37,6 +40,25 @@ type Config struct {
 	// APF, when set, serves flowcontrol.apiserver.k8s.io and applies the
 	// stored configuration to it.
 	APF *flowcontrol.APF
+	// Webhooks, when set, serves admissionregistration.k8s.io's webhook
+	// configurations and keeps the Source of the admission webhook
+	// plugins equal to them.
+	Webhooks *webhook.Source
+}
+
+// AdmissionWebhooks returns kube-apiserver's MutatingAdmissionWebhook and
+// ValidatingAdmissionWebhook plugins, configured by cfg, and the Source
+// that InstallAdmissionRegistration keeps up to date. cfg.Source is set
+// to a new Source when nil.
+func AdmissionWebhooks(cfg webhook.Config) (*webhook.Source, admission.Chain, error) {
+	if cfg.Source == nil {
+		cfg.Source = webhook.NewSource()
+	}
+	w, err := webhook.New(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg.Source, admission.Chain{w.Mutating(), w.Validating()}, nil
 }
 
 // RBAC is the RBAC mode: its index, the authorizer reading it, and the
@@ -59,8 +81,9 @@ func NewRBAC() *RBAC {
 var DefaultAlwaysAllowPaths = []string{"/healthz", "/readyz", "/livez"}
 
 // Defaults gives cfg kube-apiserver's default authorization (the health
-// paths, then system:masters, then RBAC) and priority and fairness (when
-// cfg.EnablePriorityAndFairness, the default), and returns the Config
+// paths, then system:masters, then RBAC), priority and fairness (when
+// cfg.EnablePriorityAndFairness, the default) and admission webhooks
+// (appended to cfg.Admission), and returns the Config
 // that Install needs for them, reading cfg.Storage. Call it before
 // cfg.Complete; set Tokens on the result if the server authenticates
 // bearer tokens.
@@ -80,7 +103,12 @@ func Defaults(cfg *server.Config) (Config, error) {
 	}
 	cfg.FlowControl = fc
 	apf, _ := fc.(*flowcontrol.APF)
-	return Config{Storage: cfg.Storage, Authorizer: cfg.Authorizer, RuleResolver: r.Authorizer, RBAC: r, APF: apf}, nil
+	src, plugins, err := AdmissionWebhooks(webhook.Config{})
+	if err != nil {
+		return Config{}, err
+	}
+	cfg.Admission = append(cfg.Admission, plugins...)
+	return Config{Storage: cfg.Storage, Authorizer: cfg.Authorizer, RuleResolver: r.Authorizer, RBAC: r, APF: apf, Webhooks: src}, nil
 }
 
 // Install serves the system APIs c names on s, the outermost server of
@@ -98,9 +126,42 @@ func Install(s *server.GenericServer, c Config) error {
 		}
 	}
 	if c.APF != nil {
-		return InstallFlowControl(s, c.Storage, c.APF)
+		if err := InstallFlowControl(s, c.Storage, c.APF); err != nil {
+			return err
+		}
+	}
+	if c.Webhooks != nil {
+		return InstallAdmissionRegistration(s, c.Storage, c.Webhooks)
 	}
 	return nil
+}
+
+// InstallAdmissionRegistration serves admissionregistration.k8s.io/v1's
+// MutatingWebhookConfiguration and ValidatingWebhookConfiguration from f's
+// storage and adds the post-start hook
+// start-kube-apiserver-admission-initializer: it keeps src equal to the
+// stored configurations until the server stops (a change is in effect
+// once this server's watch delivers it), and is done once src has synced.
+func InstallAdmissionRegistration(s *server.GenericServer, f storage.Factory, src *webhook.Source) error {
+	if f == nil {
+		return errors.New("admission webhooks: the server has no storage for their configurations")
+	}
+	stores, err := registration.NewStores(f)
+	if err != nil {
+		return fmt.Errorf("admissionregistration.k8s.io: %w", err)
+	}
+	if err := s.InstallAPIGroup(server.NewAPIGroupInfo(registration.GroupName).AddVersion(registration.Version, stores.Resources()...)); err != nil {
+		return err
+	}
+	return s.AddPostStartHook("start-kube-apiserver-admission-initializer", func(ctx context.Context) error {
+		go src.Run(ctx, stores, slog.Default().With("hook", "start-kube-apiserver-admission-initializer"))
+		select {
+		case <-src.Synced():
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	})
 }
 
 // InstallAuthentication serves authentication.k8s.io/v1: SelfSubjectReview

@@ -225,6 +225,13 @@ type banFlunder struct {
 	fischers *registry.Store[*v1alpha1.Fischer]
 }
 
+// BanFlunderPluginName is the plugin's name, sample-apiserver's, which
+// --disable-admission-plugins takes.
+const BanFlunderPluginName = "BanFlunder"
+
+// Name implements admission.Named.
+func (b *banFlunder) Name() string { return BanFlunderPluginName }
+
 // Validate implements admission.Validator.
 func (b *banFlunder) Validate(ctx context.Context, attrs *admission.Attributes) error {
 	if attrs.Resource.Group != GroupName || attrs.Resource.Resource != "flunders" || attrs.Subresource != "" {
