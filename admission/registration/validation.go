@@ -290,25 +290,6 @@ func validateResources(resources []string, p *meta.Path) meta.FieldErrors {
 	return errs
 }
 
-const dns1035LabelMessage = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
-
-// dns1035Label returns apimachinery's IsDNS1035Label messages for v.
-func dns1035Label(v string) []string {
-	var msgs []string
-	if len(v) > 63 {
-		msgs = append(msgs, "must be no more than 63 characters")
-	}
-	ok := v != "" && v[0] >= 'a' && v[0] <= 'z'
-	for i := 0; ok && i < len(v); i++ {
-		c := v[i]
-		ok = c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' && i < len(v)-1
-	}
-	if !ok {
-		msgs = append(msgs, dns1035LabelMessage)
-	}
-	return msgs
-}
-
 func validateReviewVersions(versions []string, requireAccepted bool, p *meta.Path) meta.FieldErrors {
 	if len(versions) == 0 {
 		return meta.FieldErrors{meta.Required(p, "must specify one of "+strings.Join(acceptedReviewVersions, ", "))}
@@ -322,7 +303,7 @@ func validateReviewVersions(versions []string, requireAccepted bool, p *meta.Pat
 			continue
 		}
 		seen[v] = true
-		for _, msg := range dns1035Label(v) {
+		for _, msg := range meta.ValidateDNS1035Label(v) {
 			errs = append(errs, meta.Invalid(p.Index(i), v, msg))
 		}
 		accepted = accepted || slices.Contains(acceptedReviewVersions, v)

@@ -178,3 +178,14 @@ func TestDefaults(t *testing.T) {
 		t.Errorf("defaults: %+v", h)
 	}
 }
+
+func TestReviewVersionNames(t *testing.T) {
+	c := &ValidatingWebhookConfiguration{Webhooks: []ValidatingWebhook{validHook()}}
+	c.Webhooks[0].AdmissionReviewVersions = []string{"v1", "V2", "v1"}
+	SetValidatingDefaults(c)
+	errs := ValidateValidating(c)
+	if len(errs) != 2 || !strings.HasPrefix(errs[0].Error(), `webhooks[0].admissionReviewVersions[1]: Invalid value: "V2": a DNS-1035 label`) ||
+		errs[1].Error() != `webhooks[0].admissionReviewVersions[2]: Invalid value: "v1": duplicate version` {
+		t.Errorf("errors %v", errs)
+	}
+}
