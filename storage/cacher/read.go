@@ -219,7 +219,7 @@ func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions) (
 	case !ready:
 		return c.delegateGet(ctx, key, opts)
 	case ok:
-		return storage.KeyValue{Key: key, Value: v.Value.value, Revision: v.Rev, Memo: v.Value.memo}, nil
+		return v.keyValue(key), nil
 	case opts.IgnoreNotFound:
 		return storage.KeyValue{}, nil
 	default:

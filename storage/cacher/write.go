@@ -42,7 +42,7 @@ func (c *Cacher) GuaranteedUpdate(ctx context.Context, key string, opts storage.
 	}
 	if opts.Suggestion.Key == "" && c.h.Ready() && c.covers(key) {
 		if v, ok, _ := c.h.Latest(key); ok {
-			opts.Suggestion = storage.KeyValue{Key: key, Value: v.Value.value, Revision: v.Rev, Memo: v.Value.memo}
+			opts.Suggestion = v.keyValue(key)
 		}
 	}
 	kv, err := c.backend.GuaranteedUpdate(ctx, key, opts, tryUpdate)

@@ -88,17 +88,21 @@ func WithMaxObjectBytes(n int64) Option {
 	}
 }
 
-// value is what a version holds: the encoded bytes, kept inline, and
-// their memo.
-type value struct {
-	data []byte
-	memo *storage.Memo
+// version is one value of one key, kept inline in the records and the log.
+// A delete is a version too (a tombstone), so that reads at older revisions
+// still see the value before; its memo is for the last value as its
+// Deleted event reports it, at the delete's revision.
+type version struct {
+	rev     int64
+	value   []byte
+	memo    *storage.Memo
+	deleted bool
 }
 
-func (v value) Data() []byte        { return v.data }
-func (v value) Memo() *storage.Memo { return v.memo }
-
-type version = history.Version[value]
+func (v version) Rev() int64          { return v.rev }
+func (v version) Deleted() bool       { return v.deleted }
+func (v version) Data() []byte        { return v.value }
+func (v version) Memo() *storage.Memo { return v.memo }
 
 // Store is an in-memory storage.Interface. The zero value is not usable;
 // call New.
@@ -110,7 +114,7 @@ type Store struct {
 	// h is the store: every key's versions, the log of writes since the
 	// compacted revision, and the watches reading it. Its lock guards the
 	// fields below too.
-	h *history.History[value]
+	h *history.History[version]
 	// lastTick and tickRev drive automatic compaction: at each interval the
 	// store compacts to tickRev, the revision it had one interval earlier.
 	lastTick time.Time
@@ -136,7 +140,7 @@ func New(opts ...Option) *Store {
 	}
 	s := &Store{
 		cfg: cfg,
-		h: history.New[value](history.Config{
+		h: history.New[version](history.Config{
 			Root:             "/",
 			BookmarkInterval: cfg.bookmarkInterval,
 			LagBound:         uint64(cfg.watchBuffer),
@@ -169,17 +173,16 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 	if _, ok := s.h.LatestLocked(key); ok {
 		return 0, storage.NewAlreadyExists(key)
 	}
-	return s.write(key, data, false).Rev, nil
+	return s.write(key, data, false).rev, nil
 }
 
 // write records a version of key at the next revision; the history hands
 // it to the watchers. The caller holds s.h's lock.
 func (s *Store) write(key string, data []byte, deleted bool) version {
 	s.maybeCompact()
-	// A tombstone has a memo too: for the last value as its Deleted
-	// event reports it, at the delete's revision.
-	c, _ := s.h.PutLocked(key, s.h.RevisionLocked()+1, value{data: data, memo: storage.NewMemo()}, deleted)
-	return c.Cur
+	v := version{rev: s.h.RevisionLocked() + 1, value: data, memo: storage.NewMemo(), deleted: deleted}
+	s.h.PutLocked(key, v)
+	return v
 }
 
 func (s *Store) read(key string) (version, bool, error) {
@@ -191,7 +194,7 @@ func (s *Store) read(key string) (version, bool, error) {
 }
 
 func kv(key string, v version) storage.KeyValue {
-	return storage.KeyValue{Key: key, Value: v.Value.data, Revision: v.Rev, Memo: v.Value.memo}
+	return storage.KeyValue{Key: key, Value: v.value, Revision: v.rev, Memo: v.memo}
 }
 
 // Get implements storage.Interface.
@@ -244,7 +247,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, opts storage.U
 	)
 	if opts.Suggestion.Key != "" {
 		sug := opts.Suggestion
-		cur, exists, fresh = version{Rev: sug.Revision, Value: value{data: sug.Value, memo: sug.Memo}}, true, false
+		cur, exists, fresh = version{rev: sug.Revision, value: sug.Value, memo: sug.Memo}, true, false
 	} else if cur, exists, err = s.read(key); err != nil {
 		return storage.KeyValue{}, err
 	}
@@ -293,7 +296,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, opts storage.U
 			}
 			return storage.KeyValue{}, err
 		}
-		if exists && bytes.Equal(newValue, cur.Value.data) {
+		if exists && bytes.Equal(newValue, cur.value) {
 			if !fresh {
 				if err := retry(); err != nil {
 					return storage.KeyValue{}, err
@@ -318,7 +321,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, opts storage.U
 			return storage.KeyValue{}, errClosed()
 		}
 		now, nowExists := s.h.LatestLocked(key)
-		if nowExists != exists || (exists && now.Rev != cur.Rev) {
+		if nowExists != exists || (exists && now.rev != cur.rev) {
 			s.h.Unlock()
 			cur, exists, fresh = now, nowExists, true
 			continue
@@ -342,8 +345,8 @@ func (s *Store) Delete(ctx context.Context, key string, opts storage.DeleteOptio
 		if !exists {
 			return storage.KeyValue{}, storage.NewNotFound(key)
 		}
-		if opts.ExpectedRevision != 0 && opts.ExpectedRevision != cur.Rev {
-			return storage.KeyValue{}, storage.NewConflict(key, cur.Rev)
+		if opts.ExpectedRevision != 0 && opts.ExpectedRevision != cur.rev {
+			return storage.KeyValue{}, storage.NewConflict(key, cur.rev)
 		}
 		if opts.Precondition != nil {
 			if err := opts.Precondition(kv(key, cur)); err != nil {
@@ -356,14 +359,14 @@ func (s *Store) Delete(ctx context.Context, key string, opts storage.DeleteOptio
 			return storage.KeyValue{}, errClosed()
 		}
 		now, nowExists := s.h.LatestLocked(key)
-		if !nowExists || now.Rev != cur.Rev {
+		if !nowExists || now.rev != cur.rev {
 			s.h.Unlock()
 			cur, exists = now, nowExists
 			continue
 		}
 		v := s.write(key, nil, true)
 		s.h.Unlock()
-		return storage.KeyValue{Key: key, Value: cur.Value.data, Revision: v.Rev, Memo: v.Value.memo}, nil
+		return storage.KeyValue{Key: key, Value: cur.value, Revision: v.rev, Memo: v.memo}, nil
 	}
 }
 

@@ -13,9 +13,16 @@ import (
 	"github.com/apikit-dev/apikit/storage/internal/keyindex"
 )
 
-// Payload is what a version holds. A tombstone's payload has no data but a
-// memo: the one of its Deleted event (see storage.Event.Memo).
-type Payload interface {
+// Version is one value of one key as the owner keeps it; a delete is a
+// version too (a tombstone), so that reads at older revisions still see
+// the value before. Versions are immutable once made: the records, the log
+// and the watchers share them. A tombstone has no data but a memo: the one
+// of its Deleted event (see storage.Event.Memo).
+type Version interface {
+	// Rev returns the revision of the write that made the version.
+	Rev() int64
+	// Deleted reports whether the version is a tombstone.
+	Deleted() bool
 	// Data returns the encoded value; callers must not modify it.
 	Data() []byte
 	// Memo returns the value's scratch space, where the registry keeps its
@@ -24,54 +31,46 @@ type Payload interface {
 	Memo() *storage.Memo
 }
 
-// Version is one value of one key. A delete is a version too (a
-// tombstone), so that reads at older revisions still see the value before.
-type Version[V Payload] struct {
-	Rev     int64
-	Value   V
-	Deleted bool
-}
-
 // record is the history of one key, oldest first.
-type record[V Payload] struct {
+type record[V Version] struct {
 	key      string
-	versions []Version[V]
+	versions []V
 }
 
-func recordKey[V Payload](r *record[V]) string { return r.key }
+func recordKey[V Version](r *record[V]) string { return r.key }
 
 // latest returns the key's current value; ok is false when it has none.
-func (r *record[V]) latest() (v Version[V], ok bool) {
+func (r *record[V]) latest() (v V, ok bool) {
 	if r == nil || len(r.versions) == 0 {
 		return v, false
 	}
 	v = r.versions[len(r.versions)-1]
-	return v, !v.Deleted
+	return v, !v.Deleted()
 }
 
 // at returns the value the key had at rev.
-func (r *record[V]) at(rev int64) (v Version[V], ok bool) {
+func (r *record[V]) at(rev int64) (v V, ok bool) {
 	n := len(r.versions)
-	if n > 0 && r.versions[n-1].Rev <= rev {
+	if n > 0 && r.versions[n-1].Rev() <= rev {
 		v = r.versions[n-1]
-		return v, !v.Deleted
+		return v, !v.Deleted()
 	}
-	i := sort.Search(n, func(i int) bool { return r.versions[i].Rev > rev })
+	i := sort.Search(n, func(i int) bool { return r.versions[i].Rev() > rev })
 	if i == 0 {
 		return v, false
 	}
 	v = r.versions[i-1]
-	return v, !v.Deleted
+	return v, !v.Deleted()
 }
 
 // compact drops the versions no read at or after rev can see; it reports
 // whether the key has no history left.
 func (r *record[V]) compact(rev int64) bool {
 	i := 0
-	for i+1 < len(r.versions) && r.versions[i+1].Rev <= rev {
+	for i+1 < len(r.versions) && r.versions[i+1].Rev() <= rev {
 		i++
 	}
-	if len(r.versions) > 0 && r.versions[i].Rev <= rev && r.versions[i].Deleted {
+	if len(r.versions) > 0 && r.versions[i].Rev() <= rev && r.versions[i].Deleted() {
 		i++
 	}
 	if i > 0 {
@@ -81,29 +80,48 @@ func (r *record[V]) compact(rev int64) bool {
 	return len(r.versions) == 0
 }
 
+// kind is the type of a change, a byte where the log keeps many.
+type kind uint8
+
+const (
+	added kind = iota
+	modified
+	deleted
+)
+
 // Change is one write in the log. It shares its versions with the records.
-type Change[V Payload] struct {
+type Change[V Version] struct {
 	Key string
 	// Cur is the new version (a tombstone for a delete); Prev the one
-	// before, the zero Version for an add.
-	Cur, Prev Version[V]
-	// Type is storage.Added, storage.Modified or storage.Deleted.
-	Type storage.EventType
+	// before, the zero V for an add.
+	Cur, Prev V
 	// At is when the history took the change, in nanoseconds since it
 	// started: a window that keeps changes for a while reads it.
-	At int64
+	At   int64
+	kind kind
+}
+
+// Type returns storage.Added, storage.Modified or storage.Deleted.
+func (c *Change[V]) Type() storage.EventType {
+	switch c.kind {
+	case added:
+		return storage.Added
+	case modified:
+		return storage.Modified
+	}
+	return storage.Deleted
 }
 
 // Event returns the change as watchers see it.
 func (c *Change[V]) Event() storage.Event {
-	ev := storage.Event{Type: c.Type, Key: c.Key, Revision: c.Cur.Rev, Memo: c.Cur.Value.Memo()}
-	switch c.Type {
-	case storage.Deleted:
-		ev.Value = c.Prev.Value.Data()
-	case storage.Modified:
-		ev.Value, ev.PrevValue = c.Cur.Value.Data(), c.Prev.Value.Data()
+	ev := storage.Event{Type: c.Type(), Key: c.Key, Revision: c.Cur.Rev(), Memo: c.Cur.Memo()}
+	switch c.kind {
+	case deleted:
+		ev.Value = c.Prev.Data()
+	case modified:
+		ev.Value, ev.PrevValue = c.Cur.Data(), c.Prev.Data()
 	default:
-		ev.Value = c.Cur.Value.Data()
+		ev.Value = c.Cur.Data()
 	}
 	return ev
 }
@@ -144,7 +162,7 @@ var (
 // History is a multi-version key-value state with its change log and
 // watchers; see the package documentation. The zero value is not usable;
 // call New.
-type History[V Payload] struct {
+type History[V Version] struct {
 	cfg   Config
 	start time.Time
 
@@ -199,7 +217,7 @@ type History[V Payload] struct {
 
 // New returns an empty History that is not ready: Install gives it its
 // first state.
-func New[V Payload](cfg Config) *History[V] {
+func New[V Version](cfg Config) *History[V] {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -237,13 +255,13 @@ func (h *History[V]) RevisionLocked() int64 { return h.seen }
 func (h *History[V]) FloorsLocked() (read, watch int64) { return h.floor, h.watchFloor }
 
 // LatestLocked returns key's current value; ok is false when it has none.
-func (h *History[V]) LatestLocked(key string) (Version[V], bool) {
+func (h *History[V]) LatestLocked(key string) (V, bool) {
 	return h.records[key].latest()
 }
 
 // Latest returns key's current value; ok is false when it has none, ready
 // false when the history holds no state.
-func (h *History[V]) Latest(key string) (v Version[V], ok, ready bool) {
+func (h *History[V]) Latest(key string) (v V, ok, ready bool) {
 	h.RLock()
 	defer h.RUnlock()
 	if !h.ready.Load() {
@@ -254,21 +272,21 @@ func (h *History[V]) Latest(key string) (v Version[V], ok, ready bool) {
 }
 
 // State is a complete state being built for Install, outside the lock.
-type State[V Payload] struct {
+type State[V Version] struct {
 	records map[string]*record[V]
 	keys    []*record[V]
 }
 
 // NewState returns an empty State.
-func NewState[V Payload]() *State[V] { return &State[V]{records: map[string]*record[V]{}} }
+func NewState[V Version]() *State[V] { return &State[V]{records: map[string]*record[V]{}} }
 
 // Add sets key's value; a later Add of the same key replaces it.
-func (s *State[V]) Add(key string, v Version[V]) {
+func (s *State[V]) Add(key string, v V) {
 	if r := s.records[key]; r != nil {
 		r.versions[0] = v
 		return
 	}
-	r := &record[V]{key: key, versions: []Version[V]{v}}
+	r := &record[V]{key: key, versions: []V{v}}
 	s.records[key] = r
 	s.keys = append(s.keys, r)
 }
@@ -344,28 +362,29 @@ func (h *History[V]) wakeRevLocked() {
 // no change came (a backend's bookmark).
 func (h *History[V]) AdvanceLocked(rev int64) { h.advanceLocked(rev) }
 
-// PutLocked takes a change of key at rev, later than every change before:
-// v is its new value, or with deleted, the tombstone's payload. A delete of
-// a key without a value only moves the revision on; ok is false then, and
-// for a revision older than the history's. The caller holds the lock for
-// writing, and trims the log afterwards as its policy says (EvictLocked).
-func (h *History[V]) PutLocked(key string, rev int64, v V, deleted bool) (c Change[V], ok bool) {
+// PutLocked takes a change: v, a new version of key (a tombstone for a
+// delete) later than every change before. A delete of a key without a
+// value only moves the revision on; ok is false then, and for a revision
+// older than the history's. The caller holds the lock for writing, and
+// trims the log afterwards as its policy says (EvictLocked).
+func (h *History[V]) PutLocked(key string, v V) (c Change[V], ok bool) {
+	rev := v.Rev()
 	if rev < h.seen {
 		return c, false // already seen; a backend never goes back
 	}
 	rec := h.records[key]
 	prev, exists := rec.latest()
 	switch {
-	case deleted && !exists:
+	case v.Deleted() && !exists:
 		h.advanceLocked(rev)
 		return c, false
-	case deleted:
-		c.Type = storage.Deleted
+	case v.Deleted():
+		c.kind = deleted
 		h.live--
 	case exists:
-		c.Type = storage.Modified
+		c.kind = modified
 	default:
-		c.Type = storage.Added
+		c.kind = added
 		h.live++
 	}
 	if rec == nil {
@@ -373,9 +392,8 @@ func (h *History[V]) PutLocked(key string, rev int64, v V, deleted bool) (c Chan
 		h.records[key] = rec
 		h.index.Insert(rec)
 	}
-	c.Key, c.Prev, c.At = rec.key, prev, h.Now()
-	c.Cur = Version[V]{Rev: rev, Value: v, Deleted: deleted}
-	rec.versions = append(rec.versions, c.Cur)
+	c.Key, c.Cur, c.Prev, c.At = rec.key, v, prev, h.Now()
+	rec.versions = append(rec.versions, v)
 	h.log = append(h.log, c)
 	h.advanceLocked(rev)
 	h.groupsOf(c.Key, (*wakeGroup).wake)
@@ -397,7 +415,7 @@ func (h *History[V]) LogLenLocked() int { return len(h.log) }
 func (h *History[V]) EvictLocked(over func(c *Change[V], size int) bool, floor int64) {
 	n := 0
 	for n < len(h.log) && over(&h.log[n], len(h.log)-n) {
-		h.watchFloor = max(h.watchFloor, h.log[n].Cur.Rev)
+		h.watchFloor = max(h.watchFloor, h.log[n].Cur.Rev())
 		n++
 	}
 	h.floor = max(h.floor, h.watchFloor, min(floor, h.seen))
@@ -437,12 +455,12 @@ func (h *History[V]) EvictLocked(over func(c *Change[V], size int) bool, floor i
 func (h *History[V]) CompactLocked(rev int64) {
 	rev = min(rev, h.seen)
 	// The changes before rev, and of them those every watcher has read.
-	before := sort.Search(len(h.log), func(i int) bool { return h.log[i].Cur.Rev >= rev })
+	before := sort.Search(len(h.log), func(i int) bool { return h.log[i].Cur.Rev() >= rev })
 	if before == 0 && rev <= h.floor {
 		return
 	}
 	if before > 0 {
-		h.watchFloor = max(h.watchFloor, h.log[before-1].Cur.Rev)
+		h.watchFloor = max(h.watchFloor, h.log[before-1].Cur.Rev())
 	}
 	unread := h.firstSeq + uint64(before)
 	for w := range h.watchers {

@@ -12,17 +12,21 @@ import (
 	"github.com/apikit-dev/apikit/storage"
 )
 
-// val is the tests' payload: a string value, "color=red" style, whose
+// val is the tests' version: a string value, "color=red" style, whose
 // label is its text.
 type val struct {
-	data []byte
-	memo *storage.Memo
+	rev     int64
+	data    []byte
+	memo    *storage.Memo
+	deleted bool
 }
 
+func (v val) Rev() int64          { return v.rev }
+func (v val) Deleted() bool       { return v.deleted }
 func (v val) Data() []byte        { return v.data }
 func (v val) Memo() *storage.Memo { return v.memo }
 
-func newVal(s string) val { return val{data: []byte(s), memo: storage.NewMemo()} }
+func newVal(rev int64, s string) val { return val{rev: rev, data: []byte(s), memo: storage.NewMemo()} }
 
 // op is one write of a test: a put of value, or a delete.
 type op struct {
@@ -51,11 +55,11 @@ func apply(h *History[val], ops ...op) {
 	h.Lock()
 	defer h.Unlock()
 	for _, o := range ops {
-		v := newVal(o.value)
+		v := newVal(h.RevisionLocked()+1, o.value)
 		if o.del {
-			v.data = nil
+			v.data, v.deleted = nil, true
 		}
-		h.PutLocked(o.key, h.RevisionLocked()+1, v, o.del)
+		h.PutLocked(o.key, v)
 	}
 }
 
@@ -512,7 +516,7 @@ func TestResetEndsWatches(t *testing.T) {
 		t.Fatal("List after Reset served")
 	}
 	state := NewState[val]()
-	state.Add("/b", Version[val]{Rev: 7, Value: newVal("1")})
+	state.Add("/b", newVal(7, "1"))
 	if h.Install(state, 9) {
 		t.Fatal("Install after a Reset reported a first state")
 	}

@@ -3,6 +3,7 @@ package history
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/apikit-dev/apikit/storage"
 )
@@ -11,6 +12,14 @@ import (
 // the lock: the predicate runs without it, since the first match of a new
 // value decodes it.
 const filterChunk = 1024
+
+// chunks recycles the candidate buffers of filtered lists: a buffer is 56
+// KiB, which a list that matches a few objects would otherwise allocate
+// (and grow to) every time.
+var chunks = sync.Pool{New: func() any {
+	b := make([]storage.KeyValue, 0, filterChunk)
+	return &b
+}}
 
 // readableLocked returns the revision a read at rev (0: the latest) is
 // served at; ok is false when the history does not hold it.
@@ -103,7 +112,12 @@ func (h *History[V]) listFiltered(prefix, start string, rev, limit int64, pred s
 	if limit > 0 {
 		res.Items = make([]storage.KeyValue, 0, min(limit, 1024))
 	}
-	var chunk []storage.KeyValue
+	buf := chunks.Get().(*[]storage.KeyValue)
+	defer func() {
+		clear((*buf)[:cap(*buf)]) // hold no value in the pool
+		chunks.Put(buf)
+	}()
+	chunk := (*buf)[:0]
 	key := start
 	for {
 		h.RLock()

@@ -58,7 +58,7 @@ func (h *History[V]) wakeAllLocked() {
 
 // Watcher is one watch served from the history. Its goroutine reads the
 // log from its own cursor: writers never wait for it.
-type Watcher[V Payload] struct {
+type Watcher[V Version] struct {
 	h         *History[V]
 	ctx       context.Context
 	prefix    string
@@ -103,8 +103,8 @@ type Watcher[V Payload] struct {
 }
 
 var (
-	_ storage.Watcher           = (*Watcher[Payload])(nil)
-	_ storage.ProgressRequester = (*Watcher[Payload])(nil)
+	_ storage.Watcher           = (*Watcher[Version])(nil)
+	_ storage.ProgressRequester = (*Watcher[Version])(nil)
 )
 
 // ResultChan implements storage.Watcher.
@@ -179,7 +179,7 @@ func (h *History[V]) Watch(ctx context.Context, prefix string, opts storage.Watc
 		}
 		w.after = rev
 		w.epoch = h.epoch
-		w.cursor = h.firstSeq + uint64(sort.Search(len(h.log), func(i int) bool { return h.log[i].Cur.Rev > rev }))
+		w.cursor = h.firstSeq + uint64(sort.Search(len(h.log), func(i int) bool { return h.log[i].Cur.Rev() > rev }))
 		w.gen = h.bookmarkGen
 		h.addWatcherLocked(w)
 	}
@@ -202,8 +202,8 @@ func (h *History[V]) snapshotLocked(prefix string) []storage.KeyValue {
 	return kvs
 }
 
-func keyValue[V Payload](key string, v Version[V]) storage.KeyValue {
-	return storage.KeyValue{Key: key, Value: v.Value.Data(), Revision: v.Rev, Memo: v.Value.Memo()}
+func keyValue[V Version](key string, v V) storage.KeyValue {
+	return storage.KeyValue{Key: key, Value: v.Data(), Revision: v.Rev(), Memo: v.Memo()}
 }
 
 func (h *History[V]) addWatcherLocked(w *Watcher[V]) {
@@ -336,7 +336,7 @@ func (w *Watcher[V]) run() {
 		whole := w.prefix == h.cfg.Root
 		for i := range w.batch {
 			c := &w.batch[i]
-			if c.Cur.Rev <= w.after || (!whole && !strings.HasPrefix(c.Key, w.prefix)) {
+			if c.Cur.Rev() <= w.after || (!whole && !strings.HasPrefix(c.Key, w.prefix)) {
 				continue
 			}
 			w.pos = first + uint64(i)
@@ -438,19 +438,19 @@ func (w *Watcher[V]) emit(c *Change[V]) bool {
 // so that the attributes of neither are decoded again: an object that
 // starts matching is Added, one that stops matching is Deleted.
 func (w *Watcher[V]) filter(c *Change[V], ev storage.Event) (storage.Event, bool, error) {
-	switch c.Type {
-	case storage.Added:
-		ok, err := w.pred.Matches(c.Cur.Value.Data(), c.Cur.Value.Memo())
+	switch c.kind {
+	case added:
+		ok, err := w.pred.Matches(c.Cur.Data(), c.Cur.Memo())
 		return ev, ok, err
-	case storage.Deleted:
-		ok, err := w.pred.Matches(c.Prev.Value.Data(), c.Prev.Value.Memo())
+	case deleted:
+		ok, err := w.pred.Matches(c.Prev.Data(), c.Prev.Memo())
 		return ev, ok, err
 	}
-	cur, err := w.pred.Matches(c.Cur.Value.Data(), c.Cur.Value.Memo())
+	cur, err := w.pred.Matches(c.Cur.Data(), c.Cur.Memo())
 	if err != nil {
 		return ev, false, err
 	}
-	prev, err := w.pred.Matches(c.Prev.Value.Data(), c.Prev.Value.Memo())
+	prev, err := w.pred.Matches(c.Prev.Data(), c.Prev.Memo())
 	if err != nil {
 		return ev, false, err
 	}
@@ -463,7 +463,7 @@ func (w *Watcher[V]) filter(c *Change[V], ev storage.Event) (storage.Event, bool
 	case prev:
 		// No memo: the previous value at this revision has none of its
 		// own, and a change out of a selector is rare.
-		return storage.Event{Type: storage.Deleted, Key: c.Key, Value: c.Prev.Value.Data(), Revision: c.Cur.Rev}, true, nil
+		return storage.Event{Type: storage.Deleted, Key: c.Key, Value: c.Prev.Data(), Revision: c.Cur.Rev()}, true, nil
 	}
 	return ev, false, nil
 }
