@@ -48,6 +48,20 @@ func (p Predicate) Matches(value []byte, memo *Memo) (bool, error) {
 	return p.MatchesAttrs(a), nil
 }
 
+// MatchesMemoized is Matches for a value whose memo already holds its
+// attributes; known is false when it does not, and Matches would decode the
+// value. A store holding a lock answers what it can without decoding.
+func (p Predicate) MatchesMemoized(memo *Memo) (match, known bool) {
+	if p.Empty() {
+		return true, true
+	}
+	v, ok := memo.Load(attrsMemoKey{})
+	if !ok {
+		return false, false
+	}
+	return p.MatchesAttrs(v.(Attrs)), true
+}
+
 // MatchesAttrs reports whether already-extracted attributes match.
 func (p Predicate) MatchesAttrs(a Attrs) bool {
 	if p.Label != nil && !p.Label.Empty() && !p.Label.Matches(a.Labels) {

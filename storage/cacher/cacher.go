@@ -120,7 +120,7 @@ type Cacher struct {
 	// changes, and serves the watches. It is ready while the cache holds a
 	// complete state: reads are served by the backend before (and while a
 	// lost backend watch is replaced by a new list).
-	h       *history.History[*version]
+	h       *history.History[*value]
 	readyCh chan struct{} // closed when first ready
 	// fresh is how long a dynamic window keeps changes; tests shorten it.
 	// Guarded by h's lock.
@@ -179,12 +179,13 @@ func New(backend storage.Interface, prefix string, opts ...Option) *Cacher {
 		cfg:     cfg,
 		ctx:     ctx,
 		cancel:  cancel,
-		h: history.New[*version](history.Config{
+		h: history.New[*value](history.Config{
 			Root:             prefix,
 			BookmarkInterval: cfg.bookmarkInterval,
 			LagBound:         lagBound(cfg.capacity),
 			OutBuffer:        outBuffer,
 			Logger:           cfg.logger,
+			Timestamps:       cfg.capacity == 0, // the dynamic window ages changes
 		}),
 		readyCh:     make(chan struct{}),
 		fresh:       eventFreshDuration,
@@ -293,9 +294,9 @@ func (c *Cacher) watchOnce() (progressed bool, err error) {
 			c.bwMu.Unlock()
 		}()
 	}
-	var init *history.State[*version]
+	var init *history.State[*value]
 	if initializing {
-		init = history.NewState[*version]()
+		init = history.NewState[*value]()
 	}
 	for ev := range w.ResultChan() {
 		switch {
@@ -307,7 +308,7 @@ func (c *Cacher) watchOnce() (progressed bool, err error) {
 		case init != nil:
 			switch {
 			case ev.Type == storage.Added:
-				init.Add(ev.Key, newVersion(ev, false))
+				init.Add(ev.Key, ev.Revision, newValue(ev, false))
 			case ev.Type == storage.Bookmark && ev.InitialEventsEnd:
 				if c.h.Install(init, ev.Revision) {
 					close(c.readyCh)
@@ -346,11 +347,11 @@ func (c *Cacher) apply(ev storage.Event) {
 	defer c.h.Unlock()
 	switch ev.Type {
 	case storage.Added, storage.Modified:
-		c.h.PutLocked(ev.Key, newVersion(ev, false))
+		c.h.PutLocked(ev.Key, ev.Revision, newValue(ev, false), false)
 	case storage.Deleted:
 		// The tombstone's memo is the Deleted event's (see
 		// storage.Event.Memo).
-		c.h.PutLocked(ev.Key, newVersion(ev, true))
+		c.h.PutLocked(ev.Key, ev.Revision, newValue(ev, true), true)
 	case storage.Bookmark:
 		c.h.AdvanceLocked(ev.Revision)
 		return
@@ -381,7 +382,7 @@ const dynamicLagBound = 1000
 // needed.
 func (c *Cacher) evictLocked(now int64) {
 	capacity, fresh := c.cfg.capacity, int64(c.fresh)
-	c.h.EvictLocked(func(e *history.Change[*version], size int) bool {
+	c.h.EvictLocked(func(e *history.Change[*value], size int) bool {
 		if capacity > 0 {
 			return size > capacity
 		}

@@ -214,12 +214,12 @@ func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions) (
 	if delegate {
 		return c.delegateGet(ctx, key, opts)
 	}
-	v, ok, ready := c.h.Latest(key)
+	v, rev, ok, ready := c.h.Latest(key)
 	switch {
 	case !ready:
 		return c.delegateGet(ctx, key, opts)
 	case ok:
-		return v.keyValue(key), nil
+		return v.keyValue(key, rev), nil
 	case opts.IgnoreNotFound:
 		return storage.KeyValue{}, nil
 	default:

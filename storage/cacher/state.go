@@ -2,48 +2,39 @@ package cacher
 
 import "github.com/apikit-dev/apikit/storage"
 
-// version is one value of one key as the cache holds it. A delete is a
-// version too (a tombstone), so that reads at older revisions still see the
-// value before it. Versions are immutable once made: the records, the
-// window and the watchers share them, so a change costs one allocation
-// whatever the number of readers.
-type version struct {
-	rev   int64
-	value []byte
+// value is one value of one key as the cache holds it (a tombstone's has
+// no bytes). Values are immutable once made: the records, the window and
+// the watchers share them, so a change costs one allocation whatever the
+// number of readers.
+type value struct {
+	data []byte
 	// memo is this value's scratch space, where the registry keeps its
 	// decoded form, its JSON per served version and its selectable
 	// attributes. A new value gets a new memo; a tombstone's is for the
 	// last value as of the delete, what its Deleted event reports.
-	memo    *storage.Memo
-	deleted bool
+	memo *storage.Memo
 }
 
-// newVersion returns the version an event of the backend makes, with the
+// newValue returns the value an event of the backend carries, with the
 // event's memo when it has one.
-func newVersion(ev storage.Event, deleted bool) *version {
+func newValue(ev storage.Event, deleted bool) *value {
 	memo := ev.Memo
 	if memo == nil {
 		memo = storage.NewMemo()
 	}
-	v := &version{rev: ev.Revision, memo: memo, deleted: deleted}
+	v := &value{memo: memo}
 	if !deleted {
-		v.value = ev.Value
+		v.data = ev.Value
 	}
 	return v
 }
 
-// Rev implements history.Version.
-func (v *version) Rev() int64 { return v.rev }
+// Data implements history.Value.
+func (v *value) Data() []byte { return v.data }
 
-// Deleted implements history.Version.
-func (v *version) Deleted() bool { return v.deleted }
+// Memo implements history.Value.
+func (v *value) Memo() *storage.Memo { return v.memo }
 
-// Data implements history.Version.
-func (v *version) Data() []byte { return v.value }
-
-// Memo implements history.Version.
-func (v *version) Memo() *storage.Memo { return v.memo }
-
-func (v *version) keyValue(key string) storage.KeyValue {
-	return storage.KeyValue{Key: key, Value: v.value, Revision: v.rev, Memo: v.memo}
+func (v *value) keyValue(key string, rev int64) storage.KeyValue {
+	return storage.KeyValue{Key: key, Value: v.data, Revision: rev, Memo: v.memo}
 }

@@ -14,7 +14,7 @@ const outBuffer = 16
 // watcher is one watch served by the cache. It hides the history watcher's
 // RequestProgress: the cache's revision may trail its backend's, and a
 // consumer asking for progress wants the backend's.
-type watcher struct{ w *history.Watcher[*version] }
+type watcher struct{ w *history.Watcher[*value] }
 
 // ResultChan implements storage.Watcher.
 func (w watcher) ResultChan() <-chan storage.Event { return w.w.ResultChan() }

@@ -41,8 +41,8 @@ func (c *Cacher) GuaranteedUpdate(ctx context.Context, key string, opts storage.
 		return storage.KeyValue{}, errClosed()
 	}
 	if opts.Suggestion.Key == "" && c.h.Ready() && c.covers(key) {
-		if v, ok, _ := c.h.Latest(key); ok {
-			opts.Suggestion = v.keyValue(key)
+		if v, rev, ok, _ := c.h.Latest(key); ok {
+			opts.Suggestion = v.keyValue(key, rev)
 		}
 	}
 	kv, err := c.backend.GuaranteedUpdate(ctx, key, opts, tryUpdate)

@@ -88,21 +88,22 @@ func WithMaxObjectBytes(n int64) Option {
 	}
 }
 
-// version is one value of one key, kept inline in the records and the log.
-// A delete is a version too (a tombstone), so that reads at older revisions
-// still see the value before; its memo is for the last value as its
+// value is what a version of a key holds, inline in the records and the
+// log. A tombstone's has no bytes; its memo is for the last value as its
 // Deleted event reports it, at the delete's revision.
-type version struct {
-	rev     int64
-	value   []byte
-	memo    *storage.Memo
-	deleted bool
+type value struct {
+	data []byte
+	memo *storage.Memo
 }
 
-func (v version) Rev() int64          { return v.rev }
-func (v version) Deleted() bool       { return v.deleted }
-func (v version) Data() []byte        { return v.value }
-func (v version) Memo() *storage.Memo { return v.memo }
+func (v value) Data() []byte        { return v.data }
+func (v value) Memo() *storage.Memo { return v.memo }
+
+// version is a value with the revision it was written at.
+type version struct {
+	rev int64
+	value
+}
 
 // Store is an in-memory storage.Interface. The zero value is not usable;
 // call New.
@@ -114,7 +115,7 @@ type Store struct {
 	// h is the store: every key's versions, the log of writes since the
 	// compacted revision, and the watches reading it. Its lock guards the
 	// fields below too.
-	h *history.History[version]
+	h *history.History[value]
 	// lastTick and tickRev drive automatic compaction: at each interval the
 	// store compacts to tickRev, the revision it had one interval earlier.
 	lastTick time.Time
@@ -140,7 +141,7 @@ func New(opts ...Option) *Store {
 	}
 	s := &Store{
 		cfg: cfg,
-		h: history.New[version](history.Config{
+		h: history.New[value](history.Config{
 			Root:             "/",
 			BookmarkInterval: cfg.bookmarkInterval,
 			LagBound:         uint64(cfg.watchBuffer),
@@ -170,7 +171,7 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 	if s.closed.Load() {
 		return 0, errClosed()
 	}
-	if _, ok := s.h.LatestLocked(key); ok {
+	if _, _, ok := s.h.LatestLocked(key); ok {
 		return 0, storage.NewAlreadyExists(key)
 	}
 	return s.write(key, data, false).rev, nil
@@ -180,8 +181,8 @@ func (s *Store) Create(ctx context.Context, key string, value []byte) (int64, er
 // it to the watchers. The caller holds s.h's lock.
 func (s *Store) write(key string, data []byte, deleted bool) version {
 	s.maybeCompact()
-	v := version{rev: s.h.RevisionLocked() + 1, value: data, memo: storage.NewMemo(), deleted: deleted}
-	s.h.PutLocked(key, v)
+	v := version{rev: s.h.RevisionLocked() + 1, value: value{data: data, memo: storage.NewMemo()}}
+	s.h.PutLocked(key, v.rev, v.value, deleted)
 	return v
 }
 
@@ -189,12 +190,18 @@ func (s *Store) read(key string) (version, bool, error) {
 	if s.closed.Load() {
 		return version{}, false, errClosed()
 	}
-	v, ok, _ := s.h.Latest(key)
-	return v, ok, nil
+	v, rev, ok, _ := s.h.Latest(key)
+	return version{rev: rev, value: v}, ok, nil
+}
+
+// latestLocked is read under s.h's lock.
+func (s *Store) latestLocked(key string) (version, bool) {
+	v, rev, ok := s.h.LatestLocked(key)
+	return version{rev: rev, value: v}, ok
 }
 
 func kv(key string, v version) storage.KeyValue {
-	return storage.KeyValue{Key: key, Value: v.value, Revision: v.rev, Memo: v.memo}
+	return storage.KeyValue{Key: key, Value: v.data, Revision: v.rev, Memo: v.memo}
 }
 
 // Get implements storage.Interface.
@@ -247,7 +254,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, opts storage.U
 	)
 	if opts.Suggestion.Key != "" {
 		sug := opts.Suggestion
-		cur, exists, fresh = version{rev: sug.Revision, value: sug.Value, memo: sug.Memo}, true, false
+		cur, exists, fresh = version{rev: sug.Revision, value: value{data: sug.Value, memo: sug.Memo}}, true, false
 	} else if cur, exists, err = s.read(key); err != nil {
 		return storage.KeyValue{}, err
 	}
@@ -296,7 +303,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, opts storage.U
 			}
 			return storage.KeyValue{}, err
 		}
-		if exists && bytes.Equal(newValue, cur.value) {
+		if exists && bytes.Equal(newValue, cur.data) {
 			if !fresh {
 				if err := retry(); err != nil {
 					return storage.KeyValue{}, err
@@ -320,7 +327,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key string, opts storage.U
 			s.h.Unlock()
 			return storage.KeyValue{}, errClosed()
 		}
-		now, nowExists := s.h.LatestLocked(key)
+		now, nowExists := s.latestLocked(key)
 		if nowExists != exists || (exists && now.rev != cur.rev) {
 			s.h.Unlock()
 			cur, exists, fresh = now, nowExists, true
@@ -358,7 +365,7 @@ func (s *Store) Delete(ctx context.Context, key string, opts storage.DeleteOptio
 			s.h.Unlock()
 			return storage.KeyValue{}, errClosed()
 		}
-		now, nowExists := s.h.LatestLocked(key)
+		now, nowExists := s.latestLocked(key)
 		if !nowExists || now.rev != cur.rev {
 			s.h.Unlock()
 			cur, exists = now, nowExists
@@ -366,7 +373,7 @@ func (s *Store) Delete(ctx context.Context, key string, opts storage.DeleteOptio
 		}
 		v := s.write(key, nil, true)
 		s.h.Unlock()
-		return storage.KeyValue{Key: key, Value: cur.value, Revision: v.rev, Memo: v.memo}, nil
+		return storage.KeyValue{Key: key, Value: cur.data, Revision: v.rev, Memo: v.memo}, nil
 	}
 }
 

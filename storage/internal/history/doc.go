@@ -16,13 +16,13 @@
 //     is Added or Deleted), periodic, deadline and requested bookmarks, and
 //     the closing of a watcher whose consumer stalls while far behind.
 //
-// The History is generic over what a version is (Version): memory keeps its
-// versions inline in the records and the log (no allocation per write
-// beyond the value), the cache keeps pointers to versions that its records,
-// its window and its watchers share (one small allocation per change, and
-// 8 bytes wherever it is held). Either way a version gives its revision,
-// whether it is a tombstone, the encoded bytes and the storage.Memo of its
-// value.
+// The History is generic over what a version holds (Value): memory keeps
+// its values inline in the records and the log (no allocation per write
+// beyond the bytes), the cache keeps pointers to values that its records,
+// its window and its watchers share. Either way a value gives the encoded
+// bytes and the storage.Memo; the revisions and tombstones are the
+// history's own, so that reads and compaction walk them without calling
+// into the owner's type.
 //
 // Writers never wait for watchers: a change costs one append to the log and
 // one wake-up of the watchers of each prefix of its key; each watcher's own

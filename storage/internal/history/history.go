@@ -13,16 +13,11 @@ import (
 	"github.com/apikit-dev/apikit/storage/internal/keyindex"
 )
 
-// Version is one value of one key as the owner keeps it; a delete is a
-// version too (a tombstone), so that reads at older revisions still see
-// the value before. Versions are immutable once made: the records, the log
-// and the watchers share them. A tombstone has no data but a memo: the one
-// of its Deleted event (see storage.Event.Memo).
-type Version interface {
-	// Rev returns the revision of the write that made the version.
-	Rev() int64
-	// Deleted reports whether the version is a tombstone.
-	Deleted() bool
+// Value is what a version of a key holds, as its owner keeps it: the
+// history reads its bytes and memo only to hand them out. A tombstone's
+// value has no bytes but a memo: the one of its Deleted event (see
+// storage.Event.Memo).
+type Value interface {
 	// Data returns the encoded value; callers must not modify it.
 	Data() []byte
 	// Memo returns the value's scratch space, where the registry keeps its
@@ -31,53 +26,63 @@ type Version interface {
 	Memo() *storage.Memo
 }
 
-// record is the history of one key, oldest first.
-type record[V Version] struct {
-	key      string
-	versions []V
+// stamp is when a version was made, and whether it is a tombstone: a
+// delete is a version too, so that reads at older revisions still see the
+// value before. Reads and compaction walk stamps only, never the values.
+type stamp struct {
+	rev     int64
+	deleted bool
 }
 
-func recordKey[V Version](r *record[V]) string { return r.key }
-
-// latest returns the key's current value; ok is false when it has none.
-func (r *record[V]) latest() (v V, ok bool) {
-	if r == nil || len(r.versions) == 0 {
-		return v, false
-	}
-	v = r.versions[len(r.versions)-1]
-	return v, !v.Deleted()
+// record is the history of one key, oldest first: stamps[i] is vals[i]'s.
+type record[V Value] struct {
+	key    string
+	stamps []stamp
+	vals   []V
 }
 
-// at returns the value the key had at rev.
-func (r *record[V]) at(rev int64) (v V, ok bool) {
-	n := len(r.versions)
-	if n > 0 && r.versions[n-1].Rev() <= rev {
-		v = r.versions[n-1]
-		return v, !v.Deleted()
+func recordKey[V Value](r *record[V]) string { return r.key }
+
+// latest returns the key's current value and its revision; ok is false
+// when it has none.
+func (r *record[V]) latest() (v V, rev int64, ok bool) {
+	if r == nil || len(r.stamps) == 0 {
+		return v, 0, false
 	}
-	i := sort.Search(n, func(i int) bool { return r.versions[i].Rev() > rev })
+	n := len(r.stamps) - 1
+	return r.vals[n], r.stamps[n].rev, !r.stamps[n].deleted
+}
+
+// at returns the value the key had at rev, and the revision it was written
+// at.
+func (r *record[V]) at(rev int64) (v V, vrev int64, ok bool) {
+	n := len(r.stamps)
+	i := n
+	if n == 0 || r.stamps[n-1].rev > rev {
+		i = sort.Search(n, func(i int) bool { return r.stamps[i].rev > rev })
+	}
 	if i == 0 {
-		return v, false
+		return v, 0, false
 	}
-	v = r.versions[i-1]
-	return v, !v.Deleted()
+	st := r.stamps[i-1]
+	return r.vals[i-1], st.rev, !st.deleted
 }
 
 // compact drops the versions no read at or after rev can see; it reports
 // whether the key has no history left.
 func (r *record[V]) compact(rev int64) bool {
 	i := 0
-	for i+1 < len(r.versions) && r.versions[i+1].Rev() <= rev {
+	for i+1 < len(r.stamps) && r.stamps[i+1].rev <= rev {
 		i++
 	}
-	if len(r.versions) > 0 && r.versions[i].Rev() <= rev && r.versions[i].Deleted() {
+	if len(r.stamps) > 0 && r.stamps[i].rev <= rev && r.stamps[i].deleted {
 		i++
 	}
 	if i > 0 {
-		clear(r.versions[:i])
-		r.versions = r.versions[i:]
+		clear(r.vals[:i])
+		r.stamps, r.vals = r.stamps[i:], r.vals[i:]
 	}
-	return len(r.versions) == 0
+	return len(r.stamps) == 0
 }
 
 // kind is the type of a change, a byte where the log keeps many.
@@ -89,14 +94,17 @@ const (
 	deleted
 )
 
-// Change is one write in the log. It shares its versions with the records.
-type Change[V Version] struct {
+// Change is one write in the log. It shares its values with the records.
+type Change[V Value] struct {
 	Key string
-	// Cur is the new version (a tombstone for a delete); Prev the one
+	// Rev is the change's revision.
+	Rev int64
+	// Cur is the new value (a tombstone's for a delete); Prev the one
 	// before, the zero V for an add.
 	Cur, Prev V
 	// At is when the history took the change, in nanoseconds since it
-	// started: a window that keeps changes for a while reads it.
+	// started (see Now), with Config.Timestamps: a window that keeps
+	// changes for a while reads it.
 	At   int64
 	kind kind
 }
@@ -114,7 +122,7 @@ func (c *Change[V]) Type() storage.EventType {
 
 // Event returns the change as watchers see it.
 func (c *Change[V]) Event() storage.Event {
-	ev := storage.Event{Type: c.Type(), Key: c.Key, Revision: c.Cur.Rev(), Memo: c.Cur.Memo()}
+	ev := storage.Event{Type: c.Type(), Key: c.Key, Revision: c.Rev, Memo: c.Cur.Memo()}
 	switch c.kind {
 	case deleted:
 		ev.Value = c.Prev.Data()
@@ -148,6 +156,10 @@ type Config struct {
 	// Logger gets the debug lines of closed watchers; nil is
 	// slog.Default().
 	Logger *slog.Logger
+	// Timestamps makes PutLocked record when it took each change
+	// (Change.At), for a window that keeps changes for a while; a clock
+	// read per write is otherwise saved.
+	Timestamps bool
 }
 
 // Errors of History's methods; owners turn them into their own.
@@ -162,7 +174,7 @@ var (
 // History is a multi-version key-value state with its change log and
 // watchers; see the package documentation. The zero value is not usable;
 // call New.
-type History[V Version] struct {
+type History[V Value] struct {
 	cfg   Config
 	start time.Time
 
@@ -217,7 +229,7 @@ type History[V Version] struct {
 
 // New returns an empty History that is not ready: Install gives it its
 // first state.
-func New[V Version](cfg Config) *History[V] {
+func New[V Value](cfg Config) *History[V] {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -254,39 +266,41 @@ func (h *History[V]) RevisionLocked() int64 { return h.seen }
 // oldest a watch can start from.
 func (h *History[V]) FloorsLocked() (read, watch int64) { return h.floor, h.watchFloor }
 
-// LatestLocked returns key's current value; ok is false when it has none.
-func (h *History[V]) LatestLocked(key string) (V, bool) {
+// LatestLocked returns key's current value and the revision it was
+// written at; ok is false when it has none.
+func (h *History[V]) LatestLocked(key string) (v V, rev int64, ok bool) {
 	return h.records[key].latest()
 }
 
-// Latest returns key's current value; ok is false when it has none, ready
-// false when the history holds no state.
-func (h *History[V]) Latest(key string) (v V, ok, ready bool) {
+// Latest is LatestLocked, with ready false when the history holds no
+// state.
+func (h *History[V]) Latest(key string) (v V, rev int64, ok, ready bool) {
 	h.RLock()
-	defer h.RUnlock()
-	if !h.ready.Load() {
-		return v, false, false
+	ready = h.ready.Load()
+	if ready {
+		v, rev, ok = h.records[key].latest()
 	}
-	v, ok = h.records[key].latest()
-	return v, ok, true
+	h.RUnlock()
+	return v, rev, ok, ready
 }
 
 // State is a complete state being built for Install, outside the lock.
-type State[V Version] struct {
+type State[V Value] struct {
 	records map[string]*record[V]
 	keys    []*record[V]
 }
 
 // NewState returns an empty State.
-func NewState[V Version]() *State[V] { return &State[V]{records: map[string]*record[V]{}} }
+func NewState[V Value]() *State[V] { return &State[V]{records: map[string]*record[V]{}} }
 
-// Add sets key's value; a later Add of the same key replaces it.
-func (s *State[V]) Add(key string, v V) {
+// Add sets key's value, written at rev; a later Add of the same key
+// replaces it.
+func (s *State[V]) Add(key string, rev int64, v V) {
 	if r := s.records[key]; r != nil {
-		r.versions[0] = v
+		r.stamps[0], r.vals[0] = stamp{rev: rev}, v
 		return
 	}
-	r := &record[V]{key: key, versions: []V{v}}
+	r := &record[V]{key: key, stamps: []stamp{{rev: rev}}, vals: []V{v}}
 	s.records[key] = r
 	s.keys = append(s.keys, r)
 }
@@ -362,23 +376,26 @@ func (h *History[V]) wakeRevLocked() {
 // no change came (a backend's bookmark).
 func (h *History[V]) AdvanceLocked(rev int64) { h.advanceLocked(rev) }
 
-// PutLocked takes a change: v, a new version of key (a tombstone for a
-// delete) later than every change before. A delete of a key without a
-// value only moves the revision on; ok is false then, and for a revision
-// older than the history's. The caller holds the lock for writing, and
-// trims the log afterwards as its policy says (EvictLocked).
-func (h *History[V]) PutLocked(key string, v V) (c Change[V], ok bool) {
-	rev := v.Rev()
+// PutLocked takes a change of key at rev, later than every change before:
+// v is its new value or, with del, the tombstone's. A delete of a key
+// without a value only moves the revision on; ok is false then, and for a
+// revision older than the history's. The caller holds the lock for
+// writing, and trims the log afterwards as its policy says (EvictLocked).
+func (h *History[V]) PutLocked(key string, rev int64, v V, del bool) (ok bool) {
 	if rev < h.seen {
-		return c, false // already seen; a backend never goes back
+		return false // already seen; a backend never goes back
 	}
 	rec := h.records[key]
-	prev, exists := rec.latest()
+	prev, _, exists := rec.latest()
+	c := Change[V]{Rev: rev, Cur: v, Prev: prev}
+	if h.cfg.Timestamps {
+		c.At = h.Now()
+	}
 	switch {
-	case v.Deleted() && !exists:
+	case del && !exists:
 		h.advanceLocked(rev)
-		return c, false
-	case v.Deleted():
+		return false
+	case del:
 		c.kind = deleted
 		h.live--
 	case exists:
@@ -392,15 +409,16 @@ func (h *History[V]) PutLocked(key string, v V) (c Change[V], ok bool) {
 		h.records[key] = rec
 		h.index.Insert(rec)
 	}
-	c.Key, c.Cur, c.Prev, c.At = rec.key, v, prev, h.Now()
-	rec.versions = append(rec.versions, v)
+	c.Key = rec.key
+	rec.stamps = append(rec.stamps, stamp{rev: rev, deleted: del})
+	rec.vals = append(rec.vals, v)
 	h.log = append(h.log, c)
 	h.advanceLocked(rev)
 	h.groupsOf(c.Key, (*wakeGroup).wake)
 	if len(h.stalled) > 0 {
-		h.closeLaggingLocked(c.At)
+		h.closeLaggingLocked(h.Now())
 	}
-	return c, true
+	return true
 }
 
 // LogLenLocked returns the number of changes the log holds.
@@ -415,7 +433,7 @@ func (h *History[V]) LogLenLocked() int { return len(h.log) }
 func (h *History[V]) EvictLocked(over func(c *Change[V], size int) bool, floor int64) {
 	n := 0
 	for n < len(h.log) && over(&h.log[n], len(h.log)-n) {
-		h.watchFloor = max(h.watchFloor, h.log[n].Cur.Rev())
+		h.watchFloor = max(h.watchFloor, h.log[n].Rev)
 		n++
 	}
 	h.floor = max(h.floor, h.watchFloor, min(floor, h.seen))
@@ -435,7 +453,7 @@ func (h *History[V]) EvictLocked(over func(c *Change[V], size int) bool, floor i
 	// One sweep of the index beats many deletes from it when a compaction
 	// drops many keys at once.
 	if len(gone) > 64 {
-		h.index.DeleteFunc(func(r *record[V]) bool { return len(r.versions) == 0 })
+		h.index.DeleteFunc(func(r *record[V]) bool { return len(r.stamps) == 0 })
 	} else {
 		for _, key := range gone {
 			h.index.Delete(key)
@@ -455,12 +473,12 @@ func (h *History[V]) EvictLocked(over func(c *Change[V], size int) bool, floor i
 func (h *History[V]) CompactLocked(rev int64) {
 	rev = min(rev, h.seen)
 	// The changes before rev, and of them those every watcher has read.
-	before := sort.Search(len(h.log), func(i int) bool { return h.log[i].Cur.Rev() >= rev })
+	before := sort.Search(len(h.log), func(i int) bool { return h.log[i].Rev >= rev })
 	if before == 0 && rev <= h.floor {
 		return
 	}
 	if before > 0 {
-		h.watchFloor = max(h.watchFloor, h.log[before-1].Cur.Rev())
+		h.watchFloor = max(h.watchFloor, h.log[before-1].Rev)
 	}
 	unread := h.firstSeq + uint64(before)
 	for w := range h.watchers {
@@ -545,7 +563,7 @@ func (h *History[V]) Stats() (changes, versions, keys int) {
 	h.RLock()
 	defer h.RUnlock()
 	for _, r := range h.records {
-		versions += len(r.versions)
+		versions += len(r.stamps)
 	}
 	return len(h.log), versions, h.index.Len()
 }

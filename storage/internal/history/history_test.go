@@ -12,21 +12,17 @@ import (
 	"github.com/apikit-dev/apikit/storage"
 )
 
-// val is the tests' version: a string value, "color=red" style, whose
-// label is its text.
+// val is the tests' value: a string, "color=red" style, whose label is
+// its text.
 type val struct {
-	rev     int64
-	data    []byte
-	memo    *storage.Memo
-	deleted bool
+	data []byte
+	memo *storage.Memo
 }
 
-func (v val) Rev() int64          { return v.rev }
-func (v val) Deleted() bool       { return v.deleted }
 func (v val) Data() []byte        { return v.data }
 func (v val) Memo() *storage.Memo { return v.memo }
 
-func newVal(rev int64, s string) val { return val{rev: rev, data: []byte(s), memo: storage.NewMemo()} }
+func newVal(s string) val { return val{data: []byte(s), memo: storage.NewMemo()} }
 
 // op is one write of a test: a put of value, or a delete.
 type op struct {
@@ -55,11 +51,11 @@ func apply(h *History[val], ops ...op) {
 	h.Lock()
 	defer h.Unlock()
 	for _, o := range ops {
-		v := newVal(h.RevisionLocked()+1, o.value)
+		v := newVal(o.value)
 		if o.del {
-			v.data, v.deleted = nil, true
+			v.data = nil
 		}
-		h.PutLocked(o.key, v)
+		h.PutLocked(o.key, h.RevisionLocked()+1, v, o.del)
 	}
 }
 
@@ -516,7 +512,7 @@ func TestResetEndsWatches(t *testing.T) {
 		t.Fatal("List after Reset served")
 	}
 	state := NewState[val]()
-	state.Add("/b", newVal(7, "1"))
+	state.Add("/b", 7, newVal("1"))
 	if h.Install(state, 9) {
 		t.Fatal("Install after a Reset reported a first state")
 	}

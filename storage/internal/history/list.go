@@ -3,23 +3,9 @@ package history
 import (
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/apikit-dev/apikit/storage"
 )
-
-// filterChunk is how many candidates a filtered list collects per hold of
-// the lock: the predicate runs without it, since the first match of a new
-// value decodes it.
-const filterChunk = 1024
-
-// chunks recycles the candidate buffers of filtered lists: a buffer is 56
-// KiB, which a list that matches a few objects would otherwise allocate
-// (and grow to) every time.
-var chunks = sync.Pool{New: func() any {
-	b := make([]storage.KeyValue, 0, filterChunk)
-	return &b
-}}
 
 // readableLocked returns the revision a read at rev (0: the latest) is
 // served at; ok is false when the history does not hold it.
@@ -78,7 +64,7 @@ func (h *History[V]) list(prefix, start string, rev, limit int64) (res storage.L
 			if !strings.HasPrefix(rec.key, prefix) {
 				break
 			}
-			if _, ok := rec.at(rev); ok {
+			if _, _, ok := rec.at(rev); ok {
 				n++
 			}
 		}
@@ -89,7 +75,7 @@ func (h *History[V]) list(prefix, start string, rev, limit int64) (res storage.L
 		if !strings.HasPrefix(rec.key, prefix) {
 			break
 		}
-		v, ok := rec.at(rev)
+		v, vrev, ok := rec.at(rev)
 		switch {
 		case !ok:
 		case full:
@@ -97,7 +83,7 @@ func (h *History[V]) list(prefix, start string, rev, limit int64) (res storage.L
 		case limit > 0 && int64(len(res.Items)) == limit:
 			full, remaining = true, 1
 		default:
-			res.Items = append(res.Items, keyValue(rec.key, v))
+			res.Items = append(res.Items, keyValue(rec.key, vrev, v))
 		}
 	}
 	if full {
@@ -106,54 +92,54 @@ func (h *History[V]) list(prefix, start string, rev, limit int64) (res storage.L
 	return res, full, true
 }
 
-// listFiltered serves a filtered list, a chunk of candidates per hold of
-// the lock. A filtered list's RemainingItemCount is unknown.
+// listFiltered serves a filtered list. Values whose attributes are
+// memoized are matched under the lock; the first match of another decodes
+// it, which happens without the lock, and the walk goes on from there.
 func (h *History[V]) listFiltered(prefix, start string, rev, limit int64, pred storage.Predicate) (res storage.ListResult, full, ok bool, err error) {
 	if limit > 0 {
 		res.Items = make([]storage.KeyValue, 0, min(limit, 1024))
 	}
-	buf := chunks.Get().(*[]storage.KeyValue)
-	defer func() {
-		clear((*buf)[:cap(*buf)]) // hold no value in the pool
-		chunks.Put(buf)
-	}()
-	chunk := (*buf)[:0]
 	key := start
 	for {
+		var undecided storage.KeyValue // a value to decode, or none
 		h.RLock()
-		r, ok := h.readableLocked(rev)
-		if !ok {
+		if rev, ok = h.readableLocked(rev); !ok {
 			h.RUnlock()
 			return storage.ListResult{}, false, false, nil
 		}
-		rev = r
-		chunk = chunk[:0]
 		for rec := range h.index.From(key) {
-			if !strings.HasPrefix(rec.key, prefix) || len(chunk) == filterChunk {
+			if !strings.HasPrefix(rec.key, prefix) {
 				break
 			}
-			if v, ok := rec.at(rev); ok {
-				chunk = append(chunk, keyValue(rec.key, v))
+			v, vrev, ok := rec.at(rev)
+			if !ok {
+				continue
 			}
-		}
-		h.RUnlock()
-		for _, kv := range chunk {
 			if limit > 0 && int64(len(res.Items)) == limit {
 				full = true
 				break
 			}
-			match, err := pred.Matches(kv.Value, kv.Memo)
-			if err != nil {
-				return storage.ListResult{}, false, true, fmt.Errorf("filtering %q: %w", kv.Key, err)
+			match, known := pred.MatchesMemoized(v.Memo())
+			if !known {
+				undecided = keyValue(rec.key, vrev, v)
+				break
 			}
 			if match {
-				res.Items = append(res.Items, kv)
+				res.Items = append(res.Items, keyValue(rec.key, vrev, v))
 			}
 		}
-		if full || len(chunk) < filterChunk {
+		h.RUnlock()
+		if undecided.Key == "" {
 			break
 		}
-		key = chunk[len(chunk)-1].Key + "\x00"
+		match, err := pred.Matches(undecided.Value, undecided.Memo)
+		if err != nil {
+			return storage.ListResult{}, false, true, fmt.Errorf("filtering %q: %w", undecided.Key, err)
+		}
+		if match {
+			res.Items = append(res.Items, undecided)
+		}
+		key = undecided.Key + "\x00"
 	}
 	res.Revision = rev
 	return res, full, true, nil

@@ -58,7 +58,7 @@ func (h *History[V]) wakeAllLocked() {
 
 // Watcher is one watch served from the history. Its goroutine reads the
 // log from its own cursor: writers never wait for it.
-type Watcher[V Version] struct {
+type Watcher[V Value] struct {
 	h         *History[V]
 	ctx       context.Context
 	prefix    string
@@ -103,8 +103,8 @@ type Watcher[V Version] struct {
 }
 
 var (
-	_ storage.Watcher           = (*Watcher[Version])(nil)
-	_ storage.ProgressRequester = (*Watcher[Version])(nil)
+	_ storage.Watcher           = (*Watcher[Value])(nil)
+	_ storage.ProgressRequester = (*Watcher[Value])(nil)
 )
 
 // ResultChan implements storage.Watcher.
@@ -179,7 +179,7 @@ func (h *History[V]) Watch(ctx context.Context, prefix string, opts storage.Watc
 		}
 		w.after = rev
 		w.epoch = h.epoch
-		w.cursor = h.firstSeq + uint64(sort.Search(len(h.log), func(i int) bool { return h.log[i].Cur.Rev() > rev }))
+		w.cursor = h.firstSeq + uint64(sort.Search(len(h.log), func(i int) bool { return h.log[i].Rev > rev }))
 		w.gen = h.bookmarkGen
 		h.addWatcherLocked(w)
 	}
@@ -195,15 +195,15 @@ func (h *History[V]) snapshotLocked(prefix string) []storage.KeyValue {
 		if !strings.HasPrefix(rec.key, prefix) {
 			break
 		}
-		if v, ok := rec.latest(); ok {
-			kvs = append(kvs, keyValue(rec.key, v))
+		if v, rev, ok := rec.latest(); ok {
+			kvs = append(kvs, keyValue(rec.key, rev, v))
 		}
 	}
 	return kvs
 }
 
-func keyValue[V Version](key string, v V) storage.KeyValue {
-	return storage.KeyValue{Key: key, Value: v.Data(), Revision: v.Rev(), Memo: v.Memo()}
+func keyValue[V Value](key string, rev int64, v V) storage.KeyValue {
+	return storage.KeyValue{Key: key, Value: v.Data(), Revision: rev, Memo: v.Memo()}
 }
 
 func (h *History[V]) addWatcherLocked(w *Watcher[V]) {
@@ -336,7 +336,7 @@ func (w *Watcher[V]) run() {
 		whole := w.prefix == h.cfg.Root
 		for i := range w.batch {
 			c := &w.batch[i]
-			if c.Cur.Rev() <= w.after || (!whole && !strings.HasPrefix(c.Key, w.prefix)) {
+			if c.Rev <= w.after || (!whole && !strings.HasPrefix(c.Key, w.prefix)) {
 				continue
 			}
 			w.pos = first + uint64(i)
@@ -463,7 +463,7 @@ func (w *Watcher[V]) filter(c *Change[V], ev storage.Event) (storage.Event, bool
 	case prev:
 		// No memo: the previous value at this revision has none of its
 		// own, and a change out of a selector is rare.
-		return storage.Event{Type: storage.Deleted, Key: c.Key, Value: c.Prev.Data(), Revision: c.Cur.Rev()}, true, nil
+		return storage.Event{Type: storage.Deleted, Key: c.Key, Value: c.Prev.Data(), Revision: c.Rev}, true, nil
 	}
 	return ev, false, nil
 }
