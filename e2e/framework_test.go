@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 	binDir = dir
 	code := func() int {
 		defer os.RemoveAll(dir)
-		for _, example := range []string{"wardle", "aggregated"} {
+		for _, example := range []string{"wardle", "aggregated", "chain"} {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, example), "./examples/"+example)
 			cmd.Dir = ".."
 			cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
@@ -216,9 +216,15 @@ func (w *Wardle) Output() string { return w.out.String() }
 // Kubeconfig is the admin kubeconfig the server wrote.
 func (w *Wardle) Kubeconfig() string { return filepath.Join(w.DataDir, "kubeconfig") }
 
-func (w *Wardle) kubectlRaw(ctx context.Context, args ...string) (string, string, error) {
+// kubectlCmd is a kubectl command against the server.
+func (w *Wardle) kubectlCmd(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "kubectl", args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+w.Kubeconfig(), "HOME="+w.DataDir)
+	return cmd
+}
+
+func (w *Wardle) kubectlRaw(ctx context.Context, args ...string) (string, string, error) {
+	cmd := w.kubectlCmd(ctx, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 
 	"github.com/apikit-dev/apikit/meta"
@@ -42,7 +43,9 @@ func (s *GenericServer) OpenAPIDocuments() (*openapi.Documents, error) {
 // The documents are built on the first request for one, not at start: few
 // clients ask (kubectl does for explain, apply and field validation), and
 // building them costs a server as much time as the rest of its start. Every
-// group is installed by then, and none changes while the server runs. When
+// group is installed by then, and none changes while the server runs; the
+// documents of the dynamic sources of the chain (SetDynamicOpenAPI) are
+// merged in on the first request after one changed. When
 // /openapi/v2 is already handled (a second call, or an aggregator that
 // serves documents merged with its backends' through Handle), the handlers
 // in place are kept.
@@ -53,8 +56,15 @@ func (s *GenericServer) installOpenAPI() {
 	}
 	var (
 		once   sync.Once
-		v2, v3 http.Handler
+		static *openapi.Documents
+		fail   http.Handler
+		mu     sync.Mutex
+		merged *openapi.Documents
+		gens   []uint64 // the dynamic sources' generations merged
 	)
+	// handlers returns the documents' handlers: the chain's, built once,
+	// merged with the dynamic sources' (SetDynamicOpenAPI) whenever one of
+	// those changed.
 	handlers := func() (http.Handler, http.Handler) {
 		once.Do(func() {
 			docs, err := s.OpenAPIDocuments()
@@ -63,15 +73,39 @@ func (s *GenericServer) installOpenAPI() {
 				// error, but not one to take the API down for. Say so
 				// where clients look.
 				s.config.Logger.Error("OpenAPI unavailable", "server", s.name, "err", err)
-				fail := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				fail = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					respond.Error(w, r, meta.NewInternalError(err))
 				})
-				v2, v3 = fail, fail
 				return
 			}
-			v2, v3 = docs.V2Handler(), docs.V3Handler()
+			static = docs
 		})
-		return v2, v3
+		if fail != nil {
+			return fail, fail
+		}
+		sources := s.dynamicOpenAPISources()
+		if len(sources) == 0 {
+			return static.V2Handler(), static.V3Handler()
+		}
+		now := make([]uint64, len(sources))
+		for i, src := range sources {
+			now[i] = src.generation()
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if merged == nil || !slices.Equal(now, gens) {
+			var remotes []openapi.Remote
+			for _, src := range sources {
+				remotes = append(remotes, src.documents()...)
+			}
+			docs, err := openapi.Merge(static, remotes)
+			if err != nil {
+				s.config.Logger.Error("dynamic OpenAPI documents left out", "server", s.name, "err", err)
+				docs = static
+			}
+			merged, gens = docs, now
+		}
+		return merged.V2Handler(), merged.V3Handler()
 	}
 	serveV2 := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, _ := handlers()
@@ -84,4 +118,36 @@ func (s *GenericServer) installOpenAPI() {
 	s.mux.Handle("/openapi/v2", serveV2)
 	s.mux.Handle("/openapi/v3", serveV3)
 	s.mux.Handle("/openapi/v3/", serveV3)
+}
+
+// OpenAPISource gives OpenAPI documents that change while the server runs
+// (the extensions server's custom resources): Generation changes whenever
+// Documents would return something new.
+type OpenAPISource struct {
+	Generation func() uint64
+	Documents  func() []openapi.Remote
+}
+
+func (o OpenAPISource) generation() uint64          { return o.Generation() }
+func (o OpenAPISource) documents() []openapi.Remote { return o.Documents() }
+
+// SetDynamicOpenAPI adds src to the documents the outermost server of the
+// chain serves at /openapi/v2 and /openapi/v3: they are merged into the
+// chain's (openapi.Merge) on the first request after Generation changed.
+func (s *GenericServer) SetDynamicOpenAPI(src OpenAPISource) {
+	s.dynamicOpenAPI.Store(&src)
+}
+
+// dynamicOpenAPISources are the sources of this server and of the servers
+// behind it.
+func (s *GenericServer) dynamicOpenAPISources() []OpenAPISource {
+	var out []OpenAPISource
+	for d := DelegationTarget(s); d != nil; d = d.NextDelegate() {
+		if gs, ok := d.(*GenericServer); ok {
+			if src := gs.dynamicOpenAPI.Load(); src != nil {
+				out = append(out, *src)
+			}
+		}
+	}
+	return out
 }

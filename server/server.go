@@ -123,6 +123,8 @@ type GenericServer struct {
 	// dynamicGroups, when set (SetDynamicGroups), adds groups served
 	// outside InstallAPIGroup.
 	dynamicGroups atomic.Pointer[func() []*APIGroupInfo]
+	// dynamicOpenAPI, when set (SetDynamicOpenAPI), adds documents.
+	dynamicOpenAPI atomic.Pointer[OpenAPISource]
 }
 
 // emptyDelegate ends a chain: it serves nothing but 404s.

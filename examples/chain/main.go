@@ -1,12 +1,15 @@
 // Command chain runs three API servers in one process, composed the way
-// kube-apiserver composes APIExtensions -> KubeAPIServer -> Aggregator: each
-// serves its own API group, requests the outer ones do not claim fall through
-// to the next, and the outermost serves discovery, OpenAPI and health for all
-// three behind one filter chain.
+// kube-apiserver composes APIExtensions -> KubeAPIServer -> Aggregator: the
+// extensions server (CustomResourceDefinitions and their custom resources,
+// server/extensions), then two servers of a group of notes each. Requests
+// the outer ones do not claim fall through to the next, and the outermost
+// serves discovery, OpenAPI and health for all three behind one filter
+// chain.
 //
 //	go run ./examples/chain
 //	export KUBECONFIG=$PWD/.chain/kubeconfig
 //	kubectl api-resources
+//	kubectl apply -f my-crd.yaml
 package main
 
 import (
@@ -17,9 +20,10 @@ import (
 	"github.com/apikit-dev/apikit/options"
 	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/server"
+	"github.com/apikit-dev/apikit/server/extensions"
 )
 
-// Note is the resource every server of the chain serves, each in its own group.
+// Note is the resource the core and front servers serve, each in its own group.
 type Note struct {
 	meta.TypeMeta   `json:",inline"`
 	meta.ObjectMeta `json:"metadata,omitempty"`
@@ -49,6 +53,14 @@ func newChain(c *server.Config) (*server.GenericServer, error) {
 		completed, err := cfg.Complete()
 		if err != nil {
 			return nil, err
+		}
+		if name == "extensions" {
+			ext, err := extensions.New(completed, delegate, extensions.Config{})
+			if err != nil {
+				return nil, err
+			}
+			delegate = ext.GenericServer
+			continue
 		}
 		srv, err := completed.New(name, delegate)
 		if err != nil {

@@ -59,7 +59,7 @@ func TestChain(t *testing.T) {
 	}
 	waitReady(t, func() bool { code, _ := do("GET", "/readyz", ""); return code == 200 })
 
-	for _, g := range []string{"extensions", "core", "front"} {
+	for _, g := range []string{"core", "front"} {
 		path := "/apis/" + g + ".example.com/v1/namespaces/default/notes"
 		if code, body := do("POST", path, `{"metadata":{"name":"n1"},"text":"from `+g+`"}`); code != http.StatusCreated {
 			t.Fatalf("create in %s: %d %s", g, code, body)
@@ -81,10 +81,10 @@ func TestChain(t *testing.T) {
 	for _, g := range groups.Groups {
 		names = append(names, g.Name)
 	}
-	if got, want := strings.Join(names, ","), "front.example.com,core.example.com,extensions.example.com"; got != want {
+	if got, want := strings.Join(names, ","), "front.example.com,core.example.com,apiextensions.k8s.io"; got != want {
 		t.Errorf("/apis groups = %s, want %s", got, want)
 	}
-	for _, p := range []string{"/apis/extensions.example.com", "/apis/core.example.com/v1"} {
+	for _, p := range []string{"/apis/apiextensions.k8s.io", "/apis/core.example.com/v1"} {
 		if code, body := do("GET", p, ""); code != 200 {
 			t.Errorf("GET %s: %d %s", p, code, body)
 		}
@@ -93,6 +93,23 @@ func TestChain(t *testing.T) {
 	for _, c := range []string{"[+]extensions-ready ok", "[+]core-ready ok", "[+]front-ready ok"} {
 		if !strings.Contains(health, c) {
 			t.Errorf("/healthz?verbose lacks %q:\n%s", c, health)
+		}
+	}
+	if code, body := do("GET", "/openapi/v2", ""); code != 200 || !strings.Contains(body, "io.k8s.apiextensions.v1.CustomResourceDefinition") {
+		t.Errorf("GET /openapi/v2: %d %.300s", code, body)
+	}
+	code, body := do("GET", "/openapi/v3", "")
+	var index struct {
+		Paths map[string]struct {
+			URL string `json:"serverRelativeURL"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal([]byte(body), &index); code != 200 || err != nil {
+		t.Fatalf("GET /openapi/v3: %d %.300s", code, body)
+	}
+	for p, u := range index.Paths {
+		if code, body := do("GET", u.URL, ""); code != 200 {
+			t.Errorf("GET %s (%s): %d %.300s", u.URL, p, code, body)
 		}
 	}
 	if code, body := do("GET", "/apis/nowhere.example.com/v1/things", ""); code != 404 || !strings.Contains(body, `"kind":"Status"`) {

@@ -2,6 +2,7 @@ package extensions
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -88,6 +89,7 @@ func (s *Server) build(crd *CustomResourceDefinition) (*servedCRD, error) {
 		if err != nil {
 			return nil, err
 		}
+		res = decodingResource{Resource: res, schema: shape}
 		set := schema.NewSet()
 		root, err := resourceSchema(set, shape)
 		if err != nil {
@@ -127,7 +129,15 @@ func (s *Server) build(crd *CustomResourceDefinition) (*servedCRD, error) {
 		if err != nil {
 			return nil, err
 		}
-		sc.versions[p.v.Name] = &servedVersion{resource: p.res, ws: ws, handler: h}
+		var raw json.RawMessage
+		if p.v.Schema != nil {
+			raw = p.v.Schema.OpenAPIV3Schema
+		}
+		def, err := definition(raw, gv.WithKind(names.Kind))
+		if err != nil {
+			return nil, err
+		}
+		sc.versions[p.v.Name] = &servedVersion{resource: p.res, ws: ws, handler: h, definition: def}
 	}
 	return sc, nil
 }
@@ -280,4 +290,30 @@ func selectableFields(fields []SelectableField) func(*Object) meta.Set {
 		}
 		return set
 	}
+}
+
+// decodingResource serves a version's objects as the registry does, and
+// gives request bodies objects that prune and default by the version's
+// schema as they are decoded.
+type decodingResource struct {
+	registry.Resource
+	schema *schema.Schema
+}
+
+var (
+	_ registry.VersionConverter = decodingResource{}
+	_ registry.StorageConverter = decodingResource{}
+)
+
+// New returns an empty object that decodes by the schema.
+func (r decodingResource) New() meta.Object { return &Object{schema: r.schema} }
+
+// ToServed converts a stored object to the served version.
+func (r decodingResource) ToServed(stored meta.Object) (meta.Object, error) {
+	return r.Resource.(registry.VersionConverter).ToServed(stored)
+}
+
+// ToStorage converts a served object to the storage version.
+func (r decodingResource) ToStorage(served meta.Object) (meta.Object, error) {
+	return r.Resource.(registry.StorageConverter).ToStorage(served)
 }

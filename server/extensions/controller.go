@@ -26,9 +26,10 @@ type controller struct {
 	dirty map[string]bool
 	kick  chan struct{}
 
-	// built holds what the worker last built, by CRD name; only the
-	// worker touches it.
-	built map[string]*servedCRD
+	// built holds what the worker last built, by CRD name, and
+	// generation counts its publishes; only the worker touches them.
+	built      map[string]*servedCRD
+	generation uint64
 }
 
 func newController(s *Server) *controller {
@@ -357,5 +358,6 @@ func (c *controller) publish() {
 			delete(c.built, name)
 		}
 	}
-	c.s.served.Store(newState(crds))
+	c.generation++
+	c.s.served.Store(newState(crds, c.generation))
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/server"
+	"github.com/apikit-dev/apikit/server/openapi"
 	"github.com/apikit-dev/apikit/storage"
 )
 
@@ -74,7 +75,7 @@ func New(c server.CompletedConfig, delegate server.DelegationTarget, cfg Config)
 		logger:        cfg.Logger,
 		next:          delegate.UnprotectedHandler(),
 	}
-	s.served.Store(newState(map[string]*servedCRD{}))
+	s.served.Store(newState(map[string]*servedCRD{}, 0))
 	s.ctrl = newController(s)
 	res := crdResource{Resource: registry.Serve(store), store: store}
 	if err := gs.InstallAPIGroup(server.NewAPIGroupInfo(GroupName).AddVersion(Version, res)); err != nil {
@@ -84,6 +85,14 @@ func New(c server.CompletedConfig, delegate server.DelegationTarget, cfg Config)
 		return nil, err
 	}
 	gs.SetDynamicGroups(func() []*server.APIGroupInfo { return s.served.Load().groups })
+	gs.SetDynamicOpenAPI(server.OpenAPISource{
+		Generation: func() uint64 { return s.served.Load().generation },
+		Documents: func() []openapi.Remote {
+			st := s.served.Load()
+			st.docsOnce.Do(func() { st.docs = st.openAPI(c.OpenAPITitle, c.OpenAPIVersion) })
+			return st.docs
+		},
+	})
 	if err := gs.AddPostStartHook("start-apiextensions-controllers", s.ctrl.start); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/schema"
 	"github.com/apikit-dev/apikit/schema/structural"
 )
 
@@ -25,6 +26,12 @@ type Object struct {
 	Content map[string]any `json:"content,omitempty"`
 	// Status is the value of the status field, nil when there is none.
 	Status any `json:"status,omitempty"`
+
+	// schema, set on the objects a request's body is decoded into, is
+	// the served version's: decoding prunes and defaults by it, as
+	// kube-apiserver's decoder does, so that what server-side apply
+	// records and admission sees are the object that will be stored.
+	schema *schema.Schema
 }
 
 // MarshalJSON writes kind, apiVersion and metadata first, as the registry
@@ -95,7 +102,15 @@ func (o *Object) UnmarshalJSON(data []byte) error {
 	if !ok {
 		return errors.New("a custom resource must be a JSON object")
 	}
-	*o = Object{}
+	*o = Object{schema: o.schema}
+	defer func() {
+		if o.schema != nil {
+			m := o.Fields()
+			structural.Prune(o.schema, m, true)
+			structural.Default(o.schema, m)
+			o.SetFields(m)
+		}
+	}()
 	for k, v := range m {
 		switch k {
 		case "apiVersion", "kind":

@@ -8,8 +8,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	restful "github.com/emicklei/go-restful/v3"
+	"github.com/go-openapi/spec"
 
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/metrics"
@@ -18,6 +20,7 @@ import (
 	"github.com/apikit-dev/apikit/schema"
 	"github.com/apikit-dev/apikit/server"
 	"github.com/apikit-dev/apikit/server/endpoints"
+	"github.com/apikit-dev/apikit/server/openapi"
 	"github.com/apikit-dev/apikit/server/respond"
 )
 
@@ -38,6 +41,8 @@ type servedVersion struct {
 	// table dispatch, discovery and documentation read.
 	ws      *restful.WebService
 	handler http.Handler
+	// definition is the kind's OpenAPI definition.
+	definition spec.Schema
 }
 
 // state is what the handler serves: every CRD served, by name, and by
@@ -49,10 +54,15 @@ type state struct {
 	// groups are the CRD groups for discovery, sorted by name, their
 	// versions in kube-apiserver's priority order.
 	groups []*server.APIGroupInfo
+	// generation counts the states published; docs are the OpenAPI
+	// documents, built on first use.
+	generation uint64
+	docsOnce   sync.Once
+	docs       []openapi.Remote
 }
 
-func newState(crds map[string]*servedCRD) *state {
-	st := &state{byName: crds, byGVR: map[meta.GroupVersionResource]*servedCRD{}}
+func newState(crds map[string]*servedCRD, generation uint64) *state {
+	st := &state{byName: crds, byGVR: map[meta.GroupVersionResource]*servedCRD{}, generation: generation}
 	versions := map[string]map[string][]*servedVersion{} // group -> version -> resources
 	names := make([]string, 0, len(crds))
 	for name := range crds {

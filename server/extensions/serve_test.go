@@ -235,9 +235,30 @@ func TestCustomResourcesServed(t *testing.T) {
 		}
 	}
 	groups := c.must(200, "GET", "/apis", "", "")
-	if b, _ := json.Marshal(groups); !strings.Contains(string(b), `"name":"example.com"`) {
+	b, _ = json.Marshal(groups)
+	if !strings.Contains(string(b), `"name":"example.com"`) {
 		t.Errorf("/apis lacks example.com: %s", b)
 	}
+
+	// OpenAPI v2 and v3 document the kind from its schema.
+	var v2 struct {
+		Definitions map[string]struct {
+			Properties map[string]any
+			Extensions []any `json:"x-kubernetes-group-version-kind"`
+		}
+	}
+	_, b = c.do("GET", "/openapi/v2", "", "")
+	if err := json.Unmarshal(b, &v2); err != nil {
+		t.Fatal(err)
+	}
+	def := v2.Definitions["com.example.v1.Widget"]
+	if _, ok := def.Properties["spec"]; !ok || def.Properties["metadata"] == nil || len(def.Extensions) != 1 {
+		t.Errorf("definition com.example.v1.Widget: %+v", def)
+	}
+	if _, ok := v2.Definitions["com.example.v1.WidgetList"]; !ok {
+		t.Error("no definition com.example.v1.WidgetList")
+	}
+	c.must(200, "GET", "/openapi/v3/apis/example.com/v1", "", "")
 
 	// Deleting the CRD deletes its custom resources first, then stops
 	// serving them.

@@ -34,6 +34,10 @@ type Config struct {
 	// rendered from it. Types the routes name that it lacks (those of a
 	// delegate, the meta types) are added to it. Nil starts an empty set.
 	Schemas *schema.Set
+	// Definitions replace the definitions of the same names once the
+	// others are complete: a custom resource's, written from its CRD's
+	// schema, in place of what its Go type (one for every CRD) gives.
+	Definitions spec.Definitions
 }
 
 // Extension keys kubectl and client-go read.
@@ -139,6 +143,9 @@ func (b *builder) buildV2() (*spec.Swagger, error) {
 		}
 	}
 	b.completeDefinitions()
+	for name, def := range b.cfg.Definitions {
+		sw.Definitions[name] = def
+	}
 	return sw, nil
 }
 

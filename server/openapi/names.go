@@ -82,7 +82,9 @@ func (n *namer) name(t reflect.Type) (string, bool) {
 		return name, true
 	}
 	first, _, _ := strings.Cut(t.PkgPath(), "/")
-	if !strings.Contains(first, ".") {
+	// A program's own types (package main, as a built example's) are
+	// named like any other; only the standard library is the library's.
+	if !strings.Contains(first, ".") && t.PkgPath() != "main" {
 		// The standard library (time.Time and friends): the library maps
 		// these to primitive types by their Go names.
 		return "", false

@@ -1,0 +1,240 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+)
+
+// startChain starts examples/chain, whose first server is the extensions
+// server, with a fresh data directory.
+func startChain(t *testing.T) *Wardle {
+	t.Helper()
+	w := &Wardle{t: t, DataDir: t.TempDir(), Port: freePort(t), Binary: "chain"}
+	t.Cleanup(func() { w.Stop() })
+	w.Start()
+	return w
+}
+
+const widgetCRDYAML = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names:
+    plural: widgets
+    singular: widget
+    kind: Widget
+    shortNames: [wd]
+    categories: [all]
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              color: {type: string, default: blue}
+              replicas: {type: integer, minimum: 0, maximum: 10}
+          status:
+            type: object
+            properties:
+              replicas: {type: integer}
+              selector: {type: string}
+    subresources:
+      status: {}
+      scale:
+        specReplicasPath: .spec.replicas
+        statusReplicasPath: .status.replicas
+        labelSelectorPath: .status.selector
+    additionalPrinterColumns:
+    - {name: Color, type: string, jsonPath: .spec.color}
+    - {name: Replicas, type: integer, jsonPath: .spec.replicas}
+    - {name: Age, type: date, jsonPath: .metadata.creationTimestamp}
+`
+
+// TestCustomResourceDefinitionsWithKubectl drives a CRD's life with
+// kubectl against the chain: apply, Established, custom resources
+// defaulted, pruned and validated, printer columns, short names and
+// categories, kubectl scale, status only through /status, and deleting
+// the CRD deletes its objects.
+func TestCustomResourceDefinitionsWithKubectl(t *testing.T) {
+	w := startChain(t)
+	w.KubectlStdin(widgetCRDYAML, "apply", "-f", "-")
+	w.Kubectl("wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=60s")
+	if out := w.Kubectl("get", "crd"); !strings.Contains(out, "NAME") || !strings.Contains(out, "CREATED AT") || !strings.Contains(out, "widgets.example.com") {
+		t.Errorf("kubectl get crd:\n%s", out)
+	}
+
+	w.KubectlStdin("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}\nspec: {replicas: 2, shape: round}\n", "apply", "-f", "-")
+	if got := w.Kubectl("get", "widget", "w1", "-o", "jsonpath={.spec.color}|{.spec.shape}"); got != "blue|" {
+		t.Errorf("spec.color|spec.shape = %q, want the default and the unknown field pruned", got)
+	}
+	out := w.Kubectl("get", "wd")
+	if !strings.Contains(out, "COLOR") || !strings.Contains(out, "REPLICAS") || !strings.Contains(out, "w1") || !strings.Contains(out, "blue") {
+		t.Errorf("kubectl get wd:\n%s", out)
+	}
+	if out := w.Kubectl("get", "all", "-n", "default"); !strings.Contains(out, "COLOR") || !strings.Contains(out, "w1") {
+		t.Errorf("kubectl get all (the category):\n%s", out)
+	}
+	if msg := kubectlStdinFail(t, w, "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w2, namespace: default}\nspec: {replicas: 11}\n", "create", "-f", "-"); !strings.Contains(msg, "spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10") {
+		t.Errorf("replicas 11: %s", msg)
+	}
+
+	// kubectl scale, through the scale subresource.
+	if out := w.Kubectl("scale", "widget", "w1", "--replicas=4"); !strings.Contains(out, "scaled") {
+		t.Errorf("kubectl scale: %s", out)
+	}
+	if got := w.Kubectl("get", "widget", "w1", "-o", "jsonpath={.spec.replicas}"); got != "4" {
+		t.Errorf("spec.replicas after scale = %q", got)
+	}
+	// Status only through /status.
+	w.Kubectl("patch", "widget", "w1", "--type=merge", "-p", `{"status":{"replicas":3}}`)
+	if got := w.Kubectl("get", "widget", "w1", "-o", "jsonpath={.status.replicas}"); got != "" {
+		t.Errorf("status.replicas = %q after patching the main resource", got)
+	}
+	w.Kubectl("patch", "widget", "w1", "--subresource=status", "--type=merge", "-p", `{"status":{"replicas":3}}`)
+	if got := w.Kubectl("get", "widget", "w1", "-o", "jsonpath={.status.replicas}"); got != "3" {
+		t.Errorf("status.replicas = %q after patching /status", got)
+	}
+
+	// kubectl explain reads the schema from OpenAPI.
+	if out := w.Kubectl("explain", "widgets.spec"); !strings.Contains(out, "color") || !strings.Contains(out, "replicas") {
+		t.Errorf("kubectl explain widgets.spec:\n%s", out)
+	}
+
+	// Deleting the CRD deletes its objects, then unserves them.
+	w.Kubectl("delete", "crd", "widgets.example.com", "--timeout=60s")
+	if out, _, err := w.kubectlRaw(context.Background(), "get", "--raw", "/apis/example.com/v1/namespaces/default/widgets/w1"); err == nil {
+		t.Errorf("w1 outlived its CRD: %s", out)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, errOut, err := w.kubectlRaw(ctx, "get", "widgets", "-A")
+		cancel()
+		// kubectl's cached discovery may still list widgets: then the
+		// list itself is refused.
+		if err != nil && (strings.Contains(errOut, `the server doesn't have a resource type "widgets"`) ||
+			strings.Contains(errOut, "the server could not find the requested resource")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("widgets still served after the CRD was deleted: %v %s", err, errOut)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// kubectlStdinFail runs kubectl with input, expecting it to fail, and
+// returns its stderr.
+func kubectlStdinFail(t *testing.T, w *Wardle, input string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := w.kubectlCmd(ctx, args...)
+	cmd.Stdin = strings.NewReader(input)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err == nil {
+		t.Fatalf("kubectl %s succeeded, want failure", strings.Join(args, " "))
+	}
+	return stderr.String()
+}
+
+// TestCustomResourcesWithClientGo creates, lists and watches custom
+// resources with client-go's dynamic client and informer.
+func TestCustomResourcesWithClientGo(t *testing.T) {
+	w := startChain(t)
+	w.KubectlStdin(widgetCRDYAML, "apply", "-f", "-")
+	w.Kubectl("wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=60s")
+	gvr := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	client := w.Dynamic()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res := client.Resource(gvr).Namespace("default")
+	widget := func(name string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "example.com/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": name}, "spec": map[string]any{"replicas": int64(1)}}}
+	}
+	if _, err := res.Create(ctx, widget("before"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(client, 0, "default", nil)
+	informer := factory.ForResource(gvr).Informer()
+	var mu sync.Mutex
+	var seen []string
+	record := func(s string) { mu.Lock(); seen = append(seen, s); mu.Unlock() }
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { record("add " + obj.(*unstructured.Unstructured).GetName()) },
+		UpdateFunc: func(_, obj any) {
+			u := obj.(*unstructured.Unstructured)
+			c, _, _ := unstructured.NestedString(u.Object, "spec", "color")
+			record("update " + u.GetName() + " " + c)
+		},
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			record("delete " + obj.(*unstructured.Unstructured).GetName())
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	factory.Start(stop)
+	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
+	defer syncCancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), informer.HasSynced) {
+		t.Fatal("informer did not sync within 30s")
+	}
+	obj, err := res.Create(ctx, widget("during"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _, _ := unstructured.NestedString(obj.Object, "spec", "color"); c != "blue" {
+		t.Errorf("spec.color = %q, want the default", c)
+	}
+	if err := unstructured.SetNestedField(obj.Object, "red", "spec", "color"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := res.Update(ctx, obj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Delete(ctx, "during", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := res.List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) != 1 {
+		t.Fatalf("list: %v %v", err, list)
+	}
+	want := "add before, add during, update during red, delete during"
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		got := strings.Join(seen, ", ")
+		mu.Unlock()
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("informer saw %q, want %q", got, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
