@@ -39,7 +39,7 @@ const (
 // baseEnvOptions are kube-apiserver 1.37's base environment at its
 // default compatibility version (1.36): every library and language option
 // introduced up to then. Authorization selectors (fieldSelector and
-// labelSelector on a resource check) and the image library are left out.
+// labelSelector on a resource check) are left out.
 func baseEnvOptions() []cel.EnvOption {
 	return []cel.EnvOption{
 		cel.HomogeneousAggregateLiterals(),
@@ -74,6 +74,8 @@ func baseEnvOptions() []cel.EnvOption {
 		ext.TwoVarComprehensions(),
 		// 1.33
 		library.Semvers(),
+		// 1.34
+		ext.Lists(ext.ListsVersion(3)),
 	}
 }
 

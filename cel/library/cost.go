@@ -38,13 +38,13 @@ func (l *CostEstimator) CallCost(function, overloadID string, args []ref.Val, re
 		return uptr(350000)
 	case "serviceAccount", "path", "group", "resource", "subresource", "namespace", "name", "allowed", "reason", "error", "errored":
 		return uptr(1)
-	case "isSorted", "sum", "max", "min", "indexOf", "lastIndexOf":
+	case "isSorted", "sum", "max", "min", "indexOf", "lastIndexOf", "includes":
 		var c uint64
 		if len(args) > 0 {
 			c = traversalCost(args[0])
 		}
 		return &c
-	case "url", "lowerAscii", "upperAscii", "substring", "trim":
+	case "url", "lowerAscii", "upperAscii", "substring", "trim", "jsonpatch.escapeKey":
 		if len(args) >= 1 {
 			return uptr(stringCost(args[0], 1))
 		}
@@ -113,8 +113,16 @@ func (l *CostEstimator) CallCost(function, overloadID string, args []ref.Val, re
 	case "format.named":
 		return uptr(1)
 	case "sign", "asInteger", "isInteger", "asApproximateFloat", "isGreaterThan", "isLessThan", "compareTo", "add", "sub",
-		"major", "minor", "patch":
+		"major", "minor", "patch", "getScheme", "getHostname", "getHost", "getPort", "getEscapedPath", "getQuery":
 		return uptr(1)
+	case "_==_":
+		if len(args) == 2 {
+			switch args[0].(type) {
+			case Quantity, IP, CIDR, *Format, URL, Semver,
+				authorizerVal, pathCheckVal, groupCheckVal, resourceCheckVal, decisionVal:
+				return uptr(1)
+			}
+		}
 	}
 	return nil
 }
@@ -130,7 +138,7 @@ func (l *CostEstimator) EstimateCallCost(function, overloadID string, target *ch
 		return fixed(350000)
 	case "serviceAccount", "path", "group", "resource", "subresource", "namespace", "name", "allowed", "reason", "error", "errored":
 		return fixed(1)
-	case "isSorted", "sum", "max", "min", "indexOf", "lastIndexOf":
+	case "isSorted", "sum", "max", "min", "indexOf", "lastIndexOf", "includes":
 		if target != nil {
 			el := checker.CostEstimate{Min: 1, Max: 1}
 			if elNode := l.listElementNode(*target); elNode != nil {
@@ -138,13 +146,16 @@ func (l *CostEstimator) EstimateCallCost(function, overloadID string, target *ch
 					el = el.Add(l.sizeEstimate(elNode).MultiplyByCostFactor(common.StringTraversalCostFactor))
 				}
 				return &checker.CallEstimate{CostEstimate: l.sizeEstimate(*target).MultiplyByCost(el)}
+			} else if function == "includes" {
+				return &checker.CallEstimate{CostEstimate: l.sizeEstimate(*target).MultiplyByCost(el)}
 			}
 			// indexOf and lastIndexOf on a string.
 			return &checker.CallEstimate{CostEstimate: l.sizeEstimate(*target).MultiplyByCostFactor(common.StringTraversalCostFactor)}
 		}
-	case "url":
+	case "url", "jsonpatch.escapeKey":
 		if len(args) == 1 {
-			return &checker.CallEstimate{CostEstimate: l.sizeEstimate(args[0]).MultiplyByCostFactor(common.StringTraversalCostFactor)}
+			sz := l.sizeEstimate(args[0])
+			return &checker.CallEstimate{CostEstimate: sz.MultiplyByCostFactor(common.StringTraversalCostFactor), ResultSize: &sz}
 		}
 	case "lowerAscii", "upperAscii", "substring", "trim":
 		if target != nil {
@@ -158,14 +169,13 @@ func (l *CostEstimator) EstimateCallCost(function, overloadID string, target *ch
 	case "split":
 		if target != nil {
 			sz := l.sizeEstimate(*target)
-			// Worst case: a separator of "" splits every character.
+			// Worst case: a separator of "" splits every character, unless
+			// a literal limit says otherwise.
 			maxParts := sz.Max
 			if len(args) > 1 {
-				if e := args[1].Expr(); e.Kind() == ast.LiteralKind {
-					if c := e.AsLiteral(); c != nil {
-						if u, ok := c.ConvertToType(types.UintType).Value().(uint64); ok {
-							maxParts = u
-						}
+				if v := args[1].Expr().AsLiteral(); v != nil {
+					if i, ok := v.Value().(int64); ok {
+						maxParts = uint64(i)
 					}
 				}
 			}
@@ -201,29 +211,24 @@ func (l *CostEstimator) EstimateCallCost(function, overloadID string, target *ch
 			return &checker.CallEstimate{CostEstimate: str.Multiply(re), ResultSize: &checker.SizeEstimate{Min: 0, Max: sz.Max}}
 		}
 	case "cidr", "isIP", "isCIDR", "quantity", "isQuantity", "semver", "isSemver":
-		// kube estimates these only as member calls, which they never
-		// are: a global call gets cel-go's default cost. Kept, because the
-		// estimate decides which CRDs are accepted.
-		if target != nil && len(args) >= 1 {
+		if len(args) >= 1 {
 			return &checker.CallEstimate{CostEstimate: l.sizeEstimate(args[0]).MultiplyByCostFactor(common.StringTraversalCostFactor)}
 		}
 	case "ip":
-		if target != nil && len(args) >= 1 {
-			if overloadID == "cidr_ip" {
-				return fixed(1)
-			}
-			return &checker.CallEstimate{CostEstimate: l.sizeEstimate(args[0]).MultiplyByCostFactor(common.StringTraversalCostFactor)}
-		} else if target != nil {
+		if overloadID == "cidr_ip" {
 			return fixed(1)
 		}
+		if len(args) >= 1 {
+			return &checker.CallEstimate{CostEstimate: l.sizeEstimate(args[0]).MultiplyByCostFactor(common.StringTraversalCostFactor)}
+		}
 	case "ip.isCanonical":
-		if target != nil && len(args) >= 1 {
+		if len(args) >= 1 {
 			return &checker.CallEstimate{CostEstimate: l.sizeEstimate(args[0]).MultiplyByCostFactor(2 * common.StringTraversalCostFactor)}
 		}
 	case "masked", "prefixLength", "family", "isUnspecified", "isLoopback", "isLinkLocalMulticast", "isLinkLocalUnicast", "isGlobalUnicast":
 		return fixed(1)
 	case "containsIP", "containsCIDR":
-		if target != nil && len(args) >= 1 {
+		if len(args) >= 1 {
 			// Two addresses of 4 or 16 bytes compared.
 			sz := checker.SizeEstimate{Min: 4, Max: 16}
 			c := sz.Add(sz).MultiplyByCostFactor(common.StringTraversalCostFactor)
@@ -236,14 +241,47 @@ func (l *CostEstimator) EstimateCallCost(function, overloadID string, target *ch
 			return &checker.CallEstimate{CostEstimate: c}
 		}
 	case "validate":
-		if target != nil && len(args) >= 1 {
-			return &checker.CallEstimate{CostEstimate: l.sizeEstimate(args[0]).MultiplyByCostFactor(MaxNameFormatRegexSize)}
+		if len(args) >= 1 {
+			return &checker.CallEstimate{CostEstimate: l.sizeEstimate(args[0]).MultiplyByCostFactor(common.StringTraversalCostFactor).
+				MultiplyByCostFactor(MaxNameFormatRegexSize * common.RegexStringLengthCostFactor)}
 		}
 	case "format.named":
 		return fixed(1)
 	case "sign", "asInteger", "isInteger", "asApproximateFloat", "isGreaterThan", "isLessThan", "compareTo", "add", "sub",
-		"major", "minor", "patch":
+		"major", "minor", "patch", "getScheme", "getHostname", "getHost", "getPort", "getEscapedPath", "getQuery":
 		return fixed(1)
+	case "_==_":
+		if len(args) == 2 {
+			return equalityEstimate(args[0], args[1])
+		}
+	}
+	return nil
+}
+
+// maxFormatSize bounds a named format's name in equality estimates.
+const maxFormatSize = 64
+
+// equalityEstimate prices == on the library's types: constant for most,
+// a format's name or a URL's length for those two, as kube does.
+func equalityEstimate(lhs, rhs checker.AstNode) *checker.CallEstimate {
+	t := lhs.Type()
+	if t.Equal(rhs.Type()) != types.True {
+		return nil
+	}
+	switch t.TypeName() {
+	case IPType.TypeName(), CIDRType.TypeName(), QuantityType.TypeName(), SemverType.TypeName(),
+		AuthorizerType.TypeName(), PathCheckType.TypeName(), GroupCheckType.TypeName(),
+		ResourceCheckType.TypeName(), DecisionType.TypeName():
+		return fixed(1)
+	case FormatType.TypeName():
+		return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: maxFormatSize}.MultiplyByCostFactor(common.StringTraversalCostFactor)}
+	case URLType.TypeName():
+		size := checker.SizeEstimate{Min: 1, Max: 1}
+		// kube reads the right-hand size twice; the same here.
+		if r := rhs.ComputedSize(); r != nil {
+			size = r.Union(*r)
+		}
+		return &checker.CallEstimate{CostEstimate: checker.CostEstimate{Min: 1, Max: size.Max}.MultiplyByCostFactor(common.StringTraversalCostFactor)}
 	}
 	return nil
 }

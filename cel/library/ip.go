@@ -12,8 +12,8 @@ import (
 
 // IPType and CIDRType are the CEL types of an IP address and a CIDR.
 var (
-	IPType   = cel.ObjectType("net.IP")
-	CIDRType = cel.ObjectType("net.CIDR")
+	IPType   = cel.OpaqueType("net.IP")
+	CIDRType = cel.OpaqueType("net.CIDR")
 )
 
 // IP is an IP address as a CEL value.

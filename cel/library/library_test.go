@@ -145,6 +145,8 @@ func TestLibraryFunctions(t *testing.T) {
 		{expr: "{'a': 1}.all(k, v, k == 'a' && v == 1)", want: true},
 		{expr: "optional.of(1).orValue(2)", want: int64(1)},
 		{expr: "1 < 1.5", want: true},
+		{expr: "[3, 1, 2].sort() == [1, 2, 3] && [[1], [2]].flatten() == [1, 2] && lists.range(3) == [0, 1, 2]", want: true},
+		{expr: "[1, 2, 2].distinct().reverse().slice(0, 1) == [2]", want: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.expr, func(t *testing.T) {
