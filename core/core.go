@@ -1,10 +1,15 @@
 package core
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/apikit-dev/apikit/authn/serviceaccount"
 	"github.com/apikit-dev/apikit/core/configmaps"
+	"github.com/apikit-dev/apikit/core/events"
+	"github.com/apikit-dev/apikit/core/leases"
 	"github.com/apikit-dev/apikit/core/namespaces"
 	"github.com/apikit-dev/apikit/core/secrets"
 	"github.com/apikit-dev/apikit/core/serviceaccounts"
@@ -22,12 +27,15 @@ type Config struct {
 	// Tokens signs TokenRequests and checks the tokens (the server's
 	// ServiceAccountTokens); nil serves the token subresource with 500.
 	Tokens *serviceaccount.Tokens
+	// EventTTL is how long events live after their last activity; 0 is
+	// events.DefaultTTL (kube-apiserver's --event-ttl default, 1 h).
+	EventTTL time.Duration
 }
 
 // ConfigFor is the Config of a server's config: its storage and
 // service-account tokens.
 func ConfigFor(c *server.Config) Config {
-	return Config{Storage: c.Storage, Tokens: c.ServiceAccountTokens}
+	return Config{Storage: c.Storage, Tokens: c.ServiceAccountTokens, EventTTL: c.EventTTL}
 }
 
 // API is the core group's stores.
@@ -36,8 +44,11 @@ type API struct {
 	ConfigMaps      *registry.Store[*configmaps.ConfigMap]
 	Secrets         *registry.Store[*secrets.Secret]
 	ServiceAccounts *registry.Store[*serviceaccounts.ServiceAccount]
+	Events          *events.Stores
+	Leases          *registry.Store[*leases.Lease]
 
-	tokens *serviceaccount.Tokens
+	tokens   *serviceaccount.Tokens
+	eventTTL time.Duration
 }
 
 // New builds the stores on c's storage.
@@ -45,7 +56,10 @@ func New(c Config) (*API, error) {
 	if c.Storage == nil {
 		return nil, fmt.Errorf("core: no storage")
 	}
-	a := &API{tokens: c.Tokens}
+	a := &API{tokens: c.Tokens, eventTTL: c.EventTTL}
+	if a.eventTTL <= 0 {
+		a.eventTTL = events.DefaultTTL
+	}
 	var err error
 	if a.Namespaces, err = namespaces.New(c.Storage); err != nil {
 		return nil, err
@@ -59,18 +73,27 @@ func New(c Config) (*API, error) {
 	if a.ServiceAccounts, err = serviceaccounts.New(c.Storage); err != nil {
 		return nil, err
 	}
+	if a.Events, err = events.New(c.Storage); err != nil {
+		return nil, err
+	}
+	if a.Leases, err = leases.New(c.Storage); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 
-// Install serves the groups on s: the core group at /api/v1. The
-// service-account authenticator, when the server has one, then checks
-// each token's service account in this server's storage.
+// Install serves the groups on s: the core group at /api/v1,
+// events.k8s.io/v1 and coordination.k8s.io/v1, with the post-start hook
+// core/event-ttl that deletes expired events. The service-account
+// authenticator, when the server has one, then checks each token's
+// service account in this server's storage.
 func (a *API) Install(s *server.GenericServer) error {
 	g := server.NewAPIGroupInfo("").AddVersion("v1",
 		registry.ServeProtobuf(a.Namespaces, namespaces.ProtobufToJSON),
 		registry.ServeProtobuf(a.ConfigMaps, configmaps.ProtobufToJSON),
 		registry.ServeProtobuf(a.Secrets, secrets.ProtobufToJSON),
-		registry.ServeProtobuf(a.ServiceAccounts, serviceaccounts.ProtobufToJSON))
+		registry.ServeProtobuf(a.ServiceAccounts, serviceaccounts.ProtobufToJSON),
+		registry.Serve(a.Events.Core))
 	nsRoutes := namespaces.Routes(a.Namespaces)
 	tokenRoutes := serviceaccounts.TokenRoutes(a.ServiceAccounts, a.tokens)
 	g.Versions[0].Routes = func(ws *restful.WebService) {
@@ -79,6 +102,23 @@ func (a *API) Install(s *server.GenericServer) error {
 	}
 	if err := s.InstallAPIGroup(g); err != nil {
 		return fmt.Errorf("core: %w", err)
+	}
+	eventsV1, err := registry.ServeVersion(a.Events.Events, "v1", events.ConversionV1)
+	if err != nil {
+		return fmt.Errorf("events.k8s.io: %w", err)
+	}
+	if err := s.InstallAPIGroup(server.NewAPIGroupInfo(events.GroupName).AddVersion("v1", eventsV1)); err != nil {
+		return fmt.Errorf("events.k8s.io: %w", err)
+	}
+	if err := s.InstallAPIGroup(server.NewAPIGroupInfo(leases.GroupName).AddVersion("v1", registry.Serve(a.Leases))); err != nil {
+		return fmt.Errorf("coordination.k8s.io: %w", err)
+	}
+	store, ttl := a.Events.Core, a.eventTTL
+	if err := s.AddPostStartHook("core/event-ttl", func(ctx context.Context) error {
+		go events.Expire(ctx, store, ttl, slog.Default().With("hook", "core/event-ttl"))
+		return nil
+	}); err != nil {
+		return err
 	}
 	if a.tokens != nil && a.tokens.Authenticator != nil {
 		a.tokens.Authenticator.SetLookup(serviceaccounts.Lookup(a.ServiceAccounts))

@@ -5,6 +5,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // TestCoreGroupKubectl drives wardle --core-api's core group with kubectl
@@ -100,4 +104,68 @@ func TestCoreGroupKubectl(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Error("the namespace is still there after finalize emptied spec.finalizers")
+}
+
+// TestCoreEventsAndLeases: events written through core/v1 and
+// events.k8s.io/v1 are one resource (kubectl get events shows both with
+// kube's columns), leases are served by coordination.k8s.io/v1, and
+// --event-ttl expires events.
+func TestCoreEventsAndLeases(t *testing.T) {
+	w := StartWardle(t, "--core-api", "--event-ttl=3s")
+	w.Kubectl("create", "ns", "team-a")
+	dyn := w.Dynamic()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	coreEvents := schema.GroupVersionResource{Version: "v1", Resource: "events"}
+	now := time.Now().UTC().Format(time.RFC3339)
+	old := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Event", "metadata": map[string]any{"name": "started", "namespace": "team-a"},
+		"involvedObject": map[string]any{"kind": "Flunder", "namespace": "team-a", "name": "f1"},
+		"reason": "Started", "message": "the flunder started", "type": "Normal", "count": int64(1),
+		"firstTimestamp": now, "lastTimestamp": now, "source": map[string]any{"component": "flunder-controller"},
+	}}
+	if _, err := dyn.Resource(coreEvents).Namespace("team-a").Create(ctx, old, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	newEvents := schema.GroupVersionResource{Group: "events.k8s.io", Version: "v1", Resource: "events"}
+	ev := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": map[string]any{"name": "reconciled", "namespace": "team-a"},
+		"eventTime": time.Now().UTC().Format("2006-01-02T15:04:05.000000Z07:00"), "reportingController": "example.com/flunders",
+		"reportingInstance": "ctl-1", "action": "Reconcile", "reason": "Reconciled", "note": "all good", "type": "Warning",
+		"regarding": map[string]any{"kind": "Flunder", "namespace": "team-a", "name": "f1"},
+	}}
+	if _, err := dyn.Resource(newEvents).Namespace("team-a").Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := w.Kubectl("get", "events", "-n", "team-a")
+	for _, want := range []string{"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE", "Started", "flunder/f1", "the flunder started", "Reconciled", "all good"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl get events lacks %q:\n%s", want, out)
+		}
+	}
+	if got := w.Kubectl("get", "events.v1.events.k8s.io", "started", "-n", "team-a", "-o", "jsonpath={.note} {.regarding.name}"); got != "the flunder started f1" {
+		t.Errorf("the core event through events.k8s.io/v1: %q", got)
+	}
+
+	leases := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+	lease := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": map[string]any{"name": "leader", "namespace": "team-a"},
+		"spec": map[string]any{"holderIdentity": "pod-a", "leaseDurationSeconds": int64(15)},
+	}}
+	if _, err := dyn.Resource(leases).Namespace("team-a").Create(ctx, lease, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if out := w.Kubectl("get", "leases", "-n", "team-a"); !strings.Contains(out, "HOLDER") || !strings.Contains(out, "pod-a") {
+		t.Errorf("kubectl get leases:\n%s", out)
+	}
+
+	// --event-ttl=3s: both events are gone within a few seconds.
+	for ctx.Err() == nil {
+		if out := w.Kubectl("get", "events", "-n", "team-a", "-o", "name"); strings.TrimSpace(out) == "" {
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Error("events outlived --event-ttl")
 }

@@ -35,6 +35,9 @@ type GenericOptions struct {
 	ShutdownDelayDuration time.Duration
 	// EnableProfiling serves /debug/pprof/ to authorized users.
 	EnableProfiling bool
+	// EventTTL is how long events are kept after their last activity, by
+	// a server serving them (the core group).
+	EventTTL time.Duration
 
 	// hostIPs and hostname stand in for the machine in tests.
 	hostIPs  func() ([]net.IP, error)
@@ -49,6 +52,7 @@ func NewGenericOptions() *GenericOptions {
 		RequestTimeout:              time.Minute,
 		MinRequestTimeout:           1800,
 		EnableProfiling:             true,
+		EventTTL:                    time.Hour,
 	}
 }
 
@@ -75,6 +79,8 @@ func (o *GenericOptions) AddFlags(fs *pflag.FlagSet) {
 		"Time to delay the termination. During that time the server keeps serving requests normally. The endpoints /healthz and /livez will return success, "+
 			"but /readyz immediately returns failure. Graceful termination starts after this delay has elapsed. "+
 			"This can be used to allow load balancer to stop sending traffic to this server.")
+	fs.DurationVar(&o.EventTTL, "event-ttl", o.EventTTL,
+		"Amount of time to retain events.")
 	fs.BoolVar(&o.EnableProfiling, "profiling", o.EnableProfiling,
 		"Enable profiling via web interface host:port/debug/pprof/ (for users the authorizer allows there: under RBAC, cluster-admin).")
 }
@@ -96,6 +102,9 @@ func (o *GenericOptions) Validate() []error {
 	}
 	if o.ShutdownDelayDuration < 0 {
 		errs = append(errs, errors.New("--shutdown-delay-duration can not be negative value"))
+	}
+	if o.EventTTL <= 0 {
+		errs = append(errs, errors.New("--event-ttl must be greater than 0"))
 	}
 	return errs
 }
@@ -168,6 +177,7 @@ func (o *GenericOptions) ApplyTo(c *server.Config) error {
 	c.MinRequestTimeout = time.Duration(o.MinRequestTimeout) * time.Second
 	c.ShutdownDelayDuration = o.ShutdownDelayDuration
 	c.EnableProfiling = o.EnableProfiling
+	c.EventTTL = o.EventTTL
 	return nil
 }
 

@@ -33,6 +33,11 @@ type Options[T meta.Object] struct {
 	// StorageVersion is the version whose Go type T is; objects are stored
 	// with apiVersion <group>/<StorageVersion>.
 	StorageVersion string
+	// StorageAPIVersion, when set, is the apiVersion stored objects carry
+	// instead: a resource served in a group of its own over another
+	// group's objects, as events.k8s.io's events are core v1 Events in
+	// storage, sets the other's, so that both stores write the same bytes.
+	StorageAPIVersion string
 	// Strategy supplies defaults and validation. Required.
 	Strategy Strategy[T]
 	// Storage holds the objects. Required.
@@ -59,6 +64,9 @@ type Options[T meta.Object] struct {
 	// after NAME (a CustomResourceDefinition's printer columns, which
 	// show age as a column of their own when they do).
 	NoAgeColumn bool
+	// NoNameColumn leaves NAME out of Tables too, for a resource kubectl
+	// shows otherwise (events: LAST SEEN first, the name last, wide only).
+	NoNameColumn bool
 	// Fields returns selectable fields beyond metadata.name and
 	// metadata.namespace, which are always selectable. It must return the
 	// same field names for every object, an empty one included: a field
@@ -117,6 +125,9 @@ func NewStore[T meta.Object](opts Options[T]) (*Store[T], error) {
 		opts.Now = time.Now
 	}
 	apiVersion := meta.GroupVersion{Group: opts.Resource.Group, Version: opts.StorageVersion}.String()
+	if opts.StorageAPIVersion != "" {
+		apiVersion = opts.StorageAPIVersion
+	}
 	return &Store[T]{
 		opts:              opts,
 		ti:                ti,

@@ -26,11 +26,13 @@ var (
 		Description: "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC."}
 )
 
-// tableColumns returns the column definitions: Name, the custom ones, Age
-// (unless NoAgeColumn).
+// tableColumns returns the column definitions: Name (unless NoNameColumn),
+// the custom ones, Age (unless NoAgeColumn).
 func (s *Store[T]) tableColumns() []meta.TableColumnDefinition {
 	cols := make([]meta.TableColumnDefinition, 0, len(s.opts.Columns)+2)
-	cols = append(cols, nameColumn)
+	if !s.opts.NoNameColumn {
+		cols = append(cols, nameColumn)
+	}
 	for _, c := range s.opts.Columns {
 		cols = append(cols, meta.TableColumnDefinition{Name: c.Name, Type: c.Type, Format: c.Format, Description: c.Description, Priority: c.Priority})
 	}
@@ -44,7 +46,9 @@ func (s *Store[T]) tableColumns() []meta.TableColumnDefinition {
 func (s *Store[T]) tableCells(obj T, now time.Time) []any {
 	cells := make([]any, 0, len(s.opts.Columns)+2)
 	m := obj.GetObjectMeta()
-	cells = append(cells, m.Name)
+	if !s.opts.NoNameColumn {
+		cells = append(cells, m.Name)
+	}
 	for _, c := range s.opts.Columns {
 		cells = append(cells, c.Value(obj))
 	}

@@ -52,6 +52,9 @@ type Config struct {
 	// core group's TokenRequest) and say who checks them; options set it
 	// from the --service-account-* flags.
 	ServiceAccountTokens *serviceaccount.Tokens
+	// EventTTL is how long a served events resource keeps an event after
+	// its last activity (--event-ttl); 0 is the resource's default.
+	EventTTL time.Duration
 	// Authorizer decides what they may do. The default allows every
 	// authenticated user everything.
 	Authorizer authz.Authorizer

@@ -37,7 +37,7 @@ func main() {
 		return wardleapi.Build(c)
 	})
 	cmd.Flags().BoolVar(&withCore, "core-api", false,
-		"Serve the core group too (/api/v1: namespaces, configmaps, secrets, serviceaccounts and their tokens, events) and coordination.k8s.io leases.")
+		"Serve the core group too (/api/v1: namespaces, configmaps, secrets, serviceaccounts and their tokens, events), events.k8s.io and coordination.k8s.io leases.")
 	if err := cmd.Execute(); err != nil {
 		os.Exit(1)
 	}

@@ -1,0 +1,178 @@
+// Package events serves events twice over one storage, as kube-apiserver
+// does: core/v1 Events (/api/v1/namespaces/{namespace}/events) and
+// events.k8s.io/v1 Events, stored as core v1 Events under the same keys,
+// so that a watch of either sees the writes of both. Events expire TTL
+// after their last activity (Expirer, the server's --event-ttl).
+package events
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apikit-dev/apikit/core/serviceaccounts"
+	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/registry"
+	"github.com/apikit-dev/apikit/storage"
+)
+
+// GroupName is the events.k8s.io group.
+const GroupName = "events.k8s.io"
+
+// ObjectReference is core/v1 ObjectReference.
+type ObjectReference = serviceaccounts.ObjectReference
+
+// Event is core/v1 Event, the storage version of both.
+type Event struct {
+	meta.TypeMeta   `json:",inline"`
+	meta.ObjectMeta `json:"metadata"`
+
+	InvolvedObject      ObjectReference  `json:"involvedObject" description:"The object that this event is about."`
+	Reason              string           `json:"reason,omitempty" description:"This should be a short, machine understandable string that gives the reason for the transition into the object's current status."`
+	Message             string           `json:"message,omitempty" description:"A human-readable description of the status of this operation."`
+	Source              EventSource      `json:"source,omitempty" description:"The component reporting this event."`
+	FirstTimestamp      meta.Time        `json:"firstTimestamp,omitempty" description:"The time at which the event was first recorded."`
+	LastTimestamp       meta.Time        `json:"lastTimestamp,omitempty" description:"The time at which the most recent occurrence of this event was recorded."`
+	Count               int32            `json:"count,omitempty" description:"The number of times this event has occurred."`
+	Type                string           `json:"type,omitempty" description:"Type of this event (Normal, Warning), new types could be added in the future"`
+	EventTime           meta.MicroTime   `json:"eventTime,omitempty" description:"Time when this Event was first observed."`
+	Series              *EventSeries     `json:"series,omitempty" description:"Data about the Event series this event represents or nil if it's a singleton Event."`
+	Action              string           `json:"action,omitempty" description:"What action was taken/failed regarding to the Regarding object."`
+	Related             *ObjectReference `json:"related,omitempty" description:"Optional secondary object for more complex actions."`
+	ReportingController string           `json:"reportingComponent" description:"Name of the controller that emitted this Event, e.g. kubernetes.io/kubelet."`
+	ReportingInstance   string           `json:"reportingInstance" description:"ID of the controller instance, e.g. kubelet-xyzf."`
+}
+
+// SwaggerDoc describes Event in OpenAPI.
+func (Event) SwaggerDoc() map[string]string {
+	return map[string]string{"": "Event is a report of an event somewhere in the cluster."}
+}
+
+// EventSource names the component that reported an event.
+type EventSource struct {
+	Component string `json:"component,omitempty" description:"Component from which the event is generated."`
+	Host      string `json:"host,omitempty" description:"Node name on which the event is generated."`
+}
+
+// EventSeries is a series of occurrences of one event.
+type EventSeries struct {
+	Count            int32          `json:"count,omitempty" description:"Number of occurrences in this series up to the last heartbeat time"`
+	LastObservedTime meta.MicroTime `json:"lastObservedTime,omitempty" description:"Time of the last occurrence observed"`
+}
+
+// Stores are the two stores over events' storage: the core group's and
+// events.k8s.io's, both holding core v1 Events.
+type Stores struct {
+	Core   *registry.Store[*Event]
+	Events *registry.Store[*Event]
+}
+
+// New returns both stores on the storage f gives core events.
+func New(f storage.Factory) (*Stores, error) {
+	coreResource := meta.GroupResource{Resource: "events"}
+	st, err := f.For(coreResource)
+	if err != nil {
+		return nil, fmt.Errorf("events: %w", err)
+	}
+	opts := registry.Options[*Event]{
+		Resource:        coreResource,
+		Kind:            "Event",
+		ShortNames:      []string{"ev"},
+		NamespaceScoped: true,
+		StorageVersion:  "v1",
+		Strategy:        strategy{},
+		Storage:         st,
+		// kube's events table: kubectl get events.
+		NoNameColumn: true,
+		NoAgeColumn:  true,
+		Columns:      columns,
+		Fields:       fields,
+	}
+	core, err := registry.NewStore(opts)
+	if err != nil {
+		return nil, fmt.Errorf("events: %w", err)
+	}
+	opts.Resource = meta.GroupResource{Group: GroupName, Resource: "events"}
+	opts.StorageAPIVersion = "v1"
+	opts.KeyRoot = storage.KeyRoot(coreResource)
+	ev, err := registry.NewStore(opts)
+	if err != nil {
+		return nil, fmt.Errorf("events.k8s.io events: %w", err)
+	}
+	return &Stores{Core: core, Events: ev}, nil
+}
+
+// fields are the field selectors kube-apiserver's events take.
+func fields(e *Event) meta.Set {
+	return meta.Set{
+		"involvedObject.kind": e.InvolvedObject.Kind, "involvedObject.namespace": e.InvolvedObject.Namespace,
+		"involvedObject.name": e.InvolvedObject.Name, "involvedObject.uid": e.InvolvedObject.UID,
+		"involvedObject.apiVersion": e.InvolvedObject.APIVersion, "involvedObject.resourceVersion": e.InvolvedObject.ResourceVersion,
+		"involvedObject.fieldPath": e.InvolvedObject.FieldPath,
+		"reason":                   e.Reason, "reportingComponent": e.ReportingController, "source": e.Source.Component, "type": e.Type,
+	}
+}
+
+type strategy struct {
+	registry.DefaultStrategy[*Event]
+}
+
+func (strategy) Validate(_ context.Context, e *Event) meta.FieldErrors { return Validate(e) }
+
+func (strategy) ValidateUpdate(_ context.Context, e, _ *Event) meta.FieldErrors { return Validate(e) }
+
+// Length limits of an event's fields, as kube-apiserver's.
+const (
+	reportingInstanceLengthLimit = 128
+	actionLengthLimit            = 128
+	reasonLengthLimit            = 128
+	noteLengthLimit              = 1024
+)
+
+// Validate checks an event as kube-apiserver does for core v1 writes: an
+// event without eventTime (an old-style one) names an object of its own
+// namespace; a new-style one needs its reporting controller, instance,
+// action and reason.
+func Validate(e *Event) meta.FieldErrors {
+	var errs meta.FieldErrors
+	involvedNS := meta.NewPath("involvedObject", "namespace")
+	if e.EventTime.IsZero() {
+		if e.InvolvedObject.Namespace == "" {
+			if e.Namespace != "" && e.Namespace != "default" {
+				errs = append(errs, meta.Invalid(involvedNS, e.InvolvedObject.Namespace, "does not match event.namespace"))
+			}
+		} else if e.Namespace != e.InvolvedObject.Namespace {
+			errs = append(errs, meta.Invalid(involvedNS, e.InvolvedObject.Namespace, "does not match event.namespace"))
+		}
+	} else {
+		if e.InvolvedObject.Namespace == "" && e.Namespace != "default" && e.Namespace != "kube-system" {
+			errs = append(errs, meta.Invalid(involvedNS, e.InvolvedObject.Namespace, "does not match event.namespace"))
+		}
+		rc := meta.NewPath("reportingController")
+		if e.ReportingController == "" {
+			errs = append(errs, meta.Required(rc, ""))
+		}
+		for _, msg := range meta.ValidateQualifiedName(e.ReportingController) {
+			errs = append(errs, meta.Invalid(rc, e.ReportingController, msg))
+		}
+		errs = append(errs, requiredAtMost(meta.NewPath("reportingInstance"), e.ReportingInstance, reportingInstanceLengthLimit)...)
+		errs = append(errs, requiredAtMost(meta.NewPath("action"), e.Action, actionLengthLimit)...)
+		errs = append(errs, requiredAtMost(meta.NewPath("reason"), e.Reason, reasonLengthLimit)...)
+		if len(e.Message) > noteLengthLimit {
+			errs = append(errs, meta.Invalid(meta.NewPath("message"), "", fmt.Sprintf("can have at most %v characters", noteLengthLimit)))
+		}
+	}
+	for _, msg := range meta.ValidateDNS1123Subdomain(e.Namespace) {
+		errs = append(errs, meta.Invalid(meta.NewPath("namespace"), e.Namespace, msg))
+	}
+	return errs
+}
+
+func requiredAtMost(p *meta.Path, v string, limit int) meta.FieldErrors {
+	switch {
+	case v == "":
+		return meta.FieldErrors{meta.Required(p, "")}
+	case len(v) > limit:
+		return meta.FieldErrors{meta.Invalid(p, "", fmt.Sprintf("can have at most %v characters", limit))}
+	}
+	return nil
+}

@@ -1,0 +1,89 @@
+// Package leases serves coordination.k8s.io/v1 leases
+// (/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases), which
+// client-go's leader election and controller-runtime managers hold.
+package leases
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/registry"
+	"github.com/apikit-dev/apikit/storage"
+)
+
+// GroupName is the API group of leases.
+const GroupName = "coordination.k8s.io"
+
+// Lease is coordination.k8s.io/v1 Lease.
+type Lease struct {
+	meta.TypeMeta   `json:",inline"`
+	meta.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec LeaseSpec `json:"spec,omitempty" description:"spec contains the specification of the Lease."`
+}
+
+// SwaggerDoc describes Lease in OpenAPI.
+func (Lease) SwaggerDoc() map[string]string {
+	return map[string]string{"": "Lease defines a lease concept."}
+}
+
+// LeaseSpec is who holds the lease and until when.
+type LeaseSpec struct {
+	HolderIdentity       *string         `json:"holderIdentity,omitempty" description:"holderIdentity contains the identity of the holder of a current lease."`
+	LeaseDurationSeconds *int32          `json:"leaseDurationSeconds,omitempty" description:"leaseDurationSeconds is a duration that candidates for a lease need to wait to force acquire it."`
+	AcquireTime          *meta.MicroTime `json:"acquireTime,omitempty" description:"acquireTime is a time when the current lease was acquired."`
+	RenewTime            *meta.MicroTime `json:"renewTime,omitempty" description:"renewTime is a time when the current holder of a lease has last updated the lease."`
+	LeaseTransitions     *int32          `json:"leaseTransitions,omitempty" description:"leaseTransitions is the number of transitions of a lease between holders."`
+	Strategy             *string         `json:"strategy,omitempty" description:"Strategy indicates the strategy for picking the leader for coordinated leader election."`
+	PreferredHolder      *string         `json:"preferredHolder,omitempty" description:"PreferredHolder signals to a lease holder that the lease has a more optimal holder and should be given up."`
+}
+
+// New returns the leases store on the storage f gives it.
+func New(f storage.Factory) (*registry.Store[*Lease], error) {
+	resource := meta.GroupResource{Group: GroupName, Resource: "leases"}
+	st, err := f.For(resource)
+	if err != nil {
+		return nil, fmt.Errorf("leases: %w", err)
+	}
+	return registry.NewStore(registry.Options[*Lease]{
+		Resource:        resource,
+		Kind:            "Lease",
+		NamespaceScoped: true,
+		StorageVersion:  "v1",
+		Strategy:        strategy{},
+		Storage:         st,
+		Columns: []registry.Column[*Lease]{
+			{Name: "Holder", Type: "string", Description: "holderIdentity contains the identity of the holder of a current lease.", Value: func(l *Lease) any {
+				if l.Spec.HolderIdentity == nil {
+					return ""
+				}
+				return *l.Spec.HolderIdentity
+			}},
+		},
+	})
+}
+
+type strategy struct {
+	registry.DefaultStrategy[*Lease]
+}
+
+func (strategy) Validate(_ context.Context, l *Lease) meta.FieldErrors { return Validate(l) }
+
+func (strategy) ValidateUpdate(_ context.Context, l, _ *Lease) meta.FieldErrors { return Validate(l) }
+
+// Validate checks a Lease's spec as kube-apiserver does.
+func Validate(l *Lease) meta.FieldErrors {
+	var errs meta.FieldErrors
+	p := meta.NewPath("spec")
+	if d := l.Spec.LeaseDurationSeconds; d != nil && *d <= 0 {
+		errs = append(errs, meta.Invalid(p.Child("leaseDurationSeconds"), *d, "must be greater than 0"))
+	}
+	if n := l.Spec.LeaseTransitions; n != nil && *n < 0 {
+		errs = append(errs, meta.Invalid(p.Child("leaseTransitions"), *n, "must be greater than or equal to 0"))
+	}
+	if l.Spec.PreferredHolder != nil && *l.Spec.PreferredHolder != "" && (l.Spec.Strategy == nil || *l.Spec.Strategy == "") {
+		errs = append(errs, meta.Forbidden(p.Child("preferredHolder"), "may only be specified if `strategy` is defined"))
+	}
+	return errs
+}
