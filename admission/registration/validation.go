@@ -1,12 +1,18 @@
 package registration
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
+	"github.com/google/cel-go/common/types"
+
+	"github.com/apikit-dev/apikit/cel"
+	"github.com/apikit-dev/apikit/cel/library"
 	"github.com/apikit-dev/apikit/meta"
 )
 
@@ -395,8 +401,9 @@ func validateMatchConditions(mcs []MatchCondition, p *meta.Path) meta.FieldError
 		ip := p.Index(i)
 		if strings.TrimSpace(mc.Expression) == "" {
 			errs = append(errs, meta.Required(ip.Child("expression"), ""))
+		} else {
+			errs = append(errs, compileMatchCondition(strings.TrimSpace(mc.Expression), ip.Child("expression"))...)
 		}
-		// Compiling the expression is package cel's (not wired yet).
 		if mc.Name == "" {
 			errs = append(errs, meta.Required(ip.Child("name"), ""))
 		} else {
@@ -412,6 +419,35 @@ func validateMatchConditions(mcs []MatchCondition, p *meta.Path) meta.FieldError
 		}
 	}
 	return errs
+}
+
+var matchConditionCompiler = sync.OnceValues(func() (*cel.Compiler, error) {
+	return cel.NewCompiler(
+		cel.Variable{Name: cel.ObjectVarName}, cel.Variable{Name: cel.OldObjectVarName}, cel.Variable{Name: cel.RequestVarName},
+		cel.Variable{Name: cel.AuthorizerVarName, Type: library.AuthorizerType},
+		cel.Variable{Name: cel.RequestResourceVarName, Type: library.ResourceCheckType})
+})
+
+// MatchConditionCompiler returns the compiler of webhooks' matchConditions:
+// object, oldObject and request, and the authorizer (no params), as
+// kube-apiserver declares them.
+func MatchConditionCompiler() (*cel.Compiler, error) { return matchConditionCompiler() }
+
+// compileMatchCondition reports an expression that does not compile to a
+// bool, with package cel's (kube's) wording.
+func compileMatchCondition(expr string, p *meta.Path) meta.FieldErrors {
+	c, err := matchConditionCompiler()
+	if err != nil {
+		return meta.FieldErrors{meta.InternalFieldError(p, err)}
+	}
+	if _, err := c.Compile(expr, types.BoolType); err != nil {
+		var ce *cel.CompileError
+		if errors.As(err, &ce) {
+			return meta.FieldErrors{meta.Invalid(p, expr, ce.Detail)}
+		}
+		return meta.FieldErrors{meta.InternalFieldError(p, err)}
+	}
+	return nil
 }
 
 // validateLabelSelector is apimachinery's metav1 ValidateLabelSelector.

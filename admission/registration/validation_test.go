@@ -189,3 +189,19 @@ func TestReviewVersionNames(t *testing.T) {
 		t.Errorf("errors %v", errs)
 	}
 }
+
+func TestMatchConditionExpressions(t *testing.T) {
+	c := &ValidatingWebhookConfiguration{Webhooks: []ValidatingWebhook{validHook()}}
+	c.Webhooks[0].MatchConditions = []MatchCondition{
+		{Name: "ok", Expression: "object.metadata.name != 'x' && request.operation == 'CREATE'"},
+		{Name: "undeclared", Expression: "params.x == 1"},
+		{Name: "not-bool", Expression: "'a'"},
+	}
+	SetValidatingDefaults(c)
+	errs := ValidateValidating(c)
+	if len(errs) != 2 ||
+		!strings.HasPrefix(errs[0].Error(), `webhooks[0].matchConditions[1].expression: Invalid value: "params.x == 1": compilation failed: ERROR: <input>:1:1: undeclared reference to 'params'`) ||
+		!strings.HasPrefix(errs[1].Error(), `webhooks[0].matchConditions[2].expression: Invalid value: "'a'": must evaluate to bool`) {
+		t.Errorf("errors:\n%v", errs)
+	}
+}

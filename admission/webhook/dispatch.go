@@ -41,10 +41,11 @@ type NamespaceLabels interface {
 	NamespaceLabels(ctx context.Context, name string) (map[string]string, error)
 }
 
-// MatchConditions evaluates a webhook's matchConditions (CEL) against a
-// request: true when all hold. Package cel provides one.
+// MatchConditions evaluates a webhook's matchConditions (CEL) against the
+// AdmissionRequest it would be sent: true when all hold. NewCELMatchConditions
+// is package cel's.
 type MatchConditions interface {
-	Match(ctx context.Context, conditions []registration.MatchCondition, a *admission.Attributes) (bool, error)
+	Match(ctx context.Context, conditions []registration.MatchCondition, req *AdmissionRequest) (bool, error)
 }
 
 // Config configures the webhook plugins.
@@ -256,15 +257,16 @@ func firstNonNil(errs []error) error {
 // callMutating calls one mutating webhook and applies its patch.
 func (w *Webhooks) callMutating(ctx context.Context, inv *invocation, a *admission.Attributes, round, index int) (bool, error) {
 	h := inv.h
-	if a.DryRun && !h.noSideEffects {
-		return false, dryRunUnsupported(h.name)
-	}
 	obj, old, err := inv.objects(a)
 	if err != nil {
 		return false, err
 	}
-	resp, objJSON, err := w.call(ctx, inv, a, obj, old, true)
 	annotation := fmt.Sprintf("round_%d_index_%d", round, index)
+	req, objJSON, call, err := w.prepare(ctx, inv, a, obj, old)
+	if err != nil || !call {
+		return false, w.failure(ctx, inv, err, "mutating", annotation)
+	}
+	resp, err := w.call(ctx, inv, req, true)
 	if err != nil {
 		return false, w.failure(ctx, inv, err, "mutating", annotation)
 	}
@@ -284,16 +286,18 @@ func (w *Webhooks) callMutating(ctx context.Context, inv *invocation, a *admissi
 // callValidating calls one validating webhook.
 func (w *Webhooks) callValidating(ctx context.Context, inv *invocation, a *admission.Attributes, index int) error {
 	h := inv.h
-	if a.DryRun && !h.noSideEffects {
-		return dryRunUnsupported(h.name)
-	}
 	obj, old, err := inv.objects(a)
 	if err != nil {
 		return err
 	}
-	resp, _, err := w.call(ctx, inv, a, obj, old, false)
+	annotation := fmt.Sprintf("round_0_index_%d", index)
+	req, _, call, err := w.prepare(ctx, inv, a, obj, old)
+	if err != nil || !call {
+		return w.failure(ctx, inv, err, "validating", annotation)
+	}
+	resp, err := w.call(ctx, inv, req, false)
 	if err != nil {
-		return w.failure(ctx, inv, err, "validating", fmt.Sprintf("round_0_index_%d", index))
+		return w.failure(ctx, inv, err, "validating", annotation)
 	}
 	w.report(ctx, h, resp)
 	if !resp.Allowed {
@@ -305,6 +309,9 @@ func (w *Webhooks) callValidating(ctx context.Context, inv *invocation, a *admis
 // failure applies the webhook's failurePolicy to a failed call: Ignore
 // lets the write pass (logged and audited), Fail refuses it with 500.
 func (w *Webhooks) failure(ctx context.Context, inv *invocation, err error, kind, annotation string) error {
+	if err == nil {
+		return nil
+	}
 	var ce *callError
 	if !errors.As(err, &ce) {
 		return err
@@ -381,47 +388,56 @@ func (inv *invocation) objects(a *admission.Attributes) (obj, old meta.Object, e
 	return obj, old, err
 }
 
-// call sends the AdmissionReview and checks the answer; it returns the
-// object's JSON as sent.
-func (w *Webhooks) call(ctx context.Context, inv *invocation, a *admission.Attributes, obj, old meta.Object, mutating bool) (*AdmissionResponse, []byte, error) {
+// prepare builds the AdmissionRequest of an invocation and decides, by
+// the webhook's matchConditions, whether it is called; a dry run to a
+// webhook with side effects is refused. It returns the object's JSON as
+// sent.
+func (w *Webhooks) prepare(ctx context.Context, inv *invocation, a *admission.Attributes, obj, old meta.Object) (*AdmissionRequest, []byte, bool, error) {
 	h := inv.h
-	fail := func(format string, args ...any) error {
-		return &callError{name: h.name, reason: fmt.Errorf(format, args...)}
+	req, objJSON, err := newRequest(inv, a, obj, old)
+	if err != nil {
+		return nil, nil, false, meta.NewInternalError(err)
 	}
 	if len(h.matchConditions) > 0 {
 		if w.cfg.MatchConditions == nil {
-			return nil, nil, fail("match conditions cannot be evaluated: this server has no CEL engine")
+			return nil, nil, false, &callError{name: h.name, reason: errors.New("match conditions cannot be evaluated: this server has no CEL evaluator")}
 		}
-		ok, err := w.cfg.MatchConditions.Match(ctx, h.matchConditions, a)
+		ok, err := w.cfg.MatchConditions.Match(ctx, h.matchConditions, req)
 		if err != nil {
-			return nil, nil, fail("%w", err)
+			return nil, nil, false, &callError{name: h.name, reason: err}
 		}
 		if !ok {
-			return &AdmissionResponse{Allowed: true}, nil, nil
+			return nil, nil, false, nil
 		}
 	}
-	req, objJSON, err := newRequest(inv, a, obj, old)
-	if err != nil {
-		return nil, nil, meta.NewInternalError(err)
+	if a.DryRun && !h.noSideEffects {
+		return nil, nil, false, dryRunUnsupported(h.name)
 	}
+	return req, objJSON, true, nil
+}
+
+// call sends the AdmissionReview and checks the answer.
+func (w *Webhooks) call(ctx context.Context, inv *invocation, req *AdmissionRequest, mutating bool) (*AdmissionResponse, error) {
+	h := inv.h
+	fail := func(format string, args ...any) error { return &callError{name: h.name, reason: fmt.Errorf(format, args...)} }
 	body, err := json.Marshal(AdmissionReview{TypeMeta: meta.TypeMeta{APIVersion: ReviewGroupVersion, Kind: "AdmissionReview"}, Request: req})
 	if err != nil {
-		return nil, nil, meta.NewInternalError(err)
+		return nil, meta.NewInternalError(err)
 	}
 	t, err := w.clients.targetFor(&h.clientConfig, int(h.timeout/time.Second))
 	if err != nil {
-		return nil, nil, fail("%w", err)
+		return nil, fail("%w", err)
 	}
 	callCtx, cancel := context.WithTimeout(ctx, h.timeout)
 	defer cancel()
 	var review AdmissionReview
 	if err := iwebhook.Post(callCtx, t.http, iwebhook.Request{URL: t.url, Token: t.token, Body: body, MaxResponseBytes: maxResponseBytes}, &review); err != nil {
-		return nil, nil, fail("failed to call webhook: %w", err)
+		return nil, fail("failed to call webhook: %w", err)
 	}
 	if err := verifyResponse(&review, req.UID, mutating); err != nil {
-		return nil, nil, fail("received invalid webhook response: %w", err)
+		return nil, fail("received invalid webhook response: %w", err)
 	}
-	return review.Response, objJSON, nil
+	return review.Response, nil
 }
 
 // verifyResponse is kube-apiserver's VerifyAdmissionResponse for v1.

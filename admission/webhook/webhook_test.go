@@ -450,3 +450,47 @@ func BenchmarkValidatingWebhook(b *testing.B) {
 		b.ReportMetric(float64(ws.handshakes.Load())/float64(b.N), "handshakes/op")
 	})
 }
+
+func TestMatchConditions(t *testing.T) {
+	ws := newWebhookServer(t, func(_ *AdmissionRequest, resp *AdmissionResponse) {
+		resp.Allowed = false
+		resp.Result = &meta.Status{Message: "no"}
+	})
+	mc, err := NewCELMatchConditions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		conds   []registration.MatchCondition
+		fp      registration.FailurePolicyType
+		wantErr string
+	}{
+		{name: "all true: called", conds: []registration.MatchCondition{{Name: "big", Expression: "object.spec.size > 2"}, {Name: "user", Expression: "request.userInfo.username == 'alice'"}},
+			wantErr: `admission webhook "mc.example.com" denied the request: no`},
+		{name: "one false: not called", conds: []registration.MatchCondition{{Name: "big", Expression: "object.spec.size > 2"}, {Name: "small", Expression: "object.spec.size < 2"}}},
+		{name: "false wins over an error", conds: []registration.MatchCondition{{Name: "err", Expression: "object.nothing == 1"}, {Name: "no", Expression: "false"}}},
+		{name: "an error fails closed", conds: []registration.MatchCondition{{Name: "err", Expression: "object.nothing == 1"}}, fp: registration.Fail,
+			wantErr: `Internal error occurred: failed calling webhook "mc.example.com": match condition "err": expression 'object.nothing == 1' resulted in error: no such key: nothing`},
+		{name: "an error with Ignore", conds: []registration.MatchCondition{{Name: "err", Expression: "object.nothing == 1"}}, fp: registration.Ignore},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := NewSource()
+			src.SetMutating(nil)
+			src.SetValidating([]*registration.ValidatingWebhookConfiguration{validatingOf(ws, "mc.example.com", func(h *registration.ValidatingWebhook) {
+				h.MatchConditions = tc.conds
+				if tc.fp != "" {
+					h.FailurePolicy = &tc.fp
+				}
+			})})
+			w, err := New(Config{Source: src, MatchConditions: mc})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = w.Validating().Validate(context.Background(), attrs(admission.Create, nil))
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || err.Error() != tc.wantErr) {
+				t.Errorf("Validate: %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}

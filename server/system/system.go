@@ -49,10 +49,18 @@ type Config struct {
 // AdmissionWebhooks returns kube-apiserver's MutatingAdmissionWebhook and
 // ValidatingAdmissionWebhook plugins, configured by cfg, and the Source
 // that InstallAdmissionRegistration keeps up to date. cfg.Source is set
-// to a new Source when nil.
+// to a new Source when nil, cfg.MatchConditions to package cel's
+// evaluator.
 func AdmissionWebhooks(cfg webhook.Config) (*webhook.Source, admission.Chain, error) {
 	if cfg.Source == nil {
 		cfg.Source = webhook.NewSource()
+	}
+	if cfg.MatchConditions == nil {
+		mc, err := webhook.NewCELMatchConditions()
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg.MatchConditions = mc
 	}
 	w, err := webhook.New(cfg)
 	if err != nil {

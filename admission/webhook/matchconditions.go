@@ -1,0 +1,112 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/google/cel-go/common/types"
+
+	"github.com/apikit-dev/apikit/admission/registration"
+	"github.com/apikit-dev/apikit/cel"
+	"github.com/apikit-dev/apikit/schema/structural"
+)
+
+// maxCompiled bounds the compiled-program cache; a fresh one is started
+// when it is full.
+const maxCompiled = 1024
+
+// celConditions evaluates matchConditions with package cel over object,
+// oldObject and request, as kube-apiserver does; each expression is
+// compiled once.
+type celConditions struct {
+	compiler *cel.Compiler
+	mu       sync.Mutex
+	compiled map[string]*cel.Expression
+}
+
+// NewCELMatchConditions returns the matchConditions evaluator of package
+// cel.
+func NewCELMatchConditions() (MatchConditions, error) {
+	c, err := registration.MatchConditionCompiler()
+	if err != nil {
+		return nil, err
+	}
+	return &celConditions{compiler: c, compiled: map[string]*cel.Expression{}}, nil
+}
+
+func (c *celConditions) program(expr string) (*cel.Expression, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p, ok := c.compiled[expr]; ok {
+		return p, nil
+	}
+	p, err := c.compiler.Compile(expr, types.BoolType)
+	if err != nil {
+		return nil, err
+	}
+	if len(c.compiled) >= maxCompiled {
+		c.compiled = map[string]*cel.Expression{}
+	}
+	c.compiled[expr] = p
+	return p, nil
+}
+
+// Match is false when any condition is false; otherwise an error of any
+// condition is returned (the webhook's failurePolicy decides), as kube's
+// matcher does.
+func (c *celConditions) Match(ctx context.Context, conds []registration.MatchCondition, req *AdmissionRequest) (bool, error) {
+	vars, err := requestVars(req)
+	if err != nil {
+		return false, err
+	}
+	var errs []error
+	for _, mc := range conds {
+		p, err := c.program(mc.Expression)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("compilation failed for match condition %q: %w", mc.Name, err))
+			continue
+		}
+		v, _, err := p.Eval(ctx, vars, cel.PerCallLimit)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("match condition %q: expression '%s' resulted in error: %w", mc.Name, mc.Expression, err))
+			continue
+		}
+		if b, ok := v.Value().(bool); !ok {
+			errs = append(errs, fmt.Errorf("match condition %q: expression '%s' did not evaluate to a bool", mc.Name, mc.Expression))
+		} else if !b {
+			return false, nil
+		}
+	}
+	return len(errs) == 0, errors.Join(errs...)
+}
+
+// requestVars are object, oldObject and request as CEL sees them: JSON
+// decoded as schema/structural decodes it.
+func requestVars(req *AdmissionRequest) (map[string]any, error) {
+	decode := func(raw []byte) (any, error) {
+		if len(raw) == 0 {
+			return nil, nil
+		}
+		return structural.DecodeJSON(raw)
+	}
+	obj, err := decode(req.Object)
+	if err != nil {
+		return nil, err
+	}
+	old, err := decode(req.OldObject)
+	if err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	r, err := structural.DecodeJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{cel.ObjectVarName: obj, cel.OldObjectVarName: old, cel.RequestVarName: r}, nil
+}
