@@ -419,7 +419,9 @@ func (w *Webhooks) prepare(ctx context.Context, inv *invocation, a *admission.At
 // call sends the AdmissionReview and checks the answer.
 func (w *Webhooks) call(ctx context.Context, inv *invocation, req *AdmissionRequest, mutating bool) (*AdmissionResponse, error) {
 	h := inv.h
-	fail := func(format string, args ...any) error { return &callError{name: h.name, reason: fmt.Errorf(format, args...)} }
+	fail := func(format string, args ...any) error {
+		return &callError{name: h.name, reason: fmt.Errorf(format, args...)}
+	}
 	body, err := json.Marshal(AdmissionReview{TypeMeta: meta.TypeMeta{APIVersion: ReviewGroupVersion, Kind: "AdmissionReview"}, Request: req})
 	if err != nil {
 		return nil, meta.NewInternalError(err)
