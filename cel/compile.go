@@ -75,10 +75,10 @@ func CompileSchema(s *schema.Schema, path *meta.Path) (*Validator, meta.FieldErr
 	errs := c.errs
 	if c.total.total > StaticEstimatedCRDCostLimit {
 		for _, e := range c.total.mostExpensive {
-			errs = append(errs, meta.Forbidden(e.path, "contributed to estimated rule & messageExpression cost total exceeding cost limit for entire OpenAPIv3 schema"))
+			errs = append(errs, meta.Forbidden(e.path, "contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema"))
 		}
 		errs = append(errs, meta.Forbidden(path, costErrorMessage(
-			"x-kubernetes-validations estimated rule & messageExpression cost total for entire OpenAPIv3 schema",
+			"x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema",
 			c.total.total, StaticEstimatedCRDCostLimit)))
 	}
 	return v, errs
@@ -258,7 +258,7 @@ func checkFieldPaths(s *schema.Schema, path *meta.Path) meta.FieldErrors {
 			continue
 		}
 		if _, err := validFieldPath(r.FieldPath, s); err != nil {
-			errs = append(errs, meta.Invalid(path.Child("x-kubernetes-validations").Index(i).Child("fieldPath"), r.FieldPath, "fieldPath must be a valid path"))
+			errs = append(errs, meta.Invalid(path.Child("x-kubernetes-validations").Index(i).Child("fieldPath"), r.FieldPath, "must be a valid path"))
 		}
 	}
 	return errs
@@ -307,7 +307,7 @@ func (c *compiler) rules(s *schema.Schema, decl *declType, path *meta.Path, card
 		}
 		c.total.observe(rulePath.Child("rule"), cost)
 		if cerr != "" {
-			c.errs = append(c.errs, meta.Invalid(rulePath.Child("rule"), ruleValue(r), cerr))
+			c.errs = append(c.errs, meta.Invalid(rulePath.Child("rule"), newRuleValue(r), cerr))
 			continue
 		}
 		cr.program = ruleCost.program
@@ -316,7 +316,7 @@ func (c *compiler) rules(s *schema.Schema, decl *declType, path *meta.Path, card
 			msgCost, merr := compileExpr(env, r.MessageExpression, estimator, types.StringType,
 				"messageExpression must evaluate to a string", "messageExpression compilation failed: ")
 			if merr != "" {
-				c.errs = append(c.errs, meta.Invalid(rulePath.Child("messageExpression"), ruleValue(r), merr))
+				c.errs = append(c.errs, meta.Invalid(rulePath.Child("messageExpression"), newRuleValue(r), merr))
 			} else {
 				if msgCost.maxCost > StaticEstimatedCostLimit {
 					c.errs = append(c.errs, meta.Forbidden(rulePath.Child("messageExpression"),

@@ -25,46 +25,46 @@ func TestGatewayStyleRules(t *testing.T) {
 	}, {
 		name:   "https without tls",
 		change: func(s map[string]any) { delete(listener(s, 1), "tls") },
-		want:   []string{`spec.listeners[1]: Invalid value: "object": tls must be specified for protocol HTTPS`},
+		want:   []string{`spec.listeners[1]: Invalid value: tls must be specified for protocol HTTPS`},
 	}, {
 		name:   "http with tls",
 		change: func(s map[string]any) { listener(s, 0)["tls"] = map[string]any{"mode": "Terminate"} },
-		want:   []string{`spec.listeners[0]: Invalid value: "object": tls must not be specified for protocols ['HTTP', 'TCP', 'UDP']`},
+		want:   []string{`spec.listeners[0]: Invalid value: tls must not be specified for protocols ['HTTP', 'TCP', 'UDP']`},
 	}, {
 		name:   "duplicate listener name",
 		change: func(s map[string]any) { listener(s, 2)["name"] = "http" },
-		want:   []string{`spec.listeners: Invalid value: "array": Listener name must be unique within the Gateway`},
+		want:   []string{`spec.listeners: Invalid value: Listener name must be unique within the Gateway`},
 	}, {
 		name:   "duplicate port, protocol and hostname",
 		change: func(s map[string]any) { listener(s, 2)["port"] = int64(80); listener(s, 2)["protocol"] = "HTTP" },
-		want:   []string{`spec.listeners: Invalid value: "array": Combination of port, protocol and hostname must be unique for each listener`},
+		want:   []string{`spec.listeners: Invalid value: Combination of port, protocol and hostname must be unique for each listener`},
 	}, {
 		name:   "class name changed",
 		change: func(s map[string]any) { s["gatewayClassName"] = "other" },
-		want:   []string{`spec: Invalid value: "object": gatewayClassName is immutable`},
+		want:   []string{`spec: Invalid value: gatewayClassName is immutable`},
 	}, {
 		name:   "class name not a subdomain",
 		change: func(s map[string]any) { s["gatewayClassName"] = "Bad_Name" },
 		want: []string{
-			`spec: Invalid value: "object": gatewayClassName is immutable`,
-			`spec: Invalid value: "object": gatewayClassName Bad_Name must be a DNS subdomain`,
+			`spec: Invalid value: gatewayClassName is immutable`,
+			`spec: Invalid value: gatewayClassName Bad_Name must be a DNS subdomain`,
 		},
 	}, {
 		name:   "replicas",
 		change: func(s map[string]any) { s["minReplicas"] = int64(5) },
-		want:   []string{`spec: Invalid value: "object": minReplicas must not exceed maxReplicas`},
+		want:   []string{`spec: Invalid value: minReplicas must not exceed maxReplicas`},
 	}, {
 		name:   "memory quantity",
 		change: func(s map[string]any) { s["memory"] = "128Gi" },
-		want:   []string{`spec: Invalid value: "object": memory must be below 64Gi`},
+		want:   []string{`spec: Invalid value: memory must be below 64Gi`},
 	}, {
 		name:   "cidr",
 		change: func(s map[string]any) { s["allowedCIDR"] = "192.168.0.0/16" },
-		want:   []string{`spec.allowedCIDR: Invalid value: "object": allowedCIDR must contain 10.0.0.1`},
+		want:   []string{`spec.allowedCIDR: Invalid value: allowedCIDR must contain 10.0.0.1`},
 	}, {
 		name:   "address not an IP",
 		change: func(s map[string]any) { s["addresses"].([]any)[0].(map[string]any)["value"] = "example.com" },
-		want:   []string{`spec.addresses[0]: Invalid value: "object": value must be an IP address`},
+		want:   []string{`spec.addresses[0]: Invalid value: value must be an IP address`},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,33 +1,26 @@
 package cel
 
-import (
-	"errors"
-	"fmt"
+import "github.com/apikit-dev/apikit/schema"
 
-	"github.com/apikit-dev/apikit/schema"
-)
-
-// ruleValue prints a rule in a field error as kube-apiserver does: the Go
-// syntax of its internal apiextensions.ValidationRule, e.g.
-// apiextensions.ValidationRule{Rule:"self == true", Message:"", ...}.
-// meta.FieldError prints values as JSON when it can, so the JSON form is
-// refused to reach String.
-type ruleValue schema.ValidationRule
-
-func (r ruleValue) String() string {
-	reason := "(*apiextensions.FieldValueErrorReason)(nil)"
-	if r.Reason != "" {
-		reason = fmt.Sprintf("(*apiextensions.FieldValueErrorReason)(%p)", &r.Reason)
-	}
-	optional := "(*bool)(nil)"
-	if r.OptionalOldSelf != nil {
-		optional = fmt.Sprintf("(*bool)(%p)", r.OptionalOldSelf)
-	}
-	return fmt.Sprintf("apiextensions.ValidationRule{Rule:%q, Message:%q, MessageExpression:%q, Reason:%s, FieldPath:%q, OptionalOldSelf:%s}",
-		r.Rule, r.Message, r.MessageExpression, reason, r.FieldPath, optional)
+// ruleValue is a rule as kube-apiserver prints it in a field error: its
+// internal apiextensions.ValidationRule as JSON, with Go's field names
+// (the internal type has no JSON tags), e.g.
+// {"Rule":"self == true","Message":"",...,"Reason":null,...}.
+type ruleValue struct {
+	Rule              string
+	Message           string
+	MessageExpression string
+	Reason            *string
+	FieldPath         string
+	OptionalOldSelf   *bool
 }
 
-var errGoSyntax = errors.New("printed in Go syntax, as kube prints it")
-
-// MarshalJSON refuses, so that field errors print String instead.
-func (r ruleValue) MarshalJSON() ([]byte, error) { return nil, errGoSyntax }
+func newRuleValue(r schema.ValidationRule) ruleValue {
+	v := ruleValue{Rule: r.Rule, Message: r.Message, MessageExpression: r.MessageExpression,
+		FieldPath: r.FieldPath, OptionalOldSelf: r.OptionalOldSelf}
+	if r.Reason != "" {
+		reason := r.Reason
+		v.Reason = &reason
+	}
+	return v
+}

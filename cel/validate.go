@@ -292,7 +292,13 @@ func (v *Validator) evaluate(r *run, path *meta.Path, obj, old any, c correlatio
 		if !ok {
 			detail = ruleMessageOrDefault(rule.rule)
 		}
-		add(fieldErrorForReason(at, badValue, detail, rule.rule.Reason))
+		// A failed rule shows the value itself, unless it is an object or
+		// a list (kube's field.OmitValueType).
+		e := fieldErrorForReason(at, obj, detail, rule.rule.Reason)
+		if badValue == "object" || badValue == "array" {
+			e.OmitValue()
+		}
+		add(e)
 	}
 }
 

@@ -67,12 +67,12 @@ func TestValidateMessages(t *testing.T) {
 		name:   "message",
 		schema: spec(schema.ValidationRule{Rule: "self.replicas <= self.maxReplicas", Message: "replicas must be at most maxReplicas"}),
 		obj:    map[string]any{"spec": map[string]any{"replicas": int64(5), "maxReplicas": int64(3)}},
-		want:   []string{`spec: Invalid value: "object": replicas must be at most maxReplicas`},
+		want:   []string{`spec: Invalid value: replicas must be at most maxReplicas`},
 	}, {
 		name:   "rule as message",
 		schema: spec(schema.ValidationRule{Rule: "self.replicas <= self.maxReplicas"}),
 		obj:    map[string]any{"spec": map[string]any{"replicas": int64(5), "maxReplicas": int64(3)}},
-		want:   []string{`spec: Invalid value: "object": failed rule: self.replicas <= self.maxReplicas`},
+		want:   []string{`spec: Invalid value: failed rule: self.replicas <= self.maxReplicas`},
 	}, {
 		name:   "passes",
 		schema: spec(schema.ValidationRule{Rule: "self.replicas <= self.maxReplicas"}),
@@ -82,13 +82,13 @@ func TestValidateMessages(t *testing.T) {
 		schema: spec(schema.ValidationRule{Rule: "self.replicas <= self.maxReplicas",
 			MessageExpression: "self.name + ' has too many replicas'"}),
 		obj:  map[string]any{"spec": map[string]any{"replicas": int64(5), "maxReplicas": int64(3), "name": "web"}},
-		want: []string{`spec: Invalid value: "object": web has too many replicas`},
+		want: []string{`spec: Invalid value: web has too many replicas`},
 	}, {
 		name: "messageExpression failing falls back to the message",
 		schema: spec(schema.ValidationRule{Rule: "self.replicas <= self.maxReplicas", Message: "too many",
 			MessageExpression: "self.name + ' has too many replicas'"}),
 		obj:  map[string]any{"spec": map[string]any{"replicas": int64(5), "maxReplicas": int64(3)}},
-		want: []string{`spec: Invalid value: "object": too many`},
+		want: []string{`spec: Invalid value: too many`},
 	}, {
 		name:   "reason and fieldPath",
 		schema: spec(schema.ValidationRule{Rule: "has(self.name)", Message: "name is required", Reason: "FieldValueRequired", FieldPath: ".name"}),
@@ -103,7 +103,7 @@ func TestValidateMessages(t *testing.T) {
 		name:   "duplicate",
 		schema: spec(schema.ValidationRule{Rule: "false", Reason: "FieldValueDuplicate"}),
 		obj:    map[string]any{"spec": map[string]any{}},
-		want:   []string{`spec: Duplicate value: "object"`},
+		want:   []string{`spec: Duplicate value`},
 	}, {
 		name:   "evaluation error",
 		schema: spec(schema.ValidationRule{Rule: "self.replicas > 0"}),
@@ -118,13 +118,13 @@ func TestValidateMessages(t *testing.T) {
 		name:   "number from an integral JSON value",
 		schema: spec(schema.ValidationRule{Rule: "self.ratio < 0.5"}),
 		obj:    map[string]any{"spec": map[string]any{"ratio": int64(1)}},
-		want:   []string{`spec: Invalid value: "object": failed rule: self.ratio < 0.5`},
+		want:   []string{`spec: Invalid value: failed rule: self.ratio < 0.5`},
 	}, {
 		name:   "transition rule",
 		schema: spec(schema.ValidationRule{Rule: "self.replicas >= oldSelf.replicas", Message: "replicas may not shrink"}),
 		obj:    map[string]any{"spec": map[string]any{"replicas": int64(1)}},
 		old:    map[string]any{"spec": map[string]any{"replicas": int64(2)}},
-		want:   []string{`spec: Invalid value: "object": replicas may not shrink`},
+		want:   []string{`spec: Invalid value: replicas may not shrink`},
 	}, {
 		name:   "transition rule skipped on create",
 		schema: spec(schema.ValidationRule{Rule: "self.replicas >= oldSelf.replicas"}),
@@ -133,12 +133,12 @@ func TestValidateMessages(t *testing.T) {
 		name:   "optionalOldSelf runs on create",
 		schema: spec(schema.ValidationRule{Rule: "oldSelf.hasValue() || self.replicas == 0", Message: "start at zero", OptionalOldSelf: ptrTrue()}),
 		obj:    map[string]any{"spec": map[string]any{"replicas": int64(1)}},
-		want:   []string{`spec: Invalid value: "object": start at zero`},
+		want:   []string{`spec: Invalid value: start at zero`},
 	}, {
 		name:   "find and findAll with constant patterns, compiled once",
 		schema: spec(schema.ValidationRule{Rule: "self.name.find('[0-9]+') == '42' && self.name.findAll('[a-z]', 2) == ['w', 'e']", Message: "bad name"}),
 		obj:    map[string]any{"spec": map[string]any{"name": "web7"}},
-		want:   []string{`spec: Invalid value: "object": bad name`},
+		want:   []string{`spec: Invalid value: bad name`},
 	}, {
 		name:   "find passes",
 		schema: spec(schema.ValidationRule{Rule: "self.name.find('[0-9]+') == '42' && self.name.findAll('[a-z]', 2) == ['w', 'e']"}),
@@ -149,7 +149,7 @@ func TestValidateMessages(t *testing.T) {
 			MessageExpression: "oldSelf.hasValue() ? 'replicas may not shrink' : 'unreachable'"}),
 		obj:  map[string]any{"spec": map[string]any{"replicas": int64(1)}},
 		old:  map[string]any{"spec": map[string]any{"replicas": int64(2)}},
-		want: []string{`spec: Invalid value: "object": replicas may not shrink`},
+		want: []string{`spec: Invalid value: replicas may not shrink`},
 	}, {
 		name:     "ratcheting: an unchanged value warns",
 		schema:   spec(schema.ValidationRule{Rule: "self.replicas <= self.maxReplicas"}),
@@ -160,7 +160,7 @@ func TestValidateMessages(t *testing.T) {
 		name:   "root sees apiVersion, kind and metadata.name",
 		schema: withRules(obj(prop("spec", obj())), schema.ValidationRule{Rule: "self.metadata.name.startsWith('x-')", Message: "name must start with x-"}),
 		obj:    map[string]any{"apiVersion": "a/v1", "kind": "K", "metadata": map[string]any{"name": "y"}},
-		want:   []string{`<nil>: Invalid value: "object": name must start with x-`},
+		want:   []string{`<nil>: Invalid value: name must start with x-`},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -210,7 +210,7 @@ func TestListTypes(t *testing.T) {
 		"map":    []any{map[string]any{"name": "b", "value": int64(2)}, map[string]any{"name": "a", "value": int64(1)}},
 	}
 	res := v.Validate(context.Background(), nil, o, old)
-	want := `map: Invalid value: "array": values may only grow`
+	want := `map: Invalid value: values may only grow`
 	if got := strings.Join(messages(res.Errors), "\n"); got != want {
 		t.Fatalf("errors:\n%s\nwant:\n%s", got, want)
 	}
@@ -225,30 +225,30 @@ func TestCompileErrors(t *testing.T) {
 	}{{
 		name:   "type error",
 		schema: withRules(obj(prop("spec", withRules(intS(), schema.ValidationRule{Rule: "self == true"})))),
-		want: []string{`spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:"self == true", Message:"", MessageExpression:"", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:6: found no matching overload for '_==_' applied to '(int, bool)'
+		want: []string{`spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: {"Rule":"self == true","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}: compilation failed: ERROR: <input>:1:6: found no matching overload for '_==_' applied to '(int, bool)'
  | self == true
  | .....^`},
 	}, {
 		name:   "undefined field",
 		schema: rule(schema.ValidationRule{Rule: "self.nonExistingField > 0"}),
-		want: []string{`spec.validation.openAPIV3Schema.x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:"self.nonExistingField > 0", Message:"", MessageExpression:"", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:5: undefined field 'nonExistingField'
+		want: []string{`spec.validation.openAPIV3Schema.x-kubernetes-validations[0].rule: Invalid value: {"Rule":"self.nonExistingField \u003e 0","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}: compilation failed: ERROR: <input>:1:5: undefined field 'nonExistingField'
  | self.nonExistingField > 0
  | ....^`},
 	}, {
 		name:   "not a bool",
 		schema: rule(schema.ValidationRule{Rule: "self.x"}),
-		want:   []string{`spec.validation.openAPIV3Schema.x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:"self.x", Message:"", MessageExpression:"", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: cel expression must evaluate to a bool`},
+		want:   []string{`spec.validation.openAPIV3Schema.x-kubernetes-validations[0].rule: Invalid value: {"Rule":"self.x","Message":"","MessageExpression":"","Reason":null,"FieldPath":"","OptionalOldSelf":null}: cel expression must evaluate to a bool`},
 	}, {
 		name:   "messageExpression not a string",
 		schema: rule(schema.ValidationRule{Rule: "self.x > 0", MessageExpression: "self.x"}),
-		want:   []string{`spec.validation.openAPIV3Schema.x-kubernetes-validations[0].messageExpression: Invalid value: apiextensions.ValidationRule{Rule:"self.x > 0", Message:"", MessageExpression:"self.x", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: messageExpression must evaluate to a string`},
+		want:   []string{`spec.validation.openAPIV3Schema.x-kubernetes-validations[0].messageExpression: Invalid value: {"Rule":"self.x \u003e 0","Message":"","MessageExpression":"self.x","Reason":null,"FieldPath":"","OptionalOldSelf":null}: messageExpression must evaluate to a string`},
 	}, {
 		name:   "empty rule: CheckStructural's to report",
 		schema: rule(schema.ValidationRule{Rule: " "}),
 	}, {
 		name:   "bad fieldPath",
 		schema: rule(schema.ValidationRule{Rule: "true", FieldPath: ".y"}),
-		want:   []string{`spec.validation.openAPIV3Schema.x-kubernetes-validations[0].fieldPath: Invalid value: ".y": fieldPath must be a valid path`},
+		want:   []string{`spec.validation.openAPIV3Schema.x-kubernetes-validations[0].fieldPath: Invalid value: ".y": must be a valid path`},
 	}, {
 		name:   "optionalOldSelf without oldSelf",
 		schema: rule(schema.ValidationRule{Rule: "self.x > 0", OptionalOldSelf: ptrTrue()}),
@@ -264,8 +264,8 @@ func TestCompileErrors(t *testing.T) {
 			schema.ValidationRule{Rule: "self.all(x, self.all(y, x == y))"}))),
 		want: []string{
 			`spec.validation.openAPIV3Schema.properties[l].x-kubernetes-validations[0].rule: Forbidden: estimated rule cost exceeds budget by factor of more than 100x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)`,
-			`spec.validation.openAPIV3Schema.properties[l].x-kubernetes-validations[0].rule: Forbidden: contributed to estimated rule & messageExpression cost total exceeding cost limit for entire OpenAPIv3 schema`,
-			`spec.validation.openAPIV3Schema: Forbidden: x-kubernetes-validations estimated rule & messageExpression cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)`,
+			`spec.validation.openAPIV3Schema.properties[l].x-kubernetes-validations[0].rule: Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema`,
+			`spec.validation.openAPIV3Schema: Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)`,
 		},
 	}, {
 		name: "bounds bring the cost within budget",

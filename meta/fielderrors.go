@@ -100,6 +100,13 @@ func (e *FieldError) ErrorBody() string {
 	return s
 }
 
+// OmitValue leaves the value out of the message ("Invalid value: detail"),
+// as k8s.io/apimachinery's field.OmitValueType does for objects and lists.
+func (e *FieldError) OmitValue() *FieldError {
+	e.omitValue = true
+	return e
+}
+
 // FieldErrors is a list of field errors; an empty list means valid.
 type FieldErrors []*FieldError
 
