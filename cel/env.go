@@ -50,6 +50,9 @@ func baseEnvOptions() []cel.EnvOption {
 		library.Lists(),
 		// cel-go 0.17.7 made has() cost 1; kube keeps it free.
 		cel.CostEstimatorOptions(checker.PresenceTestHasCost(false)),
+		// Every program of the environment is optimized and tracks cost
+		// within the per-call limit, as kube's base environment's are.
+		cel.Lib(programLib{}),
 		// 1.27
 		library.Authz(),
 		// 1.28
@@ -88,9 +91,16 @@ func programOptions(limit uint64) []cel.ProgramOption {
 		cel.CostTrackerOptions(interpreter.PresenceTestHasCost(false)),
 		cel.CostTracking(&library.CostEstimator{}),
 		cel.InterruptCheckFrequency(CheckFrequency),
-		cel.OptimizeRegex(library.RegexOptimizations...),
 	}
 }
+
+// programLib carries programOptions into every program of the base
+// environment.
+type programLib struct{}
+
+func (programLib) LibraryName() string                 { return "apikit.programs" }
+func (programLib) CompileOptions() []cel.EnvOption     { return nil }
+func (programLib) ProgramOptions() []cel.ProgramOption { return programOptions(PerCallLimit) }
 
 var (
 	baseOnce sync.Once

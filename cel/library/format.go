@@ -107,7 +107,7 @@ var formats = map[string]*Format{
 	"dns1123SubdomainPrefix": {Name: "DNS1123SubdomainPrefix", validate: prefixed(meta.ValidateDNS1123Subdomain), maxRegexSize: 60},
 	"dns1035LabelPrefix":     {Name: "DNS1035LabelPrefix", validate: prefixed(validateDNS1035Label), maxRegexSize: 30},
 	"labelValue":             {Name: "LabelValue", validate: meta.ValidateLabelValue, maxRegexSize: 40},
-	"uri": {Name: "URI", maxRegexSize: 1171, validate: func(s string) []string {
+	"uri": {Name: "URI", maxRegexSize: 1104, validate: func(s string) []string {
 		if _, err := url.ParseRequestURI(s); err != nil {
 			return []string{err.Error()}
 		}
@@ -125,13 +125,13 @@ var formats = map[string]*Format{
 		}
 		return nil
 	}},
-	"date": {Name: "date", maxRegexSize: 90, validate: func(s string) []string {
+	"date": {Name: "date", maxRegexSize: 72, validate: func(s string) []string {
 		if _, err := time.Parse(time.DateOnly, s); err != nil {
 			return []string{"invalid date"}
 		}
 		return nil
 	}},
-	"datetime": {Name: "datetime", maxRegexSize: 90, validate: func(s string) []string {
+	"datetime": {Name: "datetime", maxRegexSize: 72, validate: func(s string) []string {
 		if _, err := ParseDateTime(s); err != nil {
 			return []string{"invalid datetime"}
 		}

@@ -106,29 +106,31 @@ func (c CIDR) Value() any { return c.Prefix }
 // Size is the address's length in bytes, the size kube's cost model uses.
 func (c CIDR) Size() ref.Val { return types.Int(c.Prefix.Addr().BitLen() / 8) }
 
-// parseIP parses as kube does: no zones, no IPv4-mapped IPv6.
+// parseIP parses as kube does, with its messages: no zones, no
+// IPv4-mapped IPv6.
 func parseIP(s string) (netip.Addr, error) {
 	a, err := netip.ParseAddr(s)
 	if err != nil {
-		return netip.Addr{}, err
+		return netip.Addr{}, fmt.Errorf("IP Address %q parse error during conversion from string: %v", s, err)
 	}
 	if a.Zone() != "" {
-		return netip.Addr{}, fmt.Errorf("IP address with zone value is not allowed")
+		return netip.Addr{}, fmt.Errorf("IP address %q with zone value is not allowed", s)
 	}
 	if a.Is4In6() {
-		return netip.Addr{}, fmt.Errorf("IPv4-mapped IPv6 address is not allowed")
+		return netip.Addr{}, fmt.Errorf("IPv4-mapped IPv6 address %q is not allowed", s)
 	}
 	return a, nil
 }
 
+// parseCIDR parses as kube does; netip's errors come out with kube's
+// prefix twice, as kube's do (it wraps them once more in cidr()).
 func parseCIDR(s string) (netip.Prefix, error) {
-	// netip.ParsePrefix refuses zones itself; the 4-in-6 form is kube's rule.
 	p, err := netip.ParsePrefix(s)
 	if err != nil {
-		return netip.Prefix{}, err
+		return netip.Prefix{}, fmt.Errorf("network address parse error during conversion from string: %v", err)
 	}
 	if p.Addr().Is4In6() {
-		return netip.Prefix{}, fmt.Errorf("IPv4-mapped IPv6 address is not allowed")
+		return netip.Prefix{}, fmt.Errorf("IPv4-mapped IPv6 address %q is not allowed", s)
 	}
 	return p, nil
 }
@@ -172,7 +174,7 @@ func (ipLib) CompileOptions() []cel.EnvOption {
 			}
 			a, err := parseIP(s)
 			if err != nil {
-				return types.NewErr("IP Address %q parse error during conversion from string: %v", s, err)
+				return types.NewErr("%v", err)
 			}
 			return types.Bool(a.String() == s)
 		}))),
@@ -206,7 +208,7 @@ func stringToIP(v ref.Val) ref.Val {
 	}
 	a, err := parseIP(s)
 	if err != nil {
-		return types.NewErr("IP Address %q parse error during conversion from string: %v", s, err)
+		return types.NewErr("%v", err)
 	}
 	return IP{a}
 }

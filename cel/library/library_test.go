@@ -63,7 +63,8 @@ func TestLibraryFunctions(t *testing.T) {
 		{expr: "'abc'.find('[0-9]+')", want: ""},
 		{expr: "'1 2 3'.findAll('[0-9]')", want: []string{"1", "2", "3"}},
 		{expr: "'1 2 3'.findAll('[0-9]', 2)", want: []string{"1", "2"}},
-		{expr: "'abc'.find(dyn('['))", wantErr: "Illegal regex"},
+		// A constant pattern is compiled with the program, as kube's is.
+		{expr: "'abc'.find(dyn('['))", wantErr: "error parsing regexp: missing closing ]"},
 		// URLs
 		{expr: "url('https://example.com:8443/a%20b?x=1&x=2').getScheme()", want: "https"},
 		{expr: "url('https://example.com:8443/path').getHost()", want: "example.com:8443"},
@@ -107,11 +108,11 @@ func TestLibraryFunctions(t *testing.T) {
 		{expr: "quantity('2e3').asInteger()", want: int64(2000)},
 		{expr: "quantity('1.5').asInteger()", wantErr: "cannot convert value to integer"},
 		{expr: "quantity('1.5').asApproximateFloat()", want: 1.5},
-		{expr: "quantity('-1').sign()", want: int64(-1)},
+		{expr: "sign(quantity('-1'))", want: int64(-1)},
 		{expr: "quantity('1').add(quantity('500m')) == quantity('1.5')", want: true},
 		{expr: "quantity('1').add(2) == quantity('3')", want: true},
-		{expr: "quantity('1').sub(quantity('1500m')).sign()", want: int64(-1)},
-		{expr: "quantity('1').sub(1).sign()", want: int64(0)},
+		{expr: "sign(quantity('1').sub(quantity('1500m')))", want: int64(-1)},
+		{expr: "sign(quantity('1').sub(1))", want: int64(0)},
 		{expr: "isQuantity('1.5Gi')", want: true},
 		{expr: "isQuantity('1.5Gb')", want: false},
 		{expr: "isQuantity('')", want: false},
@@ -180,8 +181,9 @@ func TestLibraryRuntimeCost(t *testing.T) {
 		{expr: "'" + long + "'.lowerAscii() != ''", want: 100},
 		// quantity() of 1 character: ceil(0.1) each, and 1 for the test.
 		{expr: "quantity('1').isLessThan(quantity('2'))", want: 3},
-		// sum: one per element; the list literal costs CEL's 10, == 1.
-		{expr: "[1, 2, 3].sum() == 6", want: 14},
+		// sum: one per element, == 1; the constant list is built once,
+		// with the program, as kube's are.
+		{expr: "[1, 2, 3].sum() == 6", want: 4},
 		// ip(): ceil(0.8) for 8 characters, family() 1, == 1.
 		{expr: "ip('10.0.0.1').family() == 4", want: 3},
 	}

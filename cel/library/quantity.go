@@ -3,7 +3,6 @@ package library
 import (
 	"errors"
 	"fmt"
-	"math"
 	"math/big"
 	"reflect"
 	"strconv"
@@ -26,15 +25,15 @@ var (
 
 // Quantity is a resource quantity ("500m", "1.5Gi", "1e3") as an exact
 // rational number. It holds what CEL rules can observe of
-// resource.Quantity: its value, rounded up to nano units and capped at
-// 2^63-1 in magnitude, as kube's parser does; the format a quantity is
-// printed in is not observable from CEL.
+// resource.Quantity: its value, rounded up to nano units as kube's parser
+// does; the format a quantity is printed in is not observable from CEL.
 type Quantity struct{ r *big.Rat }
 
-var (
-	nano       = big.NewRat(1, 1_000_000_000)
-	maxAllowed = new(big.Rat).SetInt64(math.MaxInt64)
-)
+var nano = big.NewRat(1, 1_000_000_000)
+
+// maxExponent bounds the decimal exponents computed exactly; kube's
+// decimal type holds any, but 10^400 is already beyond float64.
+const maxExponent = 400
 
 // ParseQuantity parses s as resource.ParseQuantity does.
 func ParseQuantity(s string) (Quantity, error) {
@@ -65,8 +64,10 @@ func ParseQuantity(s string) (Quantity, error) {
 			fracZeros = len(denom) - len(strings.TrimLeft(denom, "0"))
 		}
 		switch {
-		case exp-fracZeros-1 > 19: // at least 10^20
-			r = new(big.Rat).Set(maxAllowed)
+		case exp-fracZeros > maxExponent:
+			// Beyond any value a resource is measured in: kept as
+			// 10^maxExponent, so such quantities compare equal.
+			r = new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(maxExponent), nil))
 			exp = 0
 		case intDigits+exp < -9: // below 1n: rounds up to it
 			r = new(big.Rat).Set(nano)
@@ -78,9 +79,6 @@ func ParseQuantity(s string) (Quantity, error) {
 		r.Quo(r, scale)
 	} else {
 		r.Mul(r, scale)
-	}
-	if r.Cmp(maxAllowed) > 0 {
-		r.Set(maxAllowed)
 	}
 	r = roundUpToNano(r)
 	if !positive {
@@ -285,7 +283,7 @@ func (quantityLib) CompileOptions() []cel.EnvOption {
 			}
 			return q
 		}))),
-		cel.Function("isQuantity", cel.Overload("quantity_is_quantity", []*cel.Type{cel.StringType}, cel.BoolType, cel.UnaryBinding(func(v ref.Val) ref.Val {
+		cel.Function("isQuantity", cel.Overload("is_quantity_string", []*cel.Type{cel.StringType}, cel.BoolType, cel.UnaryBinding(func(v ref.Val) ref.Val {
 			s, ok := v.Value().(string)
 			if !ok {
 				return types.MaybeNoSuchOverloadErr(v)
@@ -293,7 +291,8 @@ func (quantityLib) CompileOptions() []cel.EnvOption {
 			_, err := ParseQuantity(s)
 			return types.Bool(err == nil)
 		}))),
-		cel.Function("sign", cel.MemberOverload("quantity_get_sign", []*cel.Type{qt}, cel.IntType, onQuantity(func(q Quantity) ref.Val {
+		// sign is a global function in kube: sign(q), not q.sign().
+		cel.Function("sign", cel.Overload("quantity_sign", []*cel.Type{qt}, cel.IntType, onQuantity(func(q Quantity) ref.Val {
 			return types.Int(q.rat().Sign())
 		}))),
 		cel.Function("isInteger", cel.MemberOverload("quantity_is_integer", []*cel.Type{qt}, cel.BoolType, onQuantity(func(q Quantity) ref.Val {

@@ -28,8 +28,7 @@ func TestParseQuantity(t *testing.T) {
 		// kube rounds up to nano precision, away from zero.
 		{in: "0.0000000001", want: "0.000000001"},
 		{in: "-0.0000000001", want: "-0.000000001"},
-		// and caps the magnitude at 2^63-1.
-		{in: "100E", want: "9223372036854775807.000000000"},
+		{in: "100E", want: "100000000000000000000.000000000"},
 		{in: "", wantErr: ErrQuantityFormat},
 		{in: "abc", wantErr: ErrQuantityFormat},
 		{in: "1.2.3", wantErr: ErrQuantityFormat},

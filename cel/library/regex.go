@@ -29,7 +29,11 @@ func (regexLib) CompileOptions() []cel.EnvOption {
 	}
 }
 
-func (regexLib) ProgramOptions() []cel.ProgramOption { return nil }
+// ProgramOptions compile constant patterns when a program is built, as
+// kube's regex library does.
+func (regexLib) ProgramOptions() []cel.ProgramOption {
+	return []cel.ProgramOption{cel.OptimizeRegex(RegexOptimizations...)}
+}
 
 func compileRegex(re ref.Val) (*regexp.Regexp, ref.Val) {
 	s, ok := re.Value().(string)
