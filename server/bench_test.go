@@ -1,10 +1,13 @@
 package server_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/apikit-dev/apikit/server"
 )
@@ -90,16 +93,27 @@ func (w *discardWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// BenchmarkMetricsGet is BenchmarkServeGet with and without the metrics
-// filter: what counting, timing and sizing a GET costs.
+// BenchmarkMetricsGet is BenchmarkServeGet without metrics and tracing,
+// with metrics, and with metrics and tracing at sampling rate 0 (a
+// TracerProvider as --tracing-config-file makes it, sampling nothing):
+// what observability costs a GET when nobody asked for a trace.
 func BenchmarkMetricsGet(b *testing.B) {
-	for _, withMetrics := range []bool{false, true} {
-		b.Run(map[bool]string{false: "without", true: "with"}[withMetrics], func(b *testing.B) {
-			completed, err := testConfig(nil).Complete()
+	for _, tc := range []struct {
+		name             string
+		metrics, tracing bool
+	}{{"without", false, false}, {"with", true, false}, {"with-tracing-unsampled", true, true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			cfg := testConfig(nil)
+			if tc.tracing {
+				tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0))))
+				b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+				cfg.TracerProvider = tp
+			}
+			completed, err := cfg.Complete()
 			if err != nil {
 				b.Fatal(err)
 			}
-			if !withMetrics {
+			if !tc.metrics {
 				completed.Metrics = nil
 			}
 			s, err := completed.New("bench", server.NewEmptyDelegate())

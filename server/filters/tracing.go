@@ -21,23 +21,35 @@ import (
 // kube-apiserver allows; anyone else's becomes a link of a new trace, so
 // an unprivileged client can neither force sampling nor graft spans onto
 // another trace. The handlers below open their spans (storage, webhooks,
-// proxy) from the context with tracing.Start.
+// proxy) from the context with tracing.Start. A request the sampler drops
+// is served without the span in its context: nothing below records, and
+// no trace context is passed on for it.
 func WithTracing(h http.Handler, tp trace.TracerProvider) http.Handler {
 	if tp == nil {
 		return h
 	}
 	tracer := tp.Tracer("github.com/apikit-dev/apikit/server")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := tracing.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-		opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
-			attribute.String("http.request.method", r.Method),
-			attribute.String("http.target", r.URL.RequestURI()),
-		)}
-		if remote := trace.SpanContextFromContext(ctx); remote.IsValid() && !mayJoinTrace(r) {
-			opts = append(opts, trace.WithNewRoot(), trace.WithLinks(trace.Link{SpanContext: remote}))
+		ctx := r.Context()
+		opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+		if _, sent := r.Header["Traceparent"]; sent {
+			ctx = tracing.Propagator.Extract(ctx, propagation.HeaderCarrier(r.Header))
+			if remote := trace.SpanContextFromContext(ctx); remote.IsValid() && !mayJoinTrace(r) {
+				opts = append(opts, trace.WithNewRoot(), trace.WithLinks(trace.Link{SpanContext: remote}))
+			}
 		}
-		ctx, span := tracer.Start(ctx, spanName(r), opts...)
+		// The sampler decides in Start; the name and attributes are only
+		// worked out for a span that records, so that an unsampled request
+		// costs one span and nothing more.
+		ctx, span := tracer.Start(ctx, "KubernetesAPI", opts...)
+		if !span.IsRecording() {
+			span.End()
+			h.ServeHTTP(w, r)
+			return
+		}
 		defer span.End()
+		span.SetName(spanName(r))
+		span.SetAttributes(attribute.String("http.request.method", r.Method), attribute.String("http.target", r.URL.RequestURI()))
 		sw := &statusWriter{ResponseWriter: w}
 		h.ServeHTTP(sw, r.WithContext(ctx))
 		status := sw.status
