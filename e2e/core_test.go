@@ -94,6 +94,36 @@ func TestCoreGroupKubectl(t *testing.T) {
 		}
 	}
 
+	// The default roles cover the core group as kube's: view reads
+	// configmaps but not secrets, edit writes secrets and mints tokens.
+	w.Kubectl("create", "rolebinding", "bob-view", "-n", "team-a", "--clusterrole=view", "--user=bob")
+	w.Kubectl("create", "rolebinding", "carol-edit", "-n", "team-a", "--clusterrole=edit", "--user=carol")
+	bob, carol := w.NewUser("bob"), w.NewUser("carol")
+	for _, tc := range []struct {
+		u    *User
+		args []string
+		want string
+	}{
+		{bob, []string{"get", "configmaps"}, "yes"},
+		{bob, []string{"get", "secrets"}, "no"},
+		{bob, []string{"create", "configmaps"}, "no"},
+		{carol, []string{"create", "secrets"}, "yes"},
+		{carol, []string{"create", "serviceaccounts/token"}, "yes"},
+	} {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			out, _, _ := tc.u.Kubectl(append([]string{"auth", "can-i", "-n", "team-a"}, tc.args...)...)
+			if strings.TrimSpace(out) == tc.want {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("%s: kubectl auth can-i %v = %q, want %s", tc.u.Name, tc.args, out, tc.want)
+				break
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+	}
+
 	// A DELETE marks the namespace Terminating: the "kubernetes" finalizer
 	// keeps it until the namespace controller (or finalize) removes it.
 	w.Kubectl("delete", "ns", "team-a", "--wait=false")

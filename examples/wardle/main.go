@@ -15,6 +15,7 @@ package main
 import (
 	"os"
 
+	"github.com/apikit-dev/apikit/core"
 	"github.com/apikit-dev/apikit/examples/wardle/wardleapi"
 	"github.com/apikit-dev/apikit/options"
 	"github.com/apikit-dev/apikit/server"
@@ -27,6 +28,9 @@ func main() {
 	o.SecureServing.AlternateDNS = append(o.SecureServing.AlternateDNS, serviceDNSName)
 	// The default roles view, edit and admin cover the wardle API too.
 	o.Authorization.RBACPolicy.ClusterRoles = append(o.Authorization.RBACPolicy.ClusterRoles, wardleapi.ClusterRoles()...)
+	// And, for --core-api, to the core group (harmless without it: roles
+	// may name resources a server does not serve).
+	o.Authorization.RBACPolicy.ClusterRoles = append(o.Authorization.RBACPolicy.ClusterRoles, core.ClusterRoles()...)
 	// --disable-admission-plugins may name the compiled-in plugin.
 	o.Admission.Plugins = append(o.Admission.Plugins, wardleapi.BanFlunderPluginName)
 	var withCore bool
