@@ -158,7 +158,7 @@ func TestCoreEventsAndLeases(t *testing.T) {
 	old := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Event", "metadata": map[string]any{"name": "started", "namespace": "team-a"},
 		"involvedObject": map[string]any{"kind": "Flunder", "namespace": "team-a", "name": "f1"},
-		"reason": "Started", "message": "the flunder started", "type": "Normal", "count": int64(1),
+		"reason":         "Started", "message": "the flunder started", "type": "Normal", "count": int64(1),
 		"firstTimestamp": now, "lastTimestamp": now, "source": map[string]any{"component": "flunder-controller"},
 	}}
 	if _, err := dyn.Resource(coreEvents).Namespace("team-a").Create(ctx, old, metav1.CreateOptions{}); err != nil {
