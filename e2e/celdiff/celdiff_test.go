@@ -215,6 +215,29 @@ func TestCELMatchesKube(t *testing.T) {
 			obj: `{"spec":{"memory":"2Gi","cidr":"192.168.0.0/16","name":"Not_A_Label","labels":{"long-key":"v"}}}`},
 		{name: "root metadata", schema: `{"type":"object",` + rules(rule("self.metadata.name.startsWith('x-')", `,"message":"x- names only"`)) + `,"properties":{"spec":{"type":"object"}}}`,
 			obj: `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"y"},"spec":{}}`},
+		{name: "escaped property names", schema: `{"type":"object","properties":{"spec":{"type":"object",` +
+			rules(rule("self.__namespace__ == 'a' && self.foo__dash__bar == 'b' && self.a__dot__b == 'c' && self.x__underscores__y == 'd'", `,"message":"escaped"`)) +
+			`,"properties":{"namespace":{"type":"string"},"foo-bar":{"type":"string"},"a.b":{"type":"string"},"x__y":{"type":"string"},"1abc":{"type":"string"}}}}}`,
+			obj: `{"spec":{"namespace":"a","foo-bar":"b","a.b":"c","x__y":"x","1abc":"z"}}`},
+		{name: "rules on items and map values", schema: `{"type":"object","properties":{"spec":{"type":"object","properties":{
+			"ports":{"type":"array","maxItems":4,"items":{"type":"object","properties":{"port":{"type":"integer"}},` + rules(rule("self.port > 1024", `,"message":"high ports"`)) + `}},
+			"limits":{"type":"object","maxProperties":4,"additionalProperties":{"type":"integer",` + rules(rule("self <= 10")) + `}}}}}}`,
+			obj: `{"spec":{"ports":[{"port":80},{"port":8080},{"port":443}],"limits":{"cpu":20,"mem":5}}}`},
+		{name: "transition rules in map values", schema: `{"type":"object","properties":{"spec":{"type":"object","properties":{
+			"limits":{"type":"object","maxProperties":4,"additionalProperties":{"type":"integer",` + rules(rule("self >= oldSelf", `,"message":"no lowering"`)) + `}}}}}}`,
+			obj: `{"spec":{"limits":{"cpu":1,"mem":5,"new":1}}}`, old: `{"spec":{"limits":{"cpu":2,"mem":5}}}`},
+		{name: "embedded resource", schema: `{"type":"object","properties":{"spec":{"type":"object","properties":{
+			"template":{"type":"object","x-kubernetes-embedded-resource":true,"x-kubernetes-preserve-unknown-fields":true,` +
+			rules(rule("self.kind == 'Pod' && self.metadata.name.size() > 0", `,"message":"pods only"`)) + `}}}}}`,
+			obj: `{"spec":{"template":{"apiVersion":"v1","kind":"Service","metadata":{"name":"x"}}}}`},
+		{name: "runtime budget", schema: `{"type":"object","properties":{"spec":{"type":"object","properties":{
+			"l":{"type":"array","maxItems":1000,"items":{"type":"string","maxLength":6000},` + rules(rule("self.all(x, x.lowerAscii() == x)")) + `}}}}}`,
+			obj: `{"spec":{"l":[` + strings.TrimSuffix(strings.Repeat(`"`+strings.Repeat("a", 6000)+`",`, 1000), ",") + `]}}`},
+		{name: "int-or-string typing", schema: spec(rules(rule("self.port + 1 > 0"), rule("type(self.port) == string ? self.port.startsWith('h') : self.port > 0", `,"message":"port"`))),
+			obj: `{"spec":{"port":"x"}}`},
+		{name: "preserve-unknown-fields object", schema: `{"type":"object","properties":{"spec":{"type":"object","x-kubernetes-preserve-unknown-fields":true,"properties":{"a":{"type":"string"}},` +
+			rules(rule("self.a == 'x'", `,"message":"a"`), rule("has(self.b)")) + `}}}`,
+			obj: `{"spec":{"a":"y","b":1}}`},
 		{name: "compile errors", schema: spec(rules(rule("self.replicas == true"), rule("self.nope > 1"), rule("self.replicas"))), obj: `{"spec":{}}`},
 		{name: "messageExpression errors", schema: spec(rules(rule("true", `,"messageExpression":"self.replicas"`))), obj: `{"spec":{}}`},
 		{name: "unbounded cost", schema: spec(rules(rule("self.free.all(a, self.free.all(b, a == b))"))), obj: `{"spec":{}}`},
