@@ -9,6 +9,7 @@ import (
 
 	restful "github.com/emicklei/go-restful/v3"
 
+	"github.com/apikit-dev/apikit/cel"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/schema"
@@ -49,7 +50,10 @@ func (s *Server) build(crd *CustomResourceDefinition) (*servedCRD, error) {
 		} else {
 			shape = &schema.Schema{Type: "object", Unknown: true}
 		}
-		strategy := &crStrategy{schema: shape}
+		// The rules compiled when the CRD was written; a rule that does
+		// not compile now is left out (validation reported it).
+		rules, _ := cel.CompileSchema(shape, nil)
+		strategy := &crStrategy{schema: shape, rules: rules}
 		var status bool
 		if v.Subresources != nil && v.Subresources.Status != nil {
 			status = true
@@ -148,6 +152,8 @@ func (s *Server) build(crd *CustomResourceDefinition) (*servedCRD, error) {
 type crStrategy struct {
 	registry.DefaultStrategy[*Object]
 	schema *schema.Schema
+	// rules are the schema's x-kubernetes-validations; nil without any.
+	rules *cel.Validator
 }
 
 var (
@@ -165,19 +171,35 @@ func (c *crStrategy) Default(o *Object) {
 	o.SetFields(m)
 }
 
-// Validate checks a new object against the schema.
-func (c *crStrategy) Validate(_ context.Context, o *Object) meta.FieldErrors {
-	return structural.Validate(c.schema, o.Fields())
+// Validate checks a new object against the schema, then its CEL rules.
+func (c *crStrategy) Validate(ctx context.Context, o *Object) meta.FieldErrors {
+	return c.validate(ctx, o, nil)
 }
 
-// ValidateUpdate checks an updated object against the schema.
-func (c *crStrategy) ValidateUpdate(ctx context.Context, o, _ *Object) meta.FieldErrors {
-	return c.Validate(ctx, o)
+// ValidateUpdate checks an updated object against the schema, then its
+// CEL rules, transition rules with the old object.
+func (c *crStrategy) ValidateUpdate(ctx context.Context, o, old *Object) meta.FieldErrors {
+	return c.validate(ctx, o, old)
 }
 
 // ValidateStatusUpdate checks an object whose status changed.
-func (c *crStrategy) ValidateStatusUpdate(ctx context.Context, o, _ *Object) meta.FieldErrors {
-	return c.Validate(ctx, o)
+func (c *crStrategy) ValidateStatusUpdate(ctx context.Context, o, old *Object) meta.FieldErrors {
+	return c.validate(ctx, o, old)
+}
+
+func (c *crStrategy) validate(ctx context.Context, o, old *Object) meta.FieldErrors {
+	value := o.Fields()
+	errs := structural.Validate(c.schema, value)
+	if len(errs) > 0 || c.rules == nil {
+		// The rules read typed values: they run on objects the schema
+		// accepts.
+		return errs
+	}
+	var oldValue any
+	if old != nil {
+		oldValue = old.Fields()
+	}
+	return c.rules.Validate(ctx, nil, value, oldValue).Errors
 }
 
 // printerColumns turns a version's additionalPrinterColumns into Table

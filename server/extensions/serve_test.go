@@ -369,3 +369,50 @@ func TestCustomResourceSchemas(t *testing.T) {
 		t.Errorf("non-structural schema: %d %s", code, b)
 	}
 }
+
+const rulesCRD = `{
+  "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+  "metadata": {"name": "limits.example.com"},
+  "spec": {
+    "group": "example.com", "scope": "Namespaced",
+    "names": {"plural": "limits", "kind": "Limit"},
+    "versions": [{
+      "name": "v1", "served": true, "storage": true,
+      "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+        "spec": {"type": "object",
+          "x-kubernetes-validations": [%s],
+          "properties": {"min": {"type": "integer"}, "max": {"type": "integer"}}}}}}
+    }]
+  }
+}`
+
+// x-kubernetes-validations rules compile when the CRD is written and
+// judge custom resources, transition rules with the old object.
+func TestCustomResourceCELRules(t *testing.T) {
+	c := startExtensions(t)
+	const crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+	code, b := c.do("POST", crds, "application/json", fmt.Sprintf(rulesCRD, `{"rule": "self.min <= "}`))
+	if code != 422 || !strings.Contains(string(b), "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value") {
+		t.Errorf("a rule that does not compile: %d %s", code, b)
+	}
+	c.must(201, "POST", crds, "application/json", fmt.Sprintf(rulesCRD,
+		`{"rule": "self.min <= self.max", "message": "min must not exceed max"}, {"rule": "self.max >= oldSelf.max", "message": "max may not shrink"}`))
+	c.waitEstablished("limits.example.com")
+	const limits = "/apis/example.com/v1/namespaces/default/limits"
+	eventually(t, "limits served", func() string {
+		if code, b := c.do("GET", limits, "", ""); code != 200 {
+			return fmt.Sprintf("%d %s", code, b)
+		}
+		return ""
+	})
+	code, b = c.do("POST", limits, "application/json", `{"apiVersion":"example.com/v1","kind":"Limit","metadata":{"name":"l1"},"spec":{"min":5,"max":1}}`)
+	if want := `Limit.example.com \"l1\" is invalid: spec: Invalid value: min must not exceed max`; code != 422 || !strings.Contains(string(b), want) {
+		t.Errorf("min > max: %d %s, want 422 with %s", code, b, want)
+	}
+	c.must(201, "POST", limits, "application/json", `{"apiVersion":"example.com/v1","kind":"Limit","metadata":{"name":"l1"},"spec":{"min":1,"max":5}}`)
+	code, b = c.do("PATCH", limits+"/l1", "application/merge-patch+json", `{"spec":{"max":3}}`)
+	if code != 422 || !strings.Contains(string(b), "max may not shrink") {
+		t.Errorf("a transition rule: %d %s", code, b)
+	}
+	c.must(200, "PATCH", limits+"/l1", "application/merge-patch+json", `{"spec":{"max":7}}`)
+}

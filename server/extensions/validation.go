@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/apikit-dev/apikit/cel"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/schema"
 	"github.com/apikit-dev/apikit/schema/structural"
@@ -204,6 +205,9 @@ func validateVersion(v *CustomResourceDefinitionVersion, p *meta.Path) meta.Fiel
 			errs = append(errs, meta.Invalid(sp, "", err.Error()))
 		} else {
 			root = s
+			// x-kubernetes-validations compile and fit the cost budget.
+			_, cerrs := cel.CompileSchema(s, sp)
+			errs = append(errs, cerrs...)
 		}
 	}
 	errs = append(errs, validateSubresources(v.Subresources, p.Child("subresources"))...)
