@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -51,5 +53,70 @@ func TestMetrics(t *testing.T) {
 	bob := w.NewUser("bob")
 	if _, errOut, ok := bob.Kubectl("get", "--raw", "/metrics"); ok || !strings.Contains(errOut, `Error from server (Forbidden): forbidden: User "bob" cannot get path "/metrics"`) {
 		t.Errorf("bob reading /metrics: succeeded %v, %s", ok, errOut)
+	}
+}
+
+// sample is the value of one series of an exposition: the counter, gauge
+// or histogram sample count whose labels include want; the sum over all
+// such series.
+func sample(fams map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
+	var sum float64
+	for _, m := range fams[name].GetMetric() {
+		l := map[string]string{}
+		for _, p := range m.GetLabel() {
+			l[p.GetName()] = p.GetValue()
+		}
+		match := true
+		for k, v := range want {
+			if l[k] != v {
+				match = false
+			}
+		}
+		if match {
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return sum
+}
+
+// TestMetricsSubsystems: a real wardle on its embedded etcd, after kubectl
+// creates, lists and watches flunders, serves kube-apiserver's storage,
+// object-count, watch, admission, flow-control and authentication
+// metrics, parsed as Prometheus parses them.
+func TestMetricsSubsystems(t *testing.T) {
+	w := StartWardle(t)
+	w.KubectlStdin(fmt.Sprintf(aggFlunder, "metrics-a", "b"), "create", "-n", "default", "-f", "-")
+	w.Kubectl("get", "flunders", "-n", "default")
+	// A watch from "0" gets the flunder, then ends at its timeout.
+	w.Kubectl("get", "--raw", "/apis/wardle.example.com/v1beta1/namespaces/default/flunders?watch=true&resourceVersion=0&timeoutSeconds=1")
+
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(w.Kubectl("get", "--raw", "/metrics")))
+	if err != nil {
+		t.Fatalf("parsing /metrics: %v", err)
+	}
+	flunders := map[string]string{"group": "wardle.example.com", "resource": "flunders"}
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		min    float64
+	}{
+		{"etcd_requests_total", map[string]string{"group": "wardle.example.com", "resource": "flunders", "operation": "create"}, 1},
+		{"etcd_request_duration_seconds", map[string]string{"group": "wardle.example.com", "resource": "flunders", "operation": "create"}, 1},
+		{"apiserver_resource_objects", flunders, 1},
+		{"apiserver_storage_objects", map[string]string{"resource": "flunders.wardle.example.com"}, 1},
+		{"apiserver_watch_events_total", map[string]string{"group": "wardle.example.com", "version": "v1beta1", "kind": "Flunder"}, 1},
+		{"apiserver_admission_step_admission_duration_seconds", map[string]string{"type": "validate", "operation": "CREATE", "rejected": "false"}, 1},
+		{"apiserver_flowcontrol_dispatched_requests_total", map[string]string{"priority_level": "exempt"}, 3},
+		{"apiserver_flowcontrol_nominal_limit_seats", map[string]string{"priority_level": "global-default"}, 1},
+		{"authentication_attempts", map[string]string{"result": "success"}, 4},
+		{"authorization_attempts_total", map[string]string{"result": "allowed"}, 4},
+	} {
+		if got := sample(fams, c.name, c.labels); got < c.min {
+			t.Errorf("%s%v = %v, want at least %v", c.name, c.labels, got, c.min)
+		}
+	}
+	if got := sample(fams, "apiserver_resource_objects", flunders); got != 1 {
+		t.Errorf("apiserver_resource_objects%v = %v, want the 1 flunder created", flunders, got)
 	}
 }
