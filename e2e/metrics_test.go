@@ -81,8 +81,8 @@ func sample(fams map[string]*dto.MetricFamily, name string, want map[string]stri
 
 // TestMetricsSubsystems: a real wardle on its embedded etcd, after kubectl
 // creates, lists and watches flunders, serves kube-apiserver's storage,
-// object-count, watch, admission, flow-control and authentication
-// metrics, parsed as Prometheus parses them.
+// watch cache, object-count, watch, admission, flow-control and
+// authentication metrics, parsed as Prometheus parses them.
 func TestMetricsSubsystems(t *testing.T) {
 	w := StartWardle(t)
 	w.KubectlStdin(fmt.Sprintf(aggFlunder, "metrics-a", "b"), "create", "-n", "default", "-f", "-")
@@ -109,6 +109,9 @@ func TestMetricsSubsystems(t *testing.T) {
 		{"apiserver_admission_step_admission_duration_seconds", map[string]string{"type": "validate", "operation": "CREATE", "rejected": "false"}, 1},
 		{"apiserver_flowcontrol_dispatched_requests_total", map[string]string{"priority_level": "exempt"}, 3},
 		{"apiserver_flowcontrol_nominal_limit_seats", map[string]string{"priority_level": "global-default"}, 1},
+		{"apiserver_watch_cache_initializations_total", flunders, 1},
+		{"apiserver_watch_cache_events_received_total", flunders, 1},
+		{"apiserver_cache_list_total", flunders, 1},
 		{"authentication_attempts", map[string]string{"result": "success"}, 4},
 		{"authorization_attempts_total", map[string]string{"result": "allowed"}, 4},
 	} {

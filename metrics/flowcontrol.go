@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,6 +20,12 @@ const (
 var FlowControlWaitBuckets = []float64{0, 0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30}
 
 type flowControlMetrics struct {
+	// series caches the series of each priority level and flow schema
+	// seen: label lookups were most of what flow control's metrics cost
+	// a request.
+	mu     sync.RWMutex
+	series map[fcKey]*fcSeries
+
 	dispatched *prometheus.CounterVec
 	rejected   *prometheus.CounterVec
 	inQueue    *prometheus.GaugeVec
@@ -28,9 +35,46 @@ type flowControlMetrics struct {
 	execution  *prometheus.HistogramVec
 }
 
-func newFlowControlMetrics(reg prometheus.Registerer) flowControlMetrics {
+type fcKey struct{ priorityLevel, flowSchema string }
+
+// fcSeries are one priority level's and flow schema's series.
+type fcSeries struct {
+	inQueue, executing, seats prometheus.Gauge
+	dispatched                prometheus.Counter
+	waitDispatched            prometheus.Observer
+	execRegular, execWatch    prometheus.Observer
+}
+
+// seriesOf returns the series of a priority level and flow schema.
+func (f *flowControlMetrics) seriesOf(pl, fs string) *fcSeries {
+	k := fcKey{pl, fs}
+	f.mu.RLock()
+	s := f.series[k]
+	f.mu.RUnlock()
+	if s != nil {
+		return s
+	}
+	s = &fcSeries{
+		inQueue:        f.inQueue.WithLabelValues(pl, fs),
+		executing:      f.executing.WithLabelValues(pl, fs),
+		seats:          f.seats.WithLabelValues(pl, fs),
+		dispatched:     f.dispatched.WithLabelValues(pl, fs),
+		waitDispatched: f.wait.WithLabelValues(pl, fs, "true"),
+		execRegular:    f.execution.WithLabelValues(pl, fs, "regular"),
+		execWatch:      f.execution.WithLabelValues(pl, fs, "watch"),
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if prev := f.series[k]; prev != nil {
+		return prev
+	}
+	f.series[k] = s
+	return s
+}
+
+func newFlowControlMetrics(reg prometheus.Registerer) *flowControlMetrics {
 	plfs := []string{"priority_level", "flow_schema"}
-	f := flowControlMetrics{
+	f := &flowControlMetrics{series: map[fcKey]*fcSeries{},
 		dispatched: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apiserver_flowcontrol_dispatched_requests_total",
 			Help: "Number of requests executed by API Priority and Fairness subsystem",
@@ -71,12 +115,12 @@ func newFlowControlMetrics(reg prometheus.Registerer) flowControlMetrics {
 // server's configuration (a bounded set). Its methods do nothing on a
 // FlowControlRequest from a nil Registry.
 type FlowControlRequest struct {
-	m                           *Registry
-	priorityLevel, flowSchema   string
-	watch                       bool
-	arrived, dispatched         time.Time
-	inQueue, executing, seatsIn prometheus.Gauge
-	seats                       int
+	m                         *Registry
+	s                         *fcSeries
+	priorityLevel, flowSchema string
+	watch                     bool
+	arrived, dispatched       time.Time
+	seats                     int
 }
 
 // FlowControlArrived counts a request as waiting for its turn (in a queue,
@@ -86,9 +130,9 @@ func (m *Registry) FlowControlArrived(priorityLevel, flowSchema string, watch bo
 	if m == nil {
 		return FlowControlRequest{}
 	}
-	r := FlowControlRequest{m: m, priorityLevel: priorityLevel, flowSchema: flowSchema, watch: watch, arrived: time.Now()}
-	r.inQueue = m.fc.inQueue.WithLabelValues(priorityLevel, flowSchema)
-	r.inQueue.Inc()
+	r := FlowControlRequest{m: m, s: m.fc.seriesOf(priorityLevel, flowSchema),
+		priorityLevel: priorityLevel, flowSchema: flowSchema, watch: watch, arrived: time.Now()}
+	r.s.inQueue.Inc()
 	return r
 }
 
@@ -97,16 +141,13 @@ func (r *FlowControlRequest) Dispatched(seats int) {
 	if r.m == nil {
 		return
 	}
-	fc := &r.m.fc
-	r.inQueue.Dec()
+	r.s.inQueue.Dec()
 	r.dispatched = time.Now()
-	fc.wait.WithLabelValues(r.priorityLevel, r.flowSchema, "true").Observe(r.dispatched.Sub(r.arrived).Seconds())
-	fc.dispatched.WithLabelValues(r.priorityLevel, r.flowSchema).Inc()
-	r.executing = fc.executing.WithLabelValues(r.priorityLevel, r.flowSchema)
-	r.executing.Inc()
+	r.s.waitDispatched.Observe(r.dispatched.Sub(r.arrived).Seconds())
+	r.s.dispatched.Inc()
+	r.s.executing.Inc()
 	r.seats = seats
-	r.seatsIn = fc.seats.WithLabelValues(r.priorityLevel, r.flowSchema)
-	r.seatsIn.Add(float64(seats))
+	r.s.seats.Add(float64(seats))
 }
 
 // Rejected records that the request will not run, and why (RejectQueueFull,
@@ -115,8 +156,8 @@ func (r *FlowControlRequest) Rejected(reason string) {
 	if r.m == nil {
 		return
 	}
-	fc := &r.m.fc
-	r.inQueue.Dec()
+	fc := r.m.fc
+	r.s.inQueue.Dec()
 	fc.wait.WithLabelValues(r.priorityLevel, r.flowSchema, "false").Observe(time.Since(r.arrived).Seconds())
 	fc.rejected.WithLabelValues(r.priorityLevel, r.flowSchema, reason).Inc()
 }
@@ -124,16 +165,16 @@ func (r *FlowControlRequest) Rejected(reason string) {
 // Finished records that a dispatched request gave its seats back (a
 // watch: once its initial events were sent).
 func (r *FlowControlRequest) Finished() {
-	if r.m == nil || r.executing == nil {
+	if r.m == nil || r.dispatched.IsZero() {
 		return
 	}
-	r.executing.Dec()
-	r.seatsIn.Sub(float64(r.seats))
-	typ := "regular"
+	r.s.executing.Dec()
+	r.s.seats.Sub(float64(r.seats))
+	exec := r.s.execRegular
 	if r.watch {
-		typ = "watch"
+		exec = r.s.execWatch
 	}
-	r.m.fc.execution.WithLabelValues(r.priorityLevel, r.flowSchema, typ).Observe(time.Since(r.dispatched).Seconds())
+	exec.Observe(time.Since(r.dispatched).Seconds())
 }
 
 // SeatLimits are one priority level's seat limits, as

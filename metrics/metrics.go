@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,13 +61,18 @@ type Registry struct {
 	readOnly    prometheus.Gauge
 	mutating    prometheus.Gauge
 
+	seriesMu sync.RWMutex
+	series   map[requestKey]*requestSeries
+
 	auth    authMetrics
 	audit   auditMetrics
-	fc      flowControlMetrics
+	fc      *flowControlMetrics
 	adm     admissionMetrics
 	watch   watchMetrics
 	storage storageMetrics
 	objects *objectCountCollector
+
+	watchCache watchCacheMetrics
 }
 
 // New returns a Registry with the request metrics, those of
@@ -74,7 +80,8 @@ type Registry struct {
 // and storage, and the Go and process collectors registered.
 func New() *Registry {
 	m := &Registry{
-		reg: prometheus.NewRegistry(),
+		reg:    prometheus.NewRegistry(),
+		series: map[requestKey]*requestSeries{},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "apiserver_request_total",
 			Help: "Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.",
@@ -108,6 +115,7 @@ func New() *Registry {
 	m.adm = newAdmissionMetrics(m.reg)
 	m.watch = newWatchMetrics(m.reg)
 	m.storage = newStorageMetrics(m.reg)
+	m.watchCache = newWatchCacheMetrics(m.reg)
 	m.objects = &objectCountCollector{}
 	m.reg.MustRegister(m.objects)
 	return m
@@ -161,11 +169,51 @@ type Labels struct {
 // ObserveRequest counts a finished request, its latency and, for reads
 // (GET and LIST, as kube-apiserver), its response size.
 func (m *Registry) ObserveRequest(l *Labels, code int, size int64, elapsed time.Duration) {
-	m.requests.WithLabelValues(l.Verb, l.DryRun, l.Group, l.Version, l.Resource, l.Subresource, l.Scope, l.Component, codeString(code)).Inc()
-	m.durations.WithLabelValues(l.Verb, l.DryRun, l.Group, l.Version, l.Resource, l.Subresource, l.Scope, l.Component).Observe(elapsed.Seconds())
-	if l.Verb == "GET" || l.Verb == "LIST" {
-		m.sizes.WithLabelValues(l.Verb, l.Group, l.Version, l.Resource, l.Subresource, l.Scope, l.Component).Observe(float64(size))
+	s := m.requestSeriesOf(l, code)
+	s.count.Inc()
+	s.duration.Observe(elapsed.Seconds())
+	if s.size != nil {
+		s.size.Observe(float64(size))
 	}
+}
+
+type requestKey struct {
+	l    Labels
+	code int
+}
+
+// requestSeries are the series of one set of request labels and code.
+type requestSeries struct {
+	count          prometheus.Counter
+	duration, size prometheus.Observer // size: nil but for GET and LIST
+}
+
+// requestSeriesOf returns the series of l and code, from the cache of
+// those seen: the labels are bounded, and a Go map finds nine strings far
+// faster than three vectors hash and validate them, which was most of what
+// the metrics cost a request.
+func (m *Registry) requestSeriesOf(l *Labels, code int) *requestSeries {
+	k := requestKey{*l, code}
+	m.seriesMu.RLock()
+	s := m.series[k]
+	m.seriesMu.RUnlock()
+	if s != nil {
+		return s
+	}
+	s = &requestSeries{
+		count:    m.requests.WithLabelValues(l.Verb, l.DryRun, l.Group, l.Version, l.Resource, l.Subresource, l.Scope, l.Component, codeString(code)),
+		duration: m.durations.WithLabelValues(l.Verb, l.DryRun, l.Group, l.Version, l.Resource, l.Subresource, l.Scope, l.Component),
+	}
+	if l.Verb == "GET" || l.Verb == "LIST" {
+		s.size = m.sizes.WithLabelValues(l.Verb, l.Group, l.Version, l.Resource, l.Subresource, l.Scope, l.Component)
+	}
+	m.seriesMu.Lock()
+	defer m.seriesMu.Unlock()
+	if prev := m.series[k]; prev != nil {
+		return prev
+	}
+	m.series[k] = s
+	return s
 }
 
 // LongRunningStarted counts a long-running request as active until the

@@ -211,7 +211,7 @@ func (s *Storage) open(ctx context.Context) (storage.Interface, error) {
 	}
 	if s.watchCache.Enabled && s.backend != Memory {
 		// The caches close before the backend they watch.
-		s.caches = cacher.NewFactory(storage.FactoryFunc(s.encrypted), s.watchCache, cacher.WithLogger(s.logger))
+		s.caches = cacher.NewFactory(storage.FactoryFunc(s.encrypted), s.watchCache, cacher.WithLogger(s.logger), cacher.WithMetrics(s.metrics))
 		s.closers = append([]func() error{s.caches.Close}, s.closers...)
 	}
 	return s.store, nil

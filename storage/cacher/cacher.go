@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/metrics"
 	"github.com/apikit-dev/apikit/storage"
 	"github.com/apikit-dev/apikit/storage/internal/history"
 )
@@ -57,6 +59,8 @@ type config struct {
 	bookmarkInterval time.Duration
 	maxRevisionWait  time.Duration
 	logger           *slog.Logger
+	metrics          *metrics.Registry
+	resource         meta.GroupResource
 }
 
 // WithCapacity sets the window: how many changes the cache keeps for
@@ -90,6 +94,18 @@ func WithMaxRevisionWait(d time.Duration) Option {
 			c.maxRevisionWait = d
 		}
 	}
+}
+
+// WithMetrics records the cache's figures (apiserver_watch_cache_*,
+// apiserver_cache_list_*, watch_cache_capacity) in m, under the resource
+// a Factory makes the cache for.
+func WithMetrics(m *metrics.Registry) Option {
+	return func(c *config) { c.metrics = m }
+}
+
+// forResource names the resource a cache holds, for its metrics.
+func forResource(gr meta.GroupResource) Option {
+	return func(c *config) { c.resource = gr }
 }
 
 // WithLogger sets where the cacher reports backend watch failures; the
@@ -148,6 +164,9 @@ type Cacher struct {
 
 	// delegated counts the reads the backend served.
 	delegated atomic.Int64
+
+	// metrics records the cache's figures; nil records nothing.
+	metrics *metrics.WatchCache
 }
 
 var (
@@ -191,6 +210,10 @@ func New(backend storage.Interface, prefix string, opts ...Option) *Cacher {
 		fresh:       eventFreshDuration,
 		progressReq: make(chan struct{}, 1),
 		revReq:      make(chan struct{}, 1),
+	}
+	if cfg.metrics != nil && cfg.resource.Resource != "" {
+		c.metrics = cfg.metrics.WatchCacheOf(cfg.resource.Group, cfg.resource.Resource)
+		c.metrics.Capacity(cfg.capacity)
 	}
 	c.wg.Add(4)
 	go c.run()
@@ -310,6 +333,7 @@ func (c *Cacher) watchOnce() (progressed bool, err error) {
 			case ev.Type == storage.Added:
 				init.Add(ev.Key, ev.Revision, newValue(ev, false))
 			case ev.Type == storage.Bookmark && ev.InitialEventsEnd:
+				c.metrics.Initialized(ev.Revision)
 				if c.h.Install(init, ev.Revision) {
 					close(c.readyCh)
 				}
@@ -320,6 +344,13 @@ func (c *Cacher) watchOnce() (progressed bool, err error) {
 				return progressed, fmt.Errorf("backend sent %s %q among the initial events", ev.Type, ev.Key)
 			}
 		default:
+			// Counted before the change is visible, so that whoever sees
+			// it sees it counted.
+			if ev.Type == storage.Bookmark {
+				c.metrics.Revision(ev.Revision)
+			} else {
+				c.metrics.Received(ev.Revision)
+			}
 			c.apply(ev)
 			progressed = true
 		}

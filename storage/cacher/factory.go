@@ -61,7 +61,7 @@ func (f *Factory) ForRoot(resource meta.GroupResource, root string) (storage.Int
 	if err != nil {
 		return nil, err
 	}
-	c := New(s, root, append(append([]Option(nil), f.opts...), WithCapacity(size))...)
+	c := New(s, root, append(append([]Option(nil), f.opts...), WithCapacity(size), forResource(resource))...)
 	f.caches[root] = c
 	return c, nil
 }

@@ -259,6 +259,9 @@ func (c *Cacher) List(ctx context.Context, prefix string, opts storage.ListOptio
 	}
 	if !delegate {
 		res, ok, err := c.h.List(prefix, start, rev, opts.Limit, opts.Predicate)
+		if err == nil && ok {
+			c.metrics.Listed(len(res.Items))
+		}
 		if err != nil || ok {
 			return res, err
 		}
