@@ -113,6 +113,7 @@ func fromOpenAPI(m map[string]any, path string, junctor bool) (*Schema, error) {
 			return nil, err
 		}
 	case bool:
+		n.AdditionalPropertiesAllowed = &ap
 		if ap {
 			n.Unknown = true
 		}

@@ -30,6 +30,11 @@ type Schema struct {
 	Required   []string
 	// AdditionalProperties is the value of a map.
 	AdditionalProperties *Schema
+	// AdditionalPropertiesAllowed is set when a CRD's schema gives
+	// additionalProperties as a boolean rather than a schema: kube keeps
+	// such a map's keys (false makes each a forbidden property) and prunes
+	// their values as unknown. true also sets Unknown.
+	AdditionalPropertiesAllowed *bool
 	// Items is the element of a list.
 	Items *Schema
 

@@ -96,6 +96,8 @@ func (g *gen) schema(depth int, root bool) map[string]any {
 		m["type"] = "object"
 		if !root && g.chance(0.25) {
 			m["additionalProperties"] = g.schema(depth+1, false)
+		} else if !root && g.chance(0.1) {
+			m["additionalProperties"] = g.chance(0.5)
 		} else {
 			props := map[string]any{}
 			for i := 0; i < g.r.Intn(4); i++ {

@@ -38,8 +38,10 @@ func schemaFormat(s *schema.Schema) string {
 
 // numberKind is the type and format kube-openapi checks numbers and their
 // bounds against: the node's single numeric type and its numeric format.
-func numberKind(s *schema.Schema) (typ, format string) {
-	if s.IntOrString {
+func numberKind(s *schema.Schema, forDefault bool) (typ, format string) {
+	// x-kubernetes-int-or-string makes the type "integer,string", but not
+	// in the schema a CRD's defaults are checked against.
+	if s.IntOrString && !forDefault {
 		return "", ""
 	}
 	switch s.Type {
@@ -98,7 +100,7 @@ func rangeError(value any, typ, format, prefix string, path opath) error {
 // bound fits the type, and as float64 otherwise, with the bound's range
 // error reported too.
 func (v *validator) checkNumber(s *schema.Schema, value any, path opath) {
-	typ, format := numberKind(s)
+	typ, format := numberKind(s, v.forDefault)
 	i, isInt := value.(int64)
 	if err := rangeError(value, typ, format, "Checked", path); err != nil {
 		v.invalid(opath{}, "", "%s", err)

@@ -150,7 +150,7 @@ func (p *pruner) prune(x any, s *schema.Schema, path []pathElem) {
 			if s != nil {
 				if prop, ok := s.Property(k); ok {
 					sub, known = prop, true
-				} else if s.AdditionalProperties != nil {
+				} else if hasAdditionalProperties(s) {
 					sub, known = s.AdditionalProperties, true
 				}
 			}
@@ -189,7 +189,7 @@ func (p *pruner) skip(x any, s *schema.Schema, path []pathElem) {
 			key := k
 			if prop, ok := s.Property(k); ok {
 				p.prune(v, prop, append(path, pathElem{key: &key}))
-			} else if s.AdditionalProperties != nil {
+			} else if hasAdditionalProperties(s) {
 				p.prune(v, s.AdditionalProperties, append(path, pathElem{key: &key}))
 			}
 		}
@@ -201,6 +201,13 @@ func (p *pruner) skip(x any, s *schema.Schema, path []pathElem) {
 			p.skip(v, s.Items, append(path, pathElem{index: i}))
 		}
 	}
+}
+
+// hasAdditionalProperties reports whether a schema has additionalProperties,
+// as a schema or as a boolean: either way kube keeps the map's keys (a
+// boolean's values are pruned as unknown).
+func hasAdditionalProperties(s *schema.Schema) bool {
+	return s.AdditionalProperties != nil || s.AdditionalPropertiesAllowed != nil
 }
 
 // pruneNulls drops null values whose schema is neither nullable nor

@@ -39,6 +39,8 @@ func TestPrune(t *testing.T) {
 			`{"metadata":{"name":"x","bogus":1}}`, `{"metadata":{"name":"x","bogus":1}}`, nil},
 		{"non-nullable nulls without default go silently", `{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"string","nullable":true},"c":{"type":"string","default":"d"}}}`, false,
 			`{"a":null,"b":null,"c":null}`, `{"b":null,"c":null}`, nil},
+		{"additionalProperties true keeps keys and prunes their values", `{"type":"object","properties":{"m":{"type":"object","additionalProperties":true}}}`, false,
+			`{"m":{"x":{"y":1},"z":1}}`, `{"m":{"x":{},"z":1}}`, []string{"m.x.y"}},
 		{"nothing to prune", `{"type":"object","properties":{"a":{"type":"string"}}}`, false, `{"a":"x"}`, `{"a":"x"}`, nil},
 	}
 	for _, tt := range tests {

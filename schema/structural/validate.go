@@ -491,6 +491,14 @@ func (v *validator) checkObject(s *schema.Schema, m map[string]any, path opath) 
 	if s.MaxProperties != nil && n > *s.MaxProperties {
 		v.add(fmt.Sprintf("%s in body should have at most %d properties", path, *s.MaxProperties), meta.TooMany(v.fieldPath(path), int(n), int(*s.MaxProperties)))
 	}
+	if allowed := s.AdditionalPropertiesAllowed; s.AdditionalProperties == nil && allowed != nil && !*allowed {
+		for _, k := range sortedKeys(m) {
+			if _, ok := s.Property(k); !ok {
+				msg := fmt.Sprintf("%s.%s in body is a forbidden property", path, k)
+				v.add(msg, meta.Invalid(v.fieldPath(path), k, msg))
+			}
+		}
+	}
 	if s.AdditionalProperties != nil {
 		for _, k := range sortedKeys(m) {
 			if _, ok := s.Property(k); !ok {

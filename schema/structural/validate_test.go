@@ -174,6 +174,11 @@ func TestValidate(t *testing.T) {
 		{"embedded resource kind", spec(`{"type":"object","x-kubernetes-embedded-resource":true,"x-kubernetes-preserve-unknown-fields":true}`),
 			`{"spec":{"x":{"apiVersion":"v1","kind":"my_kind"}}}`,
 			[]string{`spec.x.kind: Invalid value: "my_kind": may have mixed case, but should otherwise match: a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')`}},
+		{"additionalProperties false", spec(`{"type":"object","additionalProperties":false}`), `{"spec":{"x":{"b":1,"a":2}}}`,
+			[]string{
+				`spec.x: Invalid value: "a": spec.x.a in body is a forbidden property`,
+				`spec.x: Invalid value: "b": spec.x.b in body is a forbidden property`,
+			}},
 		{"root is not an embedded resource", `{"type":"object","properties":{"spec":{"type":"object"}}}`, `{"spec":{}}`, nil},
 	}
 	for _, tt := range tests {
