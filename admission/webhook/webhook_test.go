@@ -16,6 +16,7 @@ import (
 	"github.com/apikit-dev/apikit/admission"
 	"github.com/apikit-dev/apikit/admission/registration"
 	"github.com/apikit-dev/apikit/authn"
+	"github.com/apikit-dev/apikit/certs"
 	iwebhook "github.com/apikit-dev/apikit/internal/webhook"
 	"github.com/apikit-dev/apikit/meta"
 )
@@ -492,5 +493,45 @@ func TestMatchConditions(t *testing.T) {
 				t.Errorf("Validate: %v, want %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+func TestCredentialsFor(t *testing.T) {
+	c := &Credentials{Users: map[string]certs.Kubeconfig{
+		"hook.ns.svc:8443": {Token: "port"}, "hook.ns.svc": {Token: "host"}, "*.ns.svc": {Token: "wild"}, "*.svc": {Token: "svc"}, "*": {Token: "any"},
+	}}
+	for host, want := range map[string]string{
+		"hook.ns.svc:8443": "port", "hook.ns.svc:443": "host", "hook.ns.svc": "host", "other.ns.svc:443": "wild",
+		"a.b.svc:1": "svc", "127.0.0.1:9443": "any",
+	} {
+		if _, u, ok := c.For(host); !ok || u.Token != want {
+			t.Errorf("For(%q) = %q, want %q", host, u.Token, want)
+		}
+	}
+}
+
+// TestCredentialsPresented: the token of the kubeconfig user named after
+// the webhook's host is sent.
+func TestCredentialsPresented(t *testing.T) {
+	var got atomic.Value
+	ws := newWebhookServer(t, func(*AdmissionRequest, *AdmissionResponse) {})
+	inner := ws.Config.Handler
+	ws.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.Header.Get("Authorization"))
+		inner.ServeHTTP(w, r)
+	})
+	src := NewSource()
+	src.SetMutating(nil)
+	src.SetValidating([]*registration.ValidatingWebhookConfiguration{validatingOf(ws, "creds.example.com", nil)})
+	host := strings.TrimPrefix(ws.URL, "https://")
+	w, err := New(Config{Source: src, Credentials: &Credentials{Users: map[string]certs.Kubeconfig{host: {Token: "s3cret"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Validating().Validate(context.Background(), attrs(admission.Create, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got.Load() != "Bearer s3cret" {
+		t.Errorf("Authorization %q", got.Load())
 	}
 }

@@ -1,0 +1,115 @@
+package options
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apikit-dev/apikit/admission"
+	"github.com/apikit-dev/apikit/admission/webhook"
+	"github.com/apikit-dev/apikit/server"
+	"github.com/apikit-dev/apikit/storage"
+	"github.com/apikit-dev/apikit/storage/memory"
+)
+
+func TestAdmissionOptionsValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		enable, disable []string
+		want            []string
+	}{
+		{name: "known names", enable: []string{"MutatingAdmissionWebhook"}, disable: []string{"BanFlunder"}},
+		{name: "unknown", enable: []string{"NamespaceLifecycle"}, disable: []string{"Nope"},
+			want: []string{`enable-admission-plugins plugin "NamespaceLifecycle" is unknown`, `disable-admission-plugins plugin "Nope" is unknown`}},
+		{name: "both", enable: []string{"BanFlunder"}, disable: []string{"BanFlunder"},
+			want: []string{`[BanFlunder] in enable-admission-plugins and disable-admission-plugins overlapped`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := NewAdmissionOptions()
+			o.Plugins = append(o.Plugins, "BanFlunder")
+			o.EnablePlugins, o.DisablePlugins = tc.enable, tc.disable
+			var got []string
+			for _, err := range o.Validate() {
+				got = append(got, err.Error())
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestAdmissionConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "webhooks.kubeconfig")
+	write := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("webhooks.kubeconfig", "apiVersion: v1\nkind: Config\nusers:\n- name: '*.webhooks.svc'\n  user:\n    token: secret\n")
+	write("mutating.yaml", "apiVersion: apiserver.config.k8s.io/v1\nkind: WebhookAdmissionConfiguration\nkubeConfigFile: "+kubeconfig+"\n")
+	cfgFile := write("admission.yaml", `apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ValidatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: `+kubeconfig+`
+- name: MutatingAdmissionWebhook
+  path: mutating.yaml
+- name: BanFlunder
+`)
+	got, err := readAdmissionConfig(cfgFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[webhook.MutatingPluginName] != kubeconfig || got[webhook.ValidatingPluginName] != kubeconfig {
+		t.Errorf("kubeconfigs %v", got)
+	}
+	o := NewAdmissionOptions()
+	o.ConfigFile = cfgFile
+	c := &server.Config{Storage: storage.Shared(memory.New())}
+	if err := o.ApplyTo(c); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Admission) != 2 || o.Webhooks == nil {
+		t.Errorf("plugins %v, source %v", c.Admission, o.Webhooks)
+	}
+
+	relative := write("relative.yaml", "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: ValidatingAdmissionWebhook\n  configuration:\n    apiVersion: apiserver.config.k8s.io/v1\n    kind: WebhookAdmissionConfiguration\n    kubeConfigFile: webhooks.kubeconfig\n")
+	if _, err := readAdmissionConfig(relative); err == nil || !strings.Contains(err.Error(), `kubeConfigFile "webhooks.kubeconfig" must be an absolute file path`) {
+		t.Errorf("relative kubeConfigFile: %v", err)
+	}
+	wrongKind := write("kind.yaml", "apiVersion: v1\nkind: ConfigMap\n")
+	if _, err := readAdmissionConfig(wrongKind); err == nil || !strings.Contains(err.Error(), `unsupported kind "ConfigMap"`) {
+		t.Errorf("wrong kind: %v", err)
+	}
+}
+
+// TestDisableAdmissionPlugins: disabled webhook plugins are not added; a
+// disabled compiled-in plugin is left out by the server.
+func TestDisableAdmissionPlugins(t *testing.T) {
+	o := NewAdmissionOptions()
+	o.DisablePlugins = []string{webhook.MutatingPluginName, webhook.ValidatingPluginName, "BanFlunder"}
+	c := &server.Config{Storage: storage.Shared(memory.New())}
+	if err := o.ApplyTo(c); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Admission) != 0 || o.Webhooks != nil {
+		t.Errorf("plugins %v with both webhook plugins disabled", c.Admission)
+	}
+	chain := admission.Chain{named("BanFlunder"), named("Other")}.Without(c.DisabledAdmissionPlugins...)
+	if len(chain) != 1 || admission.NameOf(chain[0]) != "Other" {
+		t.Errorf("chain after disabling: %v", chain)
+	}
+}
+
+type named string
+
+func (n named) Name() string                   { return string(n) }
+func (named) Handles(admission.Operation) bool { return true }
