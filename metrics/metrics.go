@@ -73,6 +73,7 @@ type Registry struct {
 	objects *objectCountCollector
 
 	watchCache watchCacheMetrics
+	slis       slis
 }
 
 // New returns a Registry with the request metrics, those of
@@ -116,6 +117,7 @@ func New() *Registry {
 	m.watch = newWatchMetrics(m.reg)
 	m.storage = newStorageMetrics(m.reg)
 	m.watchCache = newWatchCacheMetrics(m.reg)
+	m.slis = newSLIs()
 	m.objects = &objectCountCollector{}
 	m.reg.MustRegister(m.objects)
 	return m

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/apikit-dev/apikit/metrics"
 )
 
 var pingCheck = HealthCheck{Name: "ping", Check: func(*http.Request) error { return nil }}
@@ -19,7 +21,11 @@ var pingCheck = HealthCheck{Name: "ping", Check: func(*http.Request) error { ret
 // "reason withheld" there, verbose or not, and goes to log instead. Its
 // error text is served only at /<endpoint>/<check>, which, not being
 // public, only a user the authorizer allows reads.
-func serveHealth(endpoint string, checks func() []HealthCheck, log *slog.Logger) http.HandlerFunc {
+//
+// Each check run there is recorded for /metrics/slis
+// (kubernetes_healthcheck, kubernetes_healthchecks_total), as
+// kube-apiserver records it.
+func serveHealth(endpoint string, checks func() []HealthCheck, m *metrics.Registry, log *slog.Logger) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		all := checks()
 		if name := strings.TrimPrefix(r.URL.Path, "/"+endpoint+"/"); name != r.URL.Path && name != "" {
@@ -50,7 +56,9 @@ func serveHealth(endpoint string, checks func() []HealthCheck, log *slog.Logger)
 				delete(excluded, c.Name)
 				continue
 			}
-			if err := c.Check(r); err != nil {
+			err := c.Check(r)
+			m.ObserveHealthCheck(c.Name, endpoint, err == nil)
+			if err != nil {
 				failed = append(failed, c.Name)
 				fmt.Fprintf(&out, "[-]%s failed: reason withheld\n", c.Name)
 				fmt.Fprintf(&details, "[-]%s failed: %v\n", c.Name, err)

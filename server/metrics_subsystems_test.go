@@ -213,3 +213,40 @@ func parseExposition(t *testing.T, body string) map[string]*dto.MetricFamily {
 	}
 	return fams
 }
+
+// TestMetricsSLIs: /metrics/slis serves kube-apiserver's health check
+// indicators, one series per check and endpoint, kept apart from /metrics.
+func TestMetricsSLIs(t *testing.T) {
+	s := newServer(t, "test", server.NewEmptyDelegate(), func(c *server.Config) {
+		c.ReadyzChecks = append(c.ReadyzChecks, server.HealthCheck{Name: "broken", Check: func(*http.Request) error { return errors.New("down") }})
+	})
+	for _, p := range []struct {
+		path string
+		code int
+	}{{"/healthz", 200}, {"/healthz", 200}, {"/readyz", 500}} {
+		if got := send(t, s.Handler, "GET", p.path, "", ""); got != p.code {
+			t.Fatalf("GET %s: %d, want %d", p.path, got, p.code)
+		}
+	}
+	fams := scrapeAs(t, s.Handler, httptest.NewRequest("GET", "/metrics/slis", nil))
+	for _, c := range []struct {
+		name, labels string
+		want         float64
+	}{
+		{"kubernetes_healthcheck", "name=ping,type=healthz", 1},
+		{"kubernetes_healthcheck", "name=ping,type=readyz", 1},
+		{"kubernetes_healthcheck", "name=broken,type=readyz", 0},
+		{"kubernetes_healthchecks_total", "name=ping,status=success,type=healthz", 2},
+		{"kubernetes_healthchecks_total", "name=broken,status=error,type=readyz", 1},
+	} {
+		if got, ok := values(fams, c.name)[c.labels]; !ok || got != c.want {
+			t.Errorf("%s{%s} = %v (present %v), want %v", c.name, c.labels, got, ok, c.want)
+		}
+	}
+	if _, ok := fams["kubernetes_healthcheck"]; !ok {
+		t.Fatal("/metrics/slis lacks kubernetes_healthcheck")
+	}
+	if _, ok := scrape(t, s.Handler)["kubernetes_healthcheck"]; ok {
+		t.Error("/metrics serves the SLIs too; kube-apiserver serves them at /metrics/slis only")
+	}
+}

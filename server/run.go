@@ -43,12 +43,13 @@ func (s *GenericServer) installDefaultRoutes() {
 		respond.JSON(w, http.StatusOK, s.config.Version)
 	})
 	for _, ep := range []string{"healthz", "livez", "readyz"} {
-		h := serveHealth(ep, func() []HealthCheck { return s.checksFor(ep) }, s.config.Logger.With("server", s.name))
+		h := serveHealth(ep, func() []HealthCheck { return s.checksFor(ep) }, s.config.Metrics, s.config.Logger.With("server", s.name))
 		s.mux.HandleFunc("/"+ep, h)
 		s.mux.HandleFunc("/"+ep+"/", h)
 	}
 	if s.config.Metrics != nil {
 		s.mux.Handle("/metrics", s.config.Metrics.Handler())
+		s.mux.Handle("/metrics/slis", s.config.Metrics.SLIHandler())
 	}
 	if s.config.EnableProfiling {
 		s.mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -66,8 +67,8 @@ func (s *GenericServer) installDefaultRoutes() {
 func (s *GenericServer) ListedPaths() []string {
 	paths := []string{"/apis", "/healthz", "/livez", "/readyz", "/version", "/openapi/v2", "/openapi/v3"}
 	if s.config.Metrics != nil {
-		// kube-apiserver lists its /metrics too.
-		paths = append(paths, "/metrics")
+		// kube-apiserver lists its /metrics and /metrics/slis too.
+		paths = append(paths, "/metrics", "/metrics/slis")
 	}
 	for _, g := range s.APIGroups() {
 		if g.Name == "" {
