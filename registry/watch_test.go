@@ -203,11 +203,20 @@ func TestWatchBookmarks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Let three bookmark intervals pass, as the first watch sees them.
-	for range 3 {
-		if ev := next(t, ch); ev.Type != meta.Bookmark {
-			t.Fatalf("got %s, want a BOOKMARK", describe(ev))
-		}
+	// A periodic bookmark comes once per revision (the history core's
+	// rule, as the watch cache's): write, and let the first watch see the
+	// change and then the bookmark at its revision; by then the tick has
+	// passed for the second watch as well, which must have sent the change
+	// and nothing else.
+	b := mustCreate(t, st, widget("ns", "b", 1))
+	if ev := next(t, ch); describe(ev) != "ADDED ns/b" {
+		t.Fatalf("got %s, want ADDED ns/b", describe(ev))
+	}
+	if ev := next(t, ch); ev.Type != meta.Bookmark || ev.Object.ResourceVersion != b.ResourceVersion {
+		t.Fatalf("got %s at %s, want a BOOKMARK at %s", describe(ev), ev.Object.ResourceVersion, b.ResourceVersion)
+	}
+	if ev := next(t, ch2); describe(ev) != "ADDED ns/b" {
+		t.Fatalf("without bookmarks: got %s, want ADDED ns/b", describe(ev))
 	}
 	select {
 	case ev := <-ch2:
