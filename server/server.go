@@ -441,6 +441,7 @@ func (s *GenericServer) InstallAPIGroup(g *APIGroupInfo) error {
 				MaxObjectBytes:      s.config.MaxObjectBytes,
 				MinRequestTimeout:   s.config.MinRequestTimeout,
 				StopWatches:         s.stopWatches,
+				OmitItemTypes:       true,
 			})
 		}
 		if v.Routes != nil {

@@ -83,7 +83,7 @@ func benchBackends(b *testing.B) []benchBackend {
 }
 
 // benchStore is the wardle Flunder store on s.
-func benchStore(b *testing.B, s storage.Interface) *registry.Store[*v1beta1.Flunder] {
+func benchStore(b testing.TB, s storage.Interface) *registry.Store[*v1beta1.Flunder] {
 	st, err := registry.NewStore(registry.Options[*v1beta1.Flunder]{
 		Resource:        flunders,
 		Kind:            "Flunder",
@@ -136,7 +136,7 @@ func fillFlunders(b *testing.B, st *registry.Store[*v1beta1.Flunder], n int) {
 func benchHandler(st *registry.Store[*v1beta1.Flunder]) http.Handler {
 	c := restful.NewContainer()
 	ws := new(restful.WebService).Path("/apis/wardle.example.com/v1beta1")
-	endpoints.Install(ws, &endpoints.Scope{Resource: registry.Serve(st)})
+	endpoints.Install(ws, &endpoints.Scope{Resource: registry.Serve(st), OmitItemTypes: true})
 	c.Add(ws)
 	return c
 }

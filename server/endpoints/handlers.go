@@ -59,9 +59,20 @@ type Scope struct {
 	MinRequestTimeout time.Duration
 	// StopWatches, when closed, ends every open watch (server shutdown).
 	StopWatches <-chan struct{}
+	// OmitItemTypes leaves each item's kind and apiVersion out of LIST
+	// responses, as kube-apiserver serves lists of its built-in and
+	// aggregated (typed) resources: their conversion to the served version
+	// leaves the items' TypeMeta empty, and the list's own kind and
+	// apiVersion say what they are (client-go's unstructured lists fill
+	// them in). Its lists of custom resources keep them: leave it false for
+	// those.
+	OmitItemTypes bool
 
-	info     registry.ResourceInfo
-	managers fieldManagers
+	// itemTypePrefix is how the JSON of an item in the served version
+	// begins when OmitItemTypes: `{"kind":..,"apiVersion":..,`.
+	itemTypePrefix []byte
+	info           registry.ResourceInfo
+	managers       fieldManagers
 	// equivalents are the resource's other served versions, for admission.
 	equivalents []admission.Equivalent
 	gvk         meta.GroupVersionKind
@@ -72,6 +83,11 @@ func (s *Scope) init() {
 	s.info = s.Resource.Info()
 	s.gvk = s.info.GroupVersion.WithKind(s.info.Kind)
 	s.gvr = s.info.GroupVersion.WithResource(s.info.Resource)
+	if s.OmitItemTypes {
+		kind, _ := json.Marshal(s.info.Kind) // a string: no error
+		gv, _ := json.Marshal(s.info.GroupVersion.String())
+		s.itemTypePrefix = fmt.Appendf(nil, `{"kind":%s,"apiVersion":%s,`, kind, gv)
+	}
 	if s.MaxRequestBodyBytes <= 0 {
 		s.MaxRequestBodyBytes = DefaultMaxRequestBodyBytes
 	}
@@ -302,7 +318,14 @@ func (s *Scope) writeList(w http.ResponseWriter, r *http.Request, list *registry
 			respond.Error(w, r, err)
 			return
 		}
-		size += len(bodies[i]) + 1
+		// The item's own "{" goes out with the comma before it (see
+		// writeListJSON), so the cached encoding is sliced, not copied.
+		if p := s.itemTypePrefix; len(p) > 0 && bytes.HasPrefix(bodies[i], p) {
+			bodies[i] = bodies[i][len(p):]
+		} else {
+			bodies[i] = bodies[i][1:]
+		}
+		size += len(bodies[i]) + 2
 	}
 	if form == formYAML {
 		buf := bytes.NewBuffer(make([]byte, 0, size))
@@ -346,19 +369,21 @@ func (s *Scope) writeList(w http.ResponseWriter, r *http.Request, list *registry
 var listWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, respond.WriteSize) }}
 
 // writeListJSON writes a list from its parts: head (up to the items' "["),
-// the items' JSON, and the tail.
+// the items' JSON without their opening "{", and the tail.
 func writeListJSON(w io.Writer, head []byte, bodies [][]byte, tail string) {
 	_, _ = w.Write(head)
 	for i, b := range bodies {
-		if i > 0 {
-			_, _ = w.Write(comma)
+		if i == 0 {
+			_, _ = w.Write(itemStart[1:])
+		} else {
+			_, _ = w.Write(itemStart)
 		}
 		_, _ = w.Write(b)
 	}
 	_, _ = io.WriteString(w, tail)
 }
 
-var comma = []byte{','}
+var itemStart = []byte(",{")
 
 // Get serves GET on a named object.
 func (s *Scope) Get(w http.ResponseWriter, r *http.Request, ns, name string) {
