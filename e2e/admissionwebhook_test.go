@@ -7,7 +7,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -198,4 +202,77 @@ func TestAdmissionWebhooks(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	})
+}
+
+// TestAdmissionFlags: --disable-admission-plugins turns the compiled-in
+// BanFlunder off, and --admission-control-config-file's webhook
+// kubeconfig gives the server the token it presents to a webhook.
+func TestAdmissionFlags(t *testing.T) {
+	var tokens sync.Map
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var review map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&review); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		req, _ := review["request"].(map[string]any)
+		tokens.Store(r.Header.Get("Authorization"), true)
+		resp := map[string]any{"uid": req["uid"], "allowed": r.Header.Get("Authorization") == "Bearer e2e-token"}
+		if resp["allowed"] == false {
+			resp["status"] = map[string]any{"message": "no token"}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": resp})
+	}))
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	ca := base64.StdEncoding.EncodeToString(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))
+
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "webhooks.kubeconfig")
+	admissionConfig := filepath.Join(dir, "admission.yaml")
+	host := strings.TrimPrefix(srv.URL, "https://")
+	for path, data := range map[string]string{
+		kubeconfig: "apiVersion: v1\nkind: Config\nusers:\n- name: '" + host + "'\n  user:\n    token: e2e-token\n",
+		admissionConfig: "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: ValidatingAdmissionWebhook\n" +
+			"  configuration:\n    apiVersion: apiserver.config.k8s.io/v1\n    kind: WebhookAdmissionConfiguration\n    kubeConfigFile: " + kubeconfig + "\n",
+	} {
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := StartWardle(t, "--storage-backend=memory", "--disable-admission-plugins=BanFlunder", "--admission-control-config-file="+admissionConfig)
+	w.KubectlStdin("apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata:\n  name: token\nwebhooks:\n"+
+		webhookYAML("token", srv.URL+"/token", ca, "token", "Fail", 10), "apply", "-f", "-")
+	w.KubectlStdin("apiVersion: wardle.example.com/v1alpha1\nkind: Fischer\nmetadata: {name: strict}\ndisallowedFlunders: [banned]\n", "create", "-f", "-")
+
+	// BanFlunder is off: the name a Fischer bans is taken.
+	if _, errOut, err := w.kubectlStdinRaw(fmt.Sprintf(caseFlunderYAML, "banned", "none"), "create", "-f", "-"); err != nil {
+		t.Errorf("create of a banned name with BanFlunder disabled: %v\n%s", err, errOut)
+	}
+	// The webhook is called with the kubeconfig's token once the
+	// configuration is in effect.
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; ; i++ {
+		_, errOut, err := w.kubectlStdinRaw(fmt.Sprintf(caseFlunderYAML, fmt.Sprintf("t%d", i), "token"), "create", "-f", "-")
+		if err != nil {
+			t.Fatalf("create: %v\n%s", err, errOut)
+		}
+		if _, called := tokens.Load("Bearer e2e-token"); called {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the webhook was never called with the token")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, bare := tokens.Load(""); bare {
+		t.Error("the webhook was called without the token")
+	}
+
+	// Unknown plugin names are refused at start, with kube's words.
+	out, err := exec.Command(filepath.Join(binDir, "wardle"), "--disable-admission-plugins=Nope", "--storage-backend=memory", "--data-dir="+t.TempDir()).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `disable-admission-plugins plugin "Nope" is unknown`) {
+		t.Errorf("wardle --disable-admission-plugins=Nope: %v\n%s", err, out)
+	}
 }
