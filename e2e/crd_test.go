@@ -47,6 +47,8 @@ spec:
         properties:
           spec:
             type: object
+            x-kubernetes-validations:
+            - {rule: "self.color != 'black'", message: black is not a color}
             properties:
               color: {type: string, default: blue}
               replicas: {type: integer, minimum: 0, maximum: 10}
@@ -69,7 +71,8 @@ spec:
 
 // TestCustomResourceDefinitionsWithKubectl drives a CRD's life with
 // kubectl against the chain: apply, Established, custom resources
-// defaulted, pruned and validated, printer columns, short names and
+// defaulted, pruned and validated (a CEL rule too), printer columns, kubectl
+// explain, short names and
 // categories, kubectl scale, status only through /status, and deleting
 // the CRD deletes its objects.
 func TestCustomResourceDefinitionsWithKubectl(t *testing.T) {
@@ -93,6 +96,10 @@ func TestCustomResourceDefinitionsWithKubectl(t *testing.T) {
 	}
 	if msg := kubectlStdinFail(t, w, "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w2, namespace: default}\nspec: {replicas: 11}\n", "create", "-f", "-"); !strings.Contains(msg, "spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10") {
 		t.Errorf("replicas 11: %s", msg)
+	}
+
+	if msg := kubectlStdinFail(t, w, "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w3, namespace: default}\nspec: {color: black}\n", "create", "-f", "-"); !strings.Contains(msg, "black is not a color") {
+		t.Errorf("a CR breaking the CEL rule: %s", msg)
 	}
 
 	// kubectl scale, through the scale subresource.
