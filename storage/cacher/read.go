@@ -219,7 +219,7 @@ func (c *Cacher) Get(ctx context.Context, key string, opts storage.GetOptions) (
 	case !ready:
 		return c.delegateGet(ctx, key, opts)
 	case ok:
-		return v.keyValue(key, rev), nil
+		return v.KeyValue(key, rev), nil
 	case opts.IgnoreNotFound:
 		return storage.KeyValue{}, nil
 	default:

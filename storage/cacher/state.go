@@ -35,6 +35,7 @@ func (v *value) Data() []byte { return v.data }
 // Memo implements history.Value.
 func (v *value) Memo() *storage.Memo { return v.memo }
 
-func (v *value) keyValue(key string, rev int64) storage.KeyValue {
+// KeyValue implements history.Value.
+func (v *value) KeyValue(key string, rev int64) storage.KeyValue {
 	return storage.KeyValue{Key: key, Value: v.data, Revision: rev, Memo: v.memo}
 }

@@ -42,7 +42,7 @@ func (c *Cacher) GuaranteedUpdate(ctx context.Context, key string, opts storage.
 	}
 	if opts.Suggestion.Key == "" && c.h.Ready() && c.covers(key) {
 		if v, rev, ok, _ := c.h.Latest(key); ok {
-			opts.Suggestion = v.keyValue(key, rev)
+			opts.Suggestion = v.KeyValue(key, rev)
 		}
 	}
 	kv, err := c.backend.GuaranteedUpdate(ctx, key, opts, tryUpdate)

@@ -99,6 +99,10 @@ type value struct {
 func (v value) Data() []byte        { return v.data }
 func (v value) Memo() *storage.Memo { return v.memo }
 
+func (v value) KeyValue(key string, rev int64) storage.KeyValue {
+	return storage.KeyValue{Key: key, Value: v.data, Revision: rev, Memo: v.memo}
+}
+
 // version is a value with the revision it was written at.
 type version struct {
 	rev int64

@@ -20,9 +20,9 @@
 // its values inline in the records and the log (no allocation per write
 // beyond the bytes), the cache keeps pointers to values that its records,
 // its window and its watchers share. Either way a value gives the encoded
-// bytes and the storage.Memo; the revisions and tombstones are the
-// history's own, so that reads and compaction walk them without calling
-// into the owner's type.
+// bytes and the storage.Memo; the revisions and tombstone flags are the
+// history's own, beside the values, so that reads and compaction walk them
+// without calling into the owner's type.
 //
 // Writers never wait for watchers: a change costs one append to the log and
 // one wake-up of the watchers of each prefix of its key; each watcher's own

@@ -18,6 +18,9 @@ import (
 // value has no bytes but a memo: the one of its Deleted event (see
 // storage.Event.Memo).
 type Value interface {
+	// KeyValue returns the value as key's at rev, for lists and initial
+	// events: one call per item where a list hands out thousands.
+	KeyValue(key string, rev int64) storage.KeyValue
 	// Data returns the encoded value; callers must not modify it.
 	Data() []byte
 	// Memo returns the value's scratch space, where the registry keeps its
@@ -26,19 +29,21 @@ type Value interface {
 	Memo() *storage.Memo
 }
 
-// stamp is when a version was made, and whether it is a tombstone: a
-// delete is a version too, so that reads at older revisions still see the
-// value before. Reads and compaction walk stamps only, never the values.
-type stamp struct {
+// version is one value of one key with the revision that wrote it. A
+// delete is a version too (a tombstone), so that reads at older revisions
+// still see the value before. Reads and compaction read the revisions and
+// tombstone flags, never calling into the values; the value sits beside
+// them, so a read touches one cache line of the record for both.
+type version[V Value] struct {
 	rev     int64
 	deleted bool
+	val     V
 }
 
-// record is the history of one key, oldest first: stamps[i] is vals[i]'s.
+// record is the history of one key, oldest first.
 type record[V Value] struct {
-	key    string
-	stamps []stamp
-	vals   []V
+	key      string
+	versions []version[V]
 }
 
 func recordKey[V Value](r *record[V]) string { return r.key }
@@ -46,43 +51,43 @@ func recordKey[V Value](r *record[V]) string { return r.key }
 // latest returns the key's current value and its revision; ok is false
 // when it has none.
 func (r *record[V]) latest() (v V, rev int64, ok bool) {
-	if r == nil || len(r.stamps) == 0 {
+	if r == nil || len(r.versions) == 0 {
 		return v, 0, false
 	}
-	n := len(r.stamps) - 1
-	return r.vals[n], r.stamps[n].rev, !r.stamps[n].deleted
+	last := &r.versions[len(r.versions)-1]
+	return last.val, last.rev, !last.deleted
 }
 
 // at returns the value the key had at rev, and the revision it was written
 // at.
 func (r *record[V]) at(rev int64) (v V, vrev int64, ok bool) {
-	n := len(r.stamps)
+	n := len(r.versions)
 	i := n
-	if n == 0 || r.stamps[n-1].rev > rev {
-		i = sort.Search(n, func(i int) bool { return r.stamps[i].rev > rev })
+	if n == 0 || r.versions[n-1].rev > rev {
+		i = sort.Search(n, func(i int) bool { return r.versions[i].rev > rev })
 	}
 	if i == 0 {
 		return v, 0, false
 	}
-	st := r.stamps[i-1]
-	return r.vals[i-1], st.rev, !st.deleted
+	ver := &r.versions[i-1]
+	return ver.val, ver.rev, !ver.deleted
 }
 
 // compact drops the versions no read at or after rev can see; it reports
 // whether the key has no history left.
 func (r *record[V]) compact(rev int64) bool {
 	i := 0
-	for i+1 < len(r.stamps) && r.stamps[i+1].rev <= rev {
+	for i+1 < len(r.versions) && r.versions[i+1].rev <= rev {
 		i++
 	}
-	if len(r.stamps) > 0 && r.stamps[i].rev <= rev && r.stamps[i].deleted {
+	if len(r.versions) > 0 && r.versions[i].rev <= rev && r.versions[i].deleted {
 		i++
 	}
 	if i > 0 {
-		clear(r.vals[:i])
-		r.stamps, r.vals = r.stamps[i:], r.vals[i:]
+		clear(r.versions[:i])
+		r.versions = r.versions[i:]
 	}
-	return len(r.stamps) == 0
+	return len(r.versions) == 0
 }
 
 // kind is the type of a change, a byte where the log keeps many.
@@ -297,10 +302,10 @@ func NewState[V Value]() *State[V] { return &State[V]{records: map[string]*recor
 // replaces it.
 func (s *State[V]) Add(key string, rev int64, v V) {
 	if r := s.records[key]; r != nil {
-		r.stamps[0], r.vals[0] = stamp{rev: rev}, v
+		r.versions[0] = version[V]{rev: rev, val: v}
 		return
 	}
-	r := &record[V]{key: key, stamps: []stamp{{rev: rev}}, vals: []V{v}}
+	r := &record[V]{key: key, versions: []version[V]{{rev: rev, val: v}}}
 	s.records[key] = r
 	s.keys = append(s.keys, r)
 }
@@ -410,8 +415,7 @@ func (h *History[V]) PutLocked(key string, rev int64, v V, del bool) (ok bool) {
 		h.index.Insert(rec)
 	}
 	c.Key = rec.key
-	rec.stamps = append(rec.stamps, stamp{rev: rev, deleted: del})
-	rec.vals = append(rec.vals, v)
+	rec.versions = append(rec.versions, version[V]{rev: rev, deleted: del, val: v})
 	h.log = append(h.log, c)
 	h.advanceLocked(rev)
 	h.groupsOf(c.Key, (*wakeGroup).wake)
@@ -420,9 +424,6 @@ func (h *History[V]) PutLocked(key string, rev int64, v V, del bool) (ok bool) {
 	}
 	return true
 }
-
-// LogLenLocked returns the number of changes the log holds.
-func (h *History[V]) LogLenLocked() int { return len(h.log) }
 
 // EvictLocked drops the oldest changes while over reports that the log
 // must lose the change c it is given, with size changes held, and raises
@@ -453,7 +454,7 @@ func (h *History[V]) EvictLocked(over func(c *Change[V], size int) bool, floor i
 	// One sweep of the index beats many deletes from it when a compaction
 	// drops many keys at once.
 	if len(gone) > 64 {
-		h.index.DeleteFunc(func(r *record[V]) bool { return len(r.stamps) == 0 })
+		h.index.DeleteFunc(func(r *record[V]) bool { return len(r.versions) == 0 })
 	} else {
 		for _, key := range gone {
 			h.index.Delete(key)
@@ -563,7 +564,7 @@ func (h *History[V]) Stats() (changes, versions, keys int) {
 	h.RLock()
 	defer h.RUnlock()
 	for _, r := range h.records {
-		versions += len(r.stamps)
+		versions += len(r.versions)
 	}
 	return len(h.log), versions, h.index.Len()
 }

@@ -19,7 +19,10 @@ type val struct {
 	memo *storage.Memo
 }
 
-func (v val) Data() []byte        { return v.data }
+func (v val) Data() []byte { return v.data }
+func (v val) KeyValue(key string, rev int64) storage.KeyValue {
+	return storage.KeyValue{Key: key, Value: v.data, Revision: rev, Memo: v.memo}
+}
 func (v val) Memo() *storage.Memo { return v.memo }
 
 func newVal(s string) val { return val{data: []byte(s), memo: storage.NewMemo()} }

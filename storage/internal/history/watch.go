@@ -203,7 +203,7 @@ func (h *History[V]) snapshotLocked(prefix string) []storage.KeyValue {
 }
 
 func keyValue[V Value](key string, rev int64, v V) storage.KeyValue {
-	return storage.KeyValue{Key: key, Value: v.Data(), Revision: rev, Memo: v.Memo()}
+	return v.KeyValue(key, rev)
 }
 
 func (h *History[V]) addWatcherLocked(w *Watcher[V]) {
