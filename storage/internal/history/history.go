@@ -61,16 +61,25 @@ func (r *record[V]) latest() (v V, rev int64, ok bool) {
 // at returns the value the key had at rev, and the revision it was written
 // at.
 func (r *record[V]) at(rev int64) (v V, vrev int64, ok bool) {
+	if ver := r.atVersion(rev); ver != nil {
+		return ver.val, ver.rev, true
+	}
+	return v, 0, false
+}
+
+// atVersion returns the version a read at rev sees, nil when the key had
+// no value then. Lists call it per key: the latest version, the common
+// answer, is found without a search.
+func (r *record[V]) atVersion(rev int64) *version[V] {
 	n := len(r.versions)
 	i := n
 	if n == 0 || r.versions[n-1].rev > rev {
 		i = sort.Search(n, func(i int) bool { return r.versions[i].rev > rev })
 	}
-	if i == 0 {
-		return v, 0, false
+	if i == 0 || r.versions[i-1].deleted {
+		return nil
 	}
-	ver := &r.versions[i-1]
-	return ver.val, ver.rev, !ver.deleted
+	return &r.versions[i-1]
 }
 
 // compact drops the versions no read at or after rev can see; it reports

@@ -64,7 +64,7 @@ func (h *History[V]) list(prefix, start string, rev, limit int64) (res storage.L
 			if !strings.HasPrefix(rec.key, prefix) {
 				break
 			}
-			if _, _, ok := rec.at(rev); ok {
+			if rec.atVersion(rev) != nil {
 				n++
 			}
 		}
@@ -75,15 +75,15 @@ func (h *History[V]) list(prefix, start string, rev, limit int64) (res storage.L
 		if !strings.HasPrefix(rec.key, prefix) {
 			break
 		}
-		v, vrev, ok := rec.at(rev)
+		ver := rec.atVersion(rev)
 		switch {
-		case !ok:
+		case ver == nil:
 		case full:
 			remaining++ // past a full page: count the rest
 		case limit > 0 && int64(len(res.Items)) == limit:
 			full, remaining = true, 1
 		default:
-			res.Items = append(res.Items, keyValue(rec.key, vrev, v))
+			res.Items = append(res.Items, ver.val.KeyValue(rec.key, ver.rev))
 		}
 	}
 	if full {
