@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 )
@@ -37,35 +38,7 @@ func TestInformer(t *testing.T) {
 	}
 
 	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(client, 0, "inf", nil)
-	informer := factory.ForResource(flundersGVR).Informer()
-	var mu sync.Mutex
-	var seen []string
-	record := func(s string) { mu.Lock(); seen = append(seen, s); mu.Unlock() }
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { record("add " + obj.(*unstructured.Unstructured).GetName()) },
-		UpdateFunc: func(_, obj any) {
-			u := obj.(*unstructured.Unstructured)
-			ref, _, _ := unstructured.NestedString(u.Object, "spec", "flunderReference")
-			record("update " + u.GetName() + " " + ref)
-		},
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			record("delete " + obj.(*unstructured.Unstructured).GetName())
-		},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	stop := make(chan struct{})
-	defer close(stop)
-	factory.Start(stop)
-	syncCtx, syncCancel := context.WithTimeout(ctx, 20*time.Second)
-	defer syncCancel()
-	if !cache.WaitForCacheSync(syncCtx.Done(), informer.HasSynced) {
-		t.Fatal("informer did not sync within 20s: does the server end its initial events with a bookmark?")
-	}
-
+	seen := recordEvents(t, ctx, factory, flundersGVR, "spec", "flunderReference")
 	obj, err := res.Create(ctx, newFlunder("inf", "during", "y"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -79,17 +52,60 @@ func TestInformer(t *testing.T) {
 	if err := res.Delete(ctx, "during", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"add before", "add during", "update during z", "delete during"}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	waitEvents(t, seen, "add before, add during, update during z, delete during")
+}
+
+// recordEvents starts an informer of gvr from factory and returns what its
+// handlers have seen so far: "add <name>", "update <name> <the string at
+// field>", "delete <name>". It fails the test unless the informer syncs.
+func recordEvents(t *testing.T, ctx context.Context, factory dynamicinformer.DynamicSharedInformerFactory, gvr schema.GroupVersionResource, field ...string) func() string {
+	t.Helper()
+	informer := factory.ForResource(gvr).Informer()
+	var mu sync.Mutex
+	var seen []string
+	record := func(s string) { mu.Lock(); seen = append(seen, s); mu.Unlock() }
+	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { record("add " + obj.(*unstructured.Unstructured).GetName()) },
+		UpdateFunc: func(_, obj any) {
+			u := obj.(*unstructured.Unstructured)
+			v, _, _ := unstructured.NestedString(u.Object, field...)
+			record("update " + u.GetName() + " " + v)
+		},
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			record("delete " + obj.(*unstructured.Unstructured).GetName())
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	t.Cleanup(func() { close(stop) })
+	factory.Start(stop)
+	syncCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), informer.HasSynced) {
+		t.Fatal("informer did not sync within 30s: does the server end its initial events with a bookmark?")
+	}
+	return func() string {
 		mu.Lock()
-		got := strings.Join(seen, ", ")
-		mu.Unlock()
-		if got == strings.Join(want, ", ") {
+		defer mu.Unlock()
+		return strings.Join(seen, ", ")
+	}
+}
+
+// waitEvents waits until seen reports want.
+func waitEvents(t *testing.T, seen func() string, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := seen()
+		if got == want {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("informer saw [%s], want [%s]", got, strings.Join(want, ", "))
+			t.Fatalf("informer saw [%s], want [%s]", got, want)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

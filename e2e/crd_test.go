@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/tools/cache"
 )
 
 // startChain starts examples/chain, whose first server is the extensions
@@ -183,34 +181,7 @@ func TestCustomResourcesWithClientGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(client, 0, "default", nil)
-	informer := factory.ForResource(gvr).Informer()
-	var mu sync.Mutex
-	var seen []string
-	record := func(s string) { mu.Lock(); seen = append(seen, s); mu.Unlock() }
-	if _, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { record("add " + obj.(*unstructured.Unstructured).GetName()) },
-		UpdateFunc: func(_, obj any) {
-			u := obj.(*unstructured.Unstructured)
-			c, _, _ := unstructured.NestedString(u.Object, "spec", "color")
-			record("update " + u.GetName() + " " + c)
-		},
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			record("delete " + obj.(*unstructured.Unstructured).GetName())
-		},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	stop := make(chan struct{})
-	defer close(stop)
-	factory.Start(stop)
-	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
-	defer syncCancel()
-	if !cache.WaitForCacheSync(syncCtx.Done(), informer.HasSynced) {
-		t.Fatal("informer did not sync within 30s")
-	}
+	seen := recordEvents(t, ctx, factory, gvr, "spec", "color")
 	obj, err := res.Create(ctx, widget("during"), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -230,18 +201,5 @@ func TestCustomResourcesWithClientGo(t *testing.T) {
 	if list, err := res.List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) != 1 {
 		t.Fatalf("list: %v %v", err, list)
 	}
-	want := "add before, add during, update during red, delete during"
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		mu.Lock()
-		got := strings.Join(seen, ", ")
-		mu.Unlock()
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("informer saw %q, want %q", got, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitEvents(t, seen, "add before, add during, update during red, delete during")
 }
