@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/apikit-dev/apikit/admission"
 	"github.com/apikit-dev/apikit/authn/serviceaccount"
 	"github.com/apikit-dev/apikit/core/configmaps"
 	"github.com/apikit-dev/apikit/core/events"
@@ -82,8 +83,16 @@ func New(c Config) (*API, error) {
 	return a, nil
 }
 
+// NamespaceLifecycle is the NamespaceLifecycle admission plugin over these
+// namespaces: put it first in the admission chain (server.Config.Admission)
+// of every server of the chain that serves namespaced resources, as
+// kube-apiserver runs it first.
+func (a *API) NamespaceLifecycle() admission.Plugin { return namespaces.Lifecycle(a.Namespaces) }
+
 // Install serves the groups on s: the core group at /api/v1,
-// events.k8s.io/v1 and coordination.k8s.io/v1, with the post-start hook
+// events.k8s.io/v1 and coordination.k8s.io/v1, with the post-start hooks
+// start-system-namespaces-controller (default, kube-system, kube-public and
+// kube-node-lease created and kept, as kube-apiserver's) and
 // core/event-ttl that deletes expired events. The service-account
 // authenticator, when the server has one, then checks each token's
 // service account in this server's storage.
@@ -112,6 +121,13 @@ func (a *API) Install(s *server.GenericServer) error {
 	}
 	if err := s.InstallAPIGroup(server.NewAPIGroupInfo(leases.GroupName).AddVersion("v1", registry.Serve(a.Leases))); err != nil {
 		return fmt.Errorf("coordination.k8s.io: %w", err)
+	}
+	nsStore := a.Namespaces
+	if err := s.AddPostStartHook("start-system-namespaces-controller", func(ctx context.Context) error {
+		log := slog.Default().With("hook", "start-system-namespaces-controller")
+		return namespaces.EnsureSystemNamespaces(ctx, nsStore, func(err error) { log.Error("system namespaces", "err", err) })
+	}); err != nil {
+		return err
 	}
 	store, ttl := a.Events.Core, a.eventTTL
 	if err := s.AddPostStartHook("core/event-ttl", func(ctx context.Context) error {

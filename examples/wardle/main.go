@@ -16,6 +16,7 @@ import (
 	"os"
 
 	"github.com/apikit-dev/apikit/core"
+	"github.com/apikit-dev/apikit/core/namespaces"
 	"github.com/apikit-dev/apikit/examples/wardle/wardleapi"
 	"github.com/apikit-dev/apikit/options"
 	"github.com/apikit-dev/apikit/server"
@@ -31,8 +32,8 @@ func main() {
 	// And, for --core-api, to the core group (harmless without it: roles
 	// may name resources a server does not serve).
 	o.Authorization.RBACPolicy.ClusterRoles = append(o.Authorization.RBACPolicy.ClusterRoles, core.ClusterRoles()...)
-	// --disable-admission-plugins may name the compiled-in plugin.
-	o.Admission.Plugins = append(o.Admission.Plugins, wardleapi.BanFlunderPluginName)
+	// --disable-admission-plugins may name the compiled-in plugins.
+	o.Admission.Plugins = append(o.Admission.Plugins, wardleapi.BanFlunderPluginName, namespaces.LifecyclePluginName)
 	var withCore bool
 	cmd := options.NewServerCommand("wardle", o, func(c *server.Config) (*server.GenericServer, error) {
 		if withCore {

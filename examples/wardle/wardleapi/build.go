@@ -1,6 +1,7 @@
 package wardleapi
 
 import (
+	"github.com/apikit-dev/apikit/admission"
 	"github.com/apikit-dev/apikit/core"
 	"github.com/apikit-dev/apikit/server"
 )
@@ -29,6 +30,9 @@ func build(c *server.Config, withCore bool) (*server.GenericServer, error) {
 		if coreAPI, err = core.New(core.ConfigFor(c)); err != nil {
 			return nil, err
 		}
+		// First, as kube-apiserver runs it: flunders too are created only
+		// in namespaces that exist and are not terminating.
+		c.Admission = append(admission.Chain{coreAPI.NamespaceLifecycle()}, c.Admission...)
 	}
 	c.Admission = append(c.Admission, api.BanFlunder())
 	completed, err := c.Complete()

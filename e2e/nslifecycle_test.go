@@ -1,0 +1,54 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestNamespaceLifecycleKubectl: wardle --core-api creates kube's system
+// namespaces at start and refuses, with kube-apiserver's messages, to
+// delete the immortal ones and to create objects (configmaps and flunders
+// alike) in a namespace that does not exist or is being deleted.
+func TestNamespaceLifecycleKubectl(t *testing.T) {
+	w := StartWardle(t, "--core-api")
+
+	out := w.Kubectl("get", "ns", "-o", "name")
+	for _, n := range []string{"default", "kube-system", "kube-public", "kube-node-lease"} {
+		if !strings.Contains(out, "namespace/"+n+"\n") {
+			t.Errorf("kubectl get ns lacks %s:\n%s", n, out)
+		}
+	}
+	for _, n := range []string{"default", "kube-system", "kube-public"} {
+		if msg := w.KubectlFail("delete", "ns", n); !strings.Contains(msg, `namespaces "`+n+`" is forbidden: this namespace may not be deleted`) {
+			t.Errorf("kubectl delete ns %s: %q", n, msg)
+		}
+	}
+	// Objects go in default without a namespace given.
+	w.Kubectl("create", "configmap", "plain", "--from-literal=a=b")
+
+	flunder := func(ns, name string) string {
+		return `{"apiVersion":"wardle.example.com/v1alpha1","kind":"Flunder","metadata":{"name":"` + name + `","namespace":"` + ns + `"}}`
+	}
+	if msg := w.KubectlFail("create", "configmap", "c", "-n", "missing", "--from-literal=a=b"); !strings.Contains(msg, `namespaces "missing" not found`) {
+		t.Errorf("configmap in a missing namespace: %q", msg)
+	}
+	if msg := w.KubectlStdinFail(flunder("missing", "f"), "create", "-f", "-"); !strings.Contains(msg, `namespaces "missing" not found`) {
+		t.Errorf("flunder in a missing namespace: %q", msg)
+	}
+
+	w.Kubectl("create", "ns", "doomed")
+	w.Kubectl("create", "configmap", "inside", "-n", "doomed", "--from-literal=a=b")
+	w.KubectlStdin(flunder("doomed", "f1"), "create", "-f", "-")
+	w.Kubectl("delete", "ns", "doomed", "--wait=false")
+	if out := w.Kubectl("get", "ns", "doomed", "-o", "jsonpath={.status.phase}"); out != "Terminating" {
+		t.Fatalf("namespace doomed after delete: phase %q, want Terminating", out)
+	}
+	if msg := w.KubectlFail("create", "configmap", "late", "-n", "doomed", "--from-literal=a=b"); !strings.Contains(msg, `configmaps "late" is forbidden: unable to create new content in namespace doomed because it is being terminated`) {
+		t.Errorf("configmap in a terminating namespace: %q", msg)
+	}
+	if msg := w.KubectlStdinFail(flunder("doomed", "f2"), "create", "-f", "-"); !strings.Contains(msg, `flunders.wardle.example.com "f2" is forbidden: unable to create new content in namespace doomed because it is being terminated`) {
+		t.Errorf("flunder in a terminating namespace: %q", msg)
+	}
+	// What is inside may still change.
+	w.Kubectl("label", "configmap", "inside", "-n", "doomed", "x=y")
+}
