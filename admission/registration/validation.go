@@ -390,6 +390,13 @@ func validateWebhookService(p *meta.Path, s *ServiceReference) meta.FieldErrors 
 const maxMatchConditions = 64
 
 func validateMatchConditions(mcs []MatchCondition, p *meta.Path) meta.FieldErrors {
+	return validateMatchConditionsWith(mcs, p, compileMatchCondition)
+}
+
+// validateMatchConditionsWith checks webhooks' and policies' match
+// conditions alike; compile reports an expression that does not compile
+// in the variables of its owner.
+func validateMatchConditionsWith(mcs []MatchCondition, p *meta.Path, compile func(expr string, p *meta.Path) meta.FieldErrors) meta.FieldErrors {
 	var errs meta.FieldErrors
 	if len(mcs) > maxMatchConditions {
 		// apimachinery's field.TooMany.
@@ -402,7 +409,7 @@ func validateMatchConditions(mcs []MatchCondition, p *meta.Path) meta.FieldError
 		if strings.TrimSpace(mc.Expression) == "" {
 			errs = append(errs, meta.Required(ip.Child("expression"), ""))
 		} else {
-			errs = append(errs, compileMatchCondition(strings.TrimSpace(mc.Expression), ip.Child("expression"))...)
+			errs = append(errs, compile(strings.TrimSpace(mc.Expression), ip.Child("expression"))...)
 		}
 		if mc.Name == "" {
 			errs = append(errs, meta.Required(ip.Child("name"), ""))

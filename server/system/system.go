@@ -145,7 +145,8 @@ func Install(s *server.GenericServer, c Config) error {
 }
 
 // InstallAdmissionRegistration serves admissionregistration.k8s.io/v1's
-// MutatingWebhookConfiguration and ValidatingWebhookConfiguration from f's
+// MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+// ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding from f's
 // storage and adds the post-start hook
 // start-kube-apiserver-admission-initializer: it keeps src equal to the
 // stored configurations until the server stops (a change is in effect
@@ -158,7 +159,12 @@ func InstallAdmissionRegistration(s *server.GenericServer, f storage.Factory, sr
 	if err != nil {
 		return fmt.Errorf("admissionregistration.k8s.io: %w", err)
 	}
-	if err := s.InstallAPIGroup(server.NewAPIGroupInfo(registration.GroupName).AddVersion(registration.Version, stores.Resources()...)); err != nil {
+	policies, err := registration.NewPolicyStores(f)
+	if err != nil {
+		return fmt.Errorf("admissionregistration.k8s.io: %w", err)
+	}
+	resources := append(stores.Resources(), policies.Resources()...)
+	if err := s.InstallAPIGroup(server.NewAPIGroupInfo(registration.GroupName).AddVersion(registration.Version, resources...)); err != nil {
 		return err
 	}
 	return s.AddPostStartHook("start-kube-apiserver-admission-initializer", func(ctx context.Context) error {
