@@ -110,6 +110,9 @@ func decodeObject(data []byte, obj meta.Object, gvk meta.GroupVersionKind, valid
 	if err := json.Unmarshal(data, obj); err != nil {
 		return nil, meta.NewBadRequest(decodeErrorMessage(err))
 	}
+	if u, ok := obj.(UnknownFielder); ok {
+		unknown = append(unknown, u.UnknownFields()...)
+	}
 	tm := obj.GetTypeMeta()
 	want := gvk.GroupVersion().String()
 	if tm.APIVersion != "" && tm.APIVersion != want {
@@ -139,6 +142,15 @@ func decodeObject(data []byte, obj meta.Object, gvk meta.GroupVersionKind, valid
 		return nil, meta.NewBadRequest("strict decoding error: " + strings.Join(problems, ", "))
 	}
 	return problems, nil
+}
+
+// UnknownFielder is implemented by an object that decodes itself and
+// drops the fields its schema does not know (a custom resource, pruned by
+// its CRD's schema): UnknownFields lists their paths after a decode, and
+// they are reported as the fields a Go type lacks are, warnings or, under
+// fieldValidation=Strict, errors.
+type UnknownFielder interface {
+	UnknownFields() []string
 }
 
 // decodeErrorMessage phrases a json error the way users can act on.

@@ -32,7 +32,13 @@ type Object struct {
 	// kube-apiserver's decoder does, so that what server-side apply
 	// records and admission sees are the object that will be stored.
 	schema *schema.Schema
+	// pruned are the paths decoding dropped (UnknownFields).
+	pruned []string
 }
+
+// UnknownFields returns the paths of the fields the last decode pruned,
+// for the request's field validation (endpoints.UnknownFielder).
+func (o *Object) UnknownFields() []string { return o.pruned }
 
 // MarshalJSON writes kind, apiVersion and metadata first, as the registry
 // writes every object (its stored JSON is then served without decoding),
@@ -106,7 +112,7 @@ func (o *Object) UnmarshalJSON(data []byte) error {
 	defer func() {
 		if o.schema != nil {
 			m := o.Fields()
-			structural.Prune(o.schema, m, true)
+			o.pruned = structural.Prune(o.schema, m, true)
 			structural.Default(o.schema, m)
 			o.SetFields(m)
 		}

@@ -329,7 +329,23 @@ func TestCustomResourceSchemas(t *testing.T) {
 	if fmt.Sprint(g["spec"]) != "map[replicas:3 size:medium]" || g["extra"] != nil {
 		t.Errorf("not defaulted and pruned: %v", g)
 	}
-	code, b := c.do("POST", gizmos, "application/json", `{"apiVersion":"example.com/v1","kind":"Gizmo","metadata":{"name":"g2"},"spec":{"replicas":11}}`)
+	// Pruned fields are unknown fields to field validation.
+	code, b := c.do("POST", gizmos+"?fieldValidation=Strict", "application/json", `{"apiVersion":"example.com/v1","kind":"Gizmo","metadata":{"name":"g4"},"spec":{"colour":"red"}}`)
+	if want := `strict decoding error: unknown field \"spec.colour\"`; code != 400 || !strings.Contains(string(b), want) {
+		t.Errorf("unknown field under Strict: %d %s, want 400 with %s", code, b, want)
+	}
+	req, _ := http.NewRequest("POST", c.host+gizmos, strings.NewReader(`{"apiVersion":"example.com/v1","kind":"Gizmo","metadata":{"name":"g4"},"spec":{"colour":"red"}}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if w := resp.Header.Get("Warning"); resp.StatusCode != 201 || !strings.Contains(w, `unknown field \"spec.colour\"`) {
+		t.Errorf("unknown field: %d, Warning %q", resp.StatusCode, w)
+	}
+
+	code, b = c.do("POST", gizmos, "application/json", `{"apiVersion":"example.com/v1","kind":"Gizmo","metadata":{"name":"g2"},"spec":{"replicas":11}}`)
 	if want := `Gizmo.example.com \"g2\" is invalid: spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10`; code != 422 || !strings.Contains(string(b), want) {
 		t.Errorf("replicas 11: %d %s, want 422 with %s", code, b, want)
 	}
