@@ -35,7 +35,8 @@ func listsOfFlunders(t *testing.T, exposition string) float64 {
 
 // TestMetrics: kubectl reads /metrics from a real wardle as cluster-admin
 // and as a member of system:monitoring, its counts follow kubectl's LISTs,
-// and an ordinary user gets kube-apiserver's 403.
+// system:monitoring reads /metrics/slis too, and an ordinary user gets
+// kube-apiserver's 403 on both.
 func TestMetrics(t *testing.T) {
 	w := StartWardle(t, "--storage-backend=memory")
 	before := listsOfFlunders(t, w.Kubectl("get", "--raw", "/metrics"))
@@ -50,9 +51,16 @@ func TestMetrics(t *testing.T) {
 	if out, errOut, ok := prom.Kubectl("get", "--raw", "/metrics"); !ok || !strings.Contains(out, "# TYPE apiserver_request_duration_seconds histogram") {
 		t.Errorf("system:monitoring reading /metrics: %v %s", ok, errOut)
 	}
+	// The readiness wait ran /readyz: its checks are in the SLIs.
+	if out, errOut, ok := prom.Kubectl("get", "--raw", "/metrics/slis"); !ok || !strings.Contains(out, `kubernetes_healthcheck{name="ping",type="readyz"} 1`) {
+		t.Errorf("system:monitoring reading /metrics/slis: %v %s %s", ok, out, errOut)
+	}
 	bob := w.NewUser("bob")
 	if _, errOut, ok := bob.Kubectl("get", "--raw", "/metrics"); ok || !strings.Contains(errOut, `Error from server (Forbidden): forbidden: User "bob" cannot get path "/metrics"`) {
 		t.Errorf("bob reading /metrics: succeeded %v, %s", ok, errOut)
+	}
+	if _, errOut, ok := bob.Kubectl("get", "--raw", "/metrics/slis"); ok || !strings.Contains(errOut, `cannot get path "/metrics/slis"`) {
+		t.Errorf("bob reading /metrics/slis: succeeded %v, %s", ok, errOut)
 	}
 }
 
