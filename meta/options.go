@@ -77,6 +77,13 @@ const (
 	DeletePropagationForeground DeletionPropagation = "Foreground"
 )
 
+// The finalizers through which a delete asks the garbage collector to
+// orphan or delete an object's dependents before the object goes.
+const (
+	FinalizerOrphanDependents = "orphan"
+	FinalizerDeleteDependents = "foregroundDeletion"
+)
+
 // Preconditions must hold for a delete to proceed.
 type Preconditions struct {
 	UID             *string `json:"uid,omitempty"`

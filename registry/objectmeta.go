@@ -84,6 +84,7 @@ func validateObjectMeta(m *meta.ObjectMeta, namespaced bool, nameFn NameValidato
 			errs = append(errs, meta.Invalid(rp.Child("uid"), ref.UID, "uid must not be empty"))
 		}
 	}
+	errs = append(errs, validateControllerRefs(m.OwnerReferences, p.Child("ownerReferences"))...)
 	if m.Generation < 0 {
 		errs = append(errs, meta.Invalid(p.Child("generation"), m.Generation, "must be greater than or equal to 0"))
 	}
@@ -129,6 +130,31 @@ func validateFinalizers(finalizers []string, p *meta.Path) meta.FieldErrors {
 			errs = append(errs, meta.Duplicate(p.Index(i), f))
 		}
 		seen[f] = true
+	}
+	// Orphaning the dependents and deleting them first contradict each
+	// other: the garbage collector could honour only one.
+	if seen[meta.FinalizerOrphanDependents] && seen[meta.FinalizerDeleteDependents] {
+		errs = append(errs, meta.Invalid(p, finalizers, fmt.Sprintf("finalizer %s and %s cannot be both set", meta.FinalizerOrphanDependents, meta.FinalizerDeleteDependents)))
+	}
+	return errs
+}
+
+// validateControllerRefs refuses a second owner reference with controller
+// set, in kube-apiserver's words: an object has at most one managing
+// controller.
+func validateControllerRefs(refs []meta.OwnerReference, p *meta.Path) meta.FieldErrors {
+	var errs meta.FieldErrors
+	first := ""
+	for _, ref := range refs {
+		if ref.Controller == nil || !*ref.Controller {
+			continue
+		}
+		name := ref.Kind + "/" + ref.Name
+		if first == "" {
+			first = name
+			continue
+		}
+		errs = append(errs, meta.Invalid(p, refs, fmt.Sprintf("Only one reference can have Controller set to true. Found \"true\" in references for %s and %s", first, name)))
 	}
 	return errs
 }

@@ -236,6 +236,19 @@ type UpdateOptions struct {
 type DeleteOptions struct {
 	DryRun        bool
 	Preconditions *meta.Preconditions
+	// PropagationPolicy and the deprecated OrphanDependents say what
+	// becomes of the object's dependents (at most one is set: the
+	// handlers refuse both). They count only with GarbageCollection.
+	PropagationPolicy *meta.DeletionPropagation
+	OrphanDependents  *bool
+	// GarbageCollection says a garbage collector serves this store's
+	// objects, as kube-apiserver's --enable-garbage-collector: Orphan then
+	// adds the orphan finalizer and Foreground the foregroundDeletion one
+	// (the object stays, marked, until the collector removes them);
+	// Background, the default, deletes at once and leaves the dependents
+	// to the collector. Without it the policy is ignored: nothing would
+	// remove those finalizers.
+	GarbageCollection bool
 	// Validate is validating admission for the delete, given the current object.
 	Validate func(ctx context.Context, old meta.Object) error
 }
@@ -694,7 +707,7 @@ func (s *Store[T]) hasFinalizers(obj T) bool {
 // finalizers' owners finish the delete by removing them. It fails with
 // errDeleteNow when the finalizers are gone by the time it writes: marking
 // such an object would leave it terminating forever.
-func (s *Store[T]) markDeleting(ctx context.Context, key, name string, check func(T) error) (T, error) {
+func (s *Store[T]) markDeleting(ctx context.Context, key, name string, opts DeleteOptions, check func(T) error) (T, error) {
 	var zero, result T
 	kv, err := s.opts.Storage.GuaranteedUpdate(ctx, key, storage.UpdateOptions{}, func(cur storage.KeyValue) ([]byte, error) {
 		obj, err := s.decodeFresh(cur.Value, cur.Revision)
@@ -704,11 +717,12 @@ func (s *Store[T]) markDeleting(ctx context.Context, key, name string, check fun
 		if err := check(obj); err != nil {
 			return nil, err
 		}
+		changed := setGCFinalizers(obj.GetObjectMeta(), opts)
 		if !s.hasFinalizers(obj) {
 			return nil, errDeleteNow
 		}
 		result = obj
-		if !s.markForDeletion(obj) {
+		if !s.markForDeletion(obj) && !changed {
 			return cur.Value, nil
 		}
 		return s.encodeForStorage(obj)
@@ -759,13 +773,16 @@ func (s *Store[T]) Delete(ctx context.Context, ns, name string, opts DeleteOptio
 		if err := check(cur); err != nil {
 			return zero, false, err
 		}
+		// cur is a private copy: the finalizers the policy asks for on it
+		// say whether the delete only marks the object.
+		setGCFinalizers(cur.GetObjectMeta(), opts)
 		if s.hasFinalizers(cur) {
 			if opts.DryRun {
 				// What the delete would answer: the object marked.
 				s.markForDeletion(cur)
 				return cur, false, nil
 			}
-			out, err := s.markDeleting(ctx, key, name, check)
+			out, err := s.markDeleting(ctx, key, name, opts, check)
 			if errors.Is(err, errDeleteNow) {
 				continue
 			}

@@ -103,6 +103,14 @@ type Config struct {
 	// MinRequestTimeout is the base of a watch's lifetime when the client
 	// gives none: a random duration between it and twice it.
 	MinRequestTimeout time.Duration
+
+	// GarbageCollection says a garbage collector removes the dependents
+	// of deleted objects (kube-apiserver's --enable-garbage-collector): a
+	// delete's propagationPolicy Orphan then sets the orphan finalizer and
+	// Foreground the foregroundDeletion finalizer, which the collector
+	// removes. Off, the policy is ignored and objects go at once, since
+	// nothing would remove those finalizers.
+	GarbageCollection bool
 	// MaxRequestBodyBytes bounds request bodies (413 beyond).
 	MaxRequestBodyBytes int64
 	// MaxObjectBytes bounds the object a PATCH of any type produces,

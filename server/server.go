@@ -442,6 +442,7 @@ func (s *GenericServer) InstallAPIGroup(g *APIGroupInfo) error {
 				MinRequestTimeout:   s.config.MinRequestTimeout,
 				StopWatches:         s.stopWatches,
 				OmitItemTypes:       true,
+				GarbageCollection:   s.config.GarbageCollection,
 			})
 		}
 		if v.Routes != nil {

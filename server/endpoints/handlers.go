@@ -67,6 +67,9 @@ type Scope struct {
 	// them in). Its lists of custom resources keep them: leave it false for
 	// those.
 	OmitItemTypes bool
+	// GarbageCollection says a garbage collector serves the resource: a
+	// delete's propagationPolicy is honoured (registry.DeleteOptions).
+	GarbageCollection bool
 
 	// itemTypePrefix is how the JSON of an item in the served version
 	// begins when OmitItemTypes: `{"kind":..,"apiVersion":..,`.
@@ -731,7 +734,13 @@ func (s *Scope) readDeleteOptions(w http.ResponseWriter, r *http.Request) (meta.
 func (s *Scope) deleteOptions(ctx context.Context, w http.ResponseWriter, o meta.DeleteOptions, ns, name string) registry.DeleteOptions {
 	dryRun := len(o.DryRun) > 0
 	_, validate := s.admissionFuncs(ctx, w, admission.Delete, ns, name, "", dryRun)
-	d := registry.DeleteOptions{DryRun: dryRun, Preconditions: o.Preconditions}
+	d := registry.DeleteOptions{
+		DryRun:            dryRun,
+		Preconditions:     o.Preconditions,
+		PropagationPolicy: o.PropagationPolicy,
+		OrphanDependents:  o.OrphanDependents,
+		GarbageCollection: s.GarbageCollection,
+	}
 	if validate != nil {
 		d.Validate = func(ctx context.Context, old meta.Object) error { return validate(ctx, nil, old) }
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/apikit-dev/apikit/admission"
 	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/server"
 	"github.com/apikit-dev/apikit/storage"
 )
 
@@ -403,4 +404,53 @@ func TestBodyTooLarge(t *testing.T) {
 	defer resp.Body.Close()
 	b, _ = io.ReadAll(resp.Body)
 	wantStatus(t, resp, b, 413, meta.StatusReasonRequestEntityTooLarge, "Request entity too large: limit is 3145728")
+}
+
+// TestDeletePropagationPolicy: with a garbage collector the policy of a
+// DELETE (body or query, one object or a collection) sets kube's
+// finalizers; without one it is ignored and the object goes at once.
+func TestDeletePropagationPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name, query, body string
+		gc                bool
+		wantFinalizer     string // "" when the object must be gone
+	}{
+		{name: "orphan in the body", body: `{"propagationPolicy":"Orphan"}`, gc: true, wantFinalizer: "orphan"},
+		{name: "foreground in the query", query: "?propagationPolicy=Foreground", gc: true, wantFinalizer: "foregroundDeletion"},
+		{name: "orphanDependents", query: "?orphanDependents=true", gc: true, wantFinalizer: "orphan"},
+		{name: "background", body: `{"propagationPolicy":"Background"}`, gc: true},
+		{name: "orphan without a collector", body: `{"propagationPolicy":"Orphan"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := newTestServer(t, func(c *server.Config) { c.GarbageCollection = tc.gc })
+			for _, collection := range []bool{false, true} {
+				ts.create(t, "w1", "")
+				p := ns + "/w1"
+				if collection {
+					p = ns
+				}
+				resp, b := ts.do(t, req{method: "DELETE", path: p + tc.query, body: tc.body})
+				if resp.StatusCode != 200 {
+					t.Fatalf("collection=%v: delete %d %s", collection, resp.StatusCode, b)
+				}
+				resp, b = ts.do(t, req{method: "GET", path: ns + "/w1"})
+				if tc.wantFinalizer == "" {
+					if resp.StatusCode != 404 {
+						t.Fatalf("collection=%v: object still there: %d %s", collection, resp.StatusCode, b)
+					}
+					continue
+				}
+				d := decode(t, b)
+				fins, _ := path(d, "metadata.finalizers").([]any)
+				if resp.StatusCode != 200 || len(fins) != 1 || fins[0] != tc.wantFinalizer || path(d, "metadata.deletionTimestamp") == nil {
+					t.Fatalf("collection=%v: after the delete %d %s, want finalizer %s", collection, resp.StatusCode, b, tc.wantFinalizer)
+				}
+				// Remove the finalizer: the object goes, and the next round starts clean.
+				resp, b = ts.do(t, req{method: "PATCH", path: ns + "/w1", body: `{"metadata":{"finalizers":null}}`, contentType: "application/merge-patch+json"})
+				if resp.StatusCode != 200 {
+					t.Fatalf("removing the finalizer: %d %s", resp.StatusCode, b)
+				}
+			}
+		})
+	}
 }
