@@ -81,7 +81,13 @@ func TestCustomResourceDefinitionsWithKubectl(t *testing.T) {
 		t.Errorf("kubectl get crd:\n%s", out)
 	}
 
-	w.KubectlStdin("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}\nspec: {replicas: 2, shape: round}\n", "apply", "-f", "-")
+	// kubectl validates strictly by default: a field the schema lacks is
+	// refused, as kube-apiserver refuses it; without validation it is pruned.
+	const w1 = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}\nspec: {replicas: 2, shape: round}\n"
+	if msg := kubectlStdinFail(t, w, w1, "apply", "-f", "-"); !strings.Contains(msg, `strict decoding error: unknown field "spec.shape"`) {
+		t.Errorf("an unknown field under kubectl's strict validation: %s", msg)
+	}
+	w.KubectlStdin(w1, "apply", "--validate=false", "-f", "-")
 	if got := w.Kubectl("get", "widget", "w1", "-o", "jsonpath={.spec.color}|{.spec.shape}"); got != "blue|" {
 		t.Errorf("spec.color|spec.shape = %q, want the default and the unknown field pruned", got)
 	}
