@@ -130,4 +130,20 @@ func TestMetricsSubsystems(t *testing.T) {
 	if got := sample(fams, "apiserver_resource_objects", flunders); got != 1 {
 		t.Errorf("apiserver_resource_objects%v = %v, want the 1 flunder created", flunders, got)
 	}
+
+	// A system:monitoring member is let in by RBAC (admin by the
+	// system:masters short cut, which is not counted): its own scrape
+	// counts RBAC's allow.
+	prom := w.NewUser("prometheus", "system:monitoring")
+	out, errOut, ok := prom.Kubectl("get", "--raw", "/metrics")
+	if !ok {
+		t.Fatalf("system:monitoring reading /metrics: %s", errOut)
+	}
+	if fams, err = p.TextToMetricFamilies(strings.NewReader(out)); err != nil {
+		t.Fatalf("parsing /metrics: %v", err)
+	}
+	rbacAllowed := map[string]string{"type": "RBAC", "name": "rbac", "decision": "allowed"}
+	if got := sample(fams, "apiserver_authorization_decisions_total", rbacAllowed); got < 1 {
+		t.Errorf("apiserver_authorization_decisions_total%v = %v, want at least 1", rbacAllowed, got)
+	}
 }

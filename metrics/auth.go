@@ -34,6 +34,7 @@ type authMetrics struct {
 	authnLatency map[string]prometheus.Observer
 	authzResults map[string]prometheus.Counter
 	authzLatency map[string]prometheus.Observer
+	decisions    *prometheus.CounterVec
 }
 
 func newAuthMetrics(reg prometheus.Registerer) authMetrics {
@@ -59,10 +60,14 @@ func newAuthMetrics(reg prometheus.Registerer) authMetrics {
 		Help:    "Authorization duration in seconds broken out by result.",
 		Buckets: authBuckets,
 	}, []string{"result"})
-	reg.MustRegister(users, authnAttempts, authnDuration, authzAttempts, authzDuration)
+	decisions := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "apiserver_authorization_decisions_total",
+		Help: "Total number of terminal decisions made by an authorizer split by authorizer type, name, and decision.",
+	}, []string{"type", "name", "decision"})
+	reg.MustRegister(users, authnAttempts, authnDuration, authzAttempts, authzDuration, decisions)
 	// The results are a fixed set: resolve their series once, so that a
 	// request pays no label lookup.
-	a := authMetrics{users: users,
+	a := authMetrics{users: users, decisions: decisions,
 		authnResults: map[string]prometheus.Counter{}, authnLatency: map[string]prometheus.Observer{},
 		authzResults: map[string]prometheus.Counter{}, authzLatency: map[string]prometheus.Observer{}}
 	for _, r := range []string{AuthnSuccess, AuthnFailure, AuthnError} {
@@ -106,6 +111,18 @@ func (m *Registry) ObserveAuthorization(result string, elapsed time.Duration) {
 	}
 	c.Inc()
 	m.auth.authzLatency[result].Observe(elapsed.Seconds())
+}
+
+// ObserveAuthorizationDecision counts a terminal decision (AuthzAllowed or
+// AuthzDenied) of one authorizer of the chain, named by its type ("RBAC",
+// "Webhook", "AlwaysAllow"...) and its name, as kube-apiserver's
+// apiserver_authorization_decisions_total. Types and names come from the
+// server's configuration, so the series are bounded.
+func (m *Registry) ObserveAuthorizationDecision(typ, name, decision string) {
+	if m == nil || (decision != AuthzAllowed && decision != AuthzDenied) {
+		return
+	}
+	m.auth.decisions.WithLabelValues(typ, name, decision).Inc()
 }
 
 // CompressUsername maps a username onto the few values

@@ -19,6 +19,7 @@ func TestNilRegistry(t *testing.T) {
 	var m *metrics.Registry
 	m.ObserveAuthentication(metrics.AuthnSuccess, "alice", time.Millisecond)
 	m.ObserveAuthorization(metrics.AuthzAllowed, time.Millisecond)
+	m.ObserveAuthorizationDecision("RBAC", "rbac", metrics.AuthzAllowed)
 	m.ObserveAuditEvent()
 	m.ObserveAuditLevel("Metadata")
 	m.ObserveAuditRejection()
@@ -79,7 +80,7 @@ func TestNames(t *testing.T) {
 		"apiserver_admission_webhook_admission_duration_seconds", "apiserver_admission_webhook_rejection_count",
 		"apiserver_audit_event_total", "apiserver_audit_level_total", "apiserver_audit_requests_rejected_total",
 		"authentication_attempts", "authenticated_user_requests", "authentication_duration_seconds",
-		"authorization_attempts_total", "authorization_duration_seconds",
+		"authorization_attempts_total", "authorization_duration_seconds", "apiserver_authorization_decisions_total",
 		"go_goroutines", "process_cpu_seconds_total",
 	} {
 		if !slices.Contains(names, want) {

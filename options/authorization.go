@@ -215,7 +215,9 @@ func (o *AuthorizationOptions) BuildAuthorizer() (authz.Authorizer, authz.RuleRe
 		default:
 			return nil, nil, fmt.Errorf("authorization-mode %q is not a valid mode", m)
 		}
-		authorizers = append(authorizers, a)
+		// Counted per authorizer under kube's type and name (the mode,
+		// and the mode in lower case, as --authorization-mode names them).
+		authorizers = append(authorizers, authz.Instrumented(a, m, strings.ToLower(m)))
 		if r, ok := a.(authz.RuleResolver); ok {
 			resolvers = append(resolvers, r)
 		}
