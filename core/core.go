@@ -12,6 +12,7 @@ import (
 	"github.com/apikit-dev/apikit/core/events"
 	"github.com/apikit-dev/apikit/core/leases"
 	"github.com/apikit-dev/apikit/core/namespaces"
+	"github.com/apikit-dev/apikit/core/nsdefaults"
 	"github.com/apikit-dev/apikit/core/secrets"
 	"github.com/apikit-dev/apikit/core/serviceaccounts"
 	"github.com/apikit-dev/apikit/registry"
@@ -31,12 +32,15 @@ type Config struct {
 	// EventTTL is how long events live after their last activity; 0 is
 	// events.DefaultTTL (kube-apiserver's --event-ttl default, 1 h).
 	EventTTL time.Duration
+	// RootCA is published as ca.crt in every namespace's kube-root-ca.crt
+	// ConfigMap; empty publishes none.
+	RootCA []byte
 }
 
 // ConfigFor is the Config of a server's config: its storage and
 // service-account tokens.
 func ConfigFor(c *server.Config) Config {
-	return Config{Storage: c.Storage, Tokens: c.ServiceAccountTokens, EventTTL: c.EventTTL}
+	return Config{Storage: c.Storage, Tokens: c.ServiceAccountTokens, EventTTL: c.EventTTL, RootCA: c.SecureServing.CABundle}
 }
 
 // API is the core group's stores.
@@ -50,6 +54,7 @@ type API struct {
 
 	tokens   *serviceaccount.Tokens
 	eventTTL time.Duration
+	rootCA   []byte
 }
 
 // New builds the stores on c's storage.
@@ -57,7 +62,7 @@ func New(c Config) (*API, error) {
 	if c.Storage == nil {
 		return nil, fmt.Errorf("core: no storage")
 	}
-	a := &API{tokens: c.Tokens, eventTTL: c.EventTTL}
+	a := &API{tokens: c.Tokens, eventTTL: c.EventTTL, rootCA: c.RootCA}
 	if a.eventTTL <= 0 {
 		a.eventTTL = events.DefaultTTL
 	}
@@ -93,7 +98,9 @@ func (a *API) NamespaceLifecycle() admission.Plugin { return namespaces.Lifecycl
 // events.k8s.io/v1 and coordination.k8s.io/v1, with the post-start hooks
 // start-system-namespaces-controller (default, kube-system, kube-public and
 // kube-node-lease created and kept, as kube-apiserver's) and
-// core/event-ttl that deletes expired events. The service-account
+// core/event-ttl that deletes expired events, and core/namespace-defaults
+// that keeps the default ServiceAccount and the kube-root-ca.crt ConfigMap
+// in every namespace (package nsdefaults). The service-account
 // authenticator, when the server has one, then checks each token's
 // service account in this server's storage.
 func (a *API) Install(s *server.GenericServer) error {
@@ -126,6 +133,14 @@ func (a *API) Install(s *server.GenericServer) error {
 	if err := s.AddPostStartHook("start-system-namespaces-controller", func(ctx context.Context) error {
 		log := slog.Default().With("hook", "start-system-namespaces-controller")
 		return namespaces.EnsureSystemNamespaces(ctx, nsStore, func(err error) { log.Error("system namespaces", "err", err) })
+	}); err != nil {
+		return err
+	}
+	defaults := nsdefaults.Config{Namespaces: a.Namespaces, ServiceAccounts: a.ServiceAccounts, ConfigMaps: a.ConfigMaps,
+		RootCA: a.rootCA, Log: slog.Default().With("hook", "core/namespace-defaults")}
+	if err := s.AddPostStartHook("core/namespace-defaults", func(ctx context.Context) error {
+		go nsdefaults.Run(ctx, defaults)
+		return nil
 	}); err != nil {
 		return err
 	}

@@ -1,14 +1,18 @@
 package e2e
 
 import (
+	"encoding/base64"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestNamespaceLifecycleKubectl: wardle --core-api creates kube's system
 // namespaces at start and refuses, with kube-apiserver's messages, to
 // delete the immortal ones and to create objects (configmaps and flunders
-// alike) in a namespace that does not exist or is being deleted.
+// alike) in a namespace that does not exist or is being deleted; a new
+// namespace gets the default ServiceAccount and the kube-root-ca.crt
+// ConfigMap with the CA of the kubeconfig, both put back when deleted.
 func TestNamespaceLifecycleKubectl(t *testing.T) {
 	w := StartWardle(t, "--core-api")
 
@@ -51,4 +55,30 @@ func TestNamespaceLifecycleKubectl(t *testing.T) {
 	}
 	// What is inside may still change.
 	w.Kubectl("label", "configmap", "inside", "-n", "doomed", "x=y")
+
+	caData := w.Kubectl("config", "view", "--raw", "-o", "jsonpath={.clusters[0].cluster.certificate-authority-data}")
+	ca, err := base64.StdEncoding.DecodeString(strings.TrimSpace(caData))
+	if err != nil || len(ca) == 0 {
+		t.Fatalf("the kubeconfig's CA %q: %v", caData, err)
+	}
+	w.Kubectl("create", "ns", "team-b")
+	waitDefaults := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			sa, _, saErr := w.kubectlRaw(t.Context(), "get", "sa", "default", "-n", "team-b", "-o", "name")
+			got, _, cmErr := w.kubectlRaw(t.Context(), "get", "cm", "kube-root-ca.crt", "-n", "team-b", "-o", "jsonpath={.data.ca\\.crt}")
+			if saErr == nil && strings.TrimSpace(sa) == "serviceaccount/default" && cmErr == nil && got == string(ca) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: after 60s serviceaccount %q (%v), kube-root-ca.crt %q (%v)", what, sa, saErr, got, cmErr)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	waitDefaults("a new namespace")
+	w.Kubectl("delete", "sa", "default", "-n", "team-b")
+	w.Kubectl("delete", "cm", "kube-root-ca.crt", "-n", "team-b")
+	waitDefaults("after deleting them")
 }

@@ -219,6 +219,9 @@ func (o *SecureServingOptions) ApplyTo(c *server.Config) error {
 		ss.GetCertificate = o.keyPair.GetCertificate
 	}
 	ss.CertDir = o.CertDirectory
+	if o.CA != nil {
+		ss.CABundle = o.CA.CertPEM
+	}
 	ss.AlternateDNS = append(ss.AlternateDNS, o.AlternateDNS...)
 	ss.AlternateIPs = append(ss.AlternateIPs, o.AlternateIPs...)
 	v, err := tlsVersion(o.MinTLSVersion)

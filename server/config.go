@@ -181,6 +181,10 @@ type SecureServing struct {
 	GetCertificate func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 	// CertDir holds generated serving certificates across restarts.
 	CertDir string
+	// CABundle is the PEM of the CA clients verify Certificate with, when
+	// it is known (a self-signed certificate's); the core group publishes
+	// it in each namespace's kube-root-ca.crt ConfigMap.
+	CABundle []byte
 	// AlternateDNS and AlternateIPs are added to a generated certificate.
 	AlternateDNS []string
 	AlternateIPs []net.IP
@@ -315,10 +319,11 @@ func (c *Config) selfSignedCertificate() (*tls.Certificate, error) {
 		hosts = append(hosts, ip.String())
 	}
 	hosts = dedupe(hosts)
-	_, pair, err := certs.SelfSigned(c.SecureServing.CertDir, hosts)
+	ca, pair, err := certs.SelfSigned(c.SecureServing.CertDir, hosts)
 	if err != nil {
 		return nil, err
 	}
+	c.SecureServing.CABundle = ca.CertPEM
 	cert, err := pair.TLSCertificate()
 	if err != nil {
 		return nil, err
