@@ -1,6 +1,8 @@
 package options
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,7 +12,9 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
+	"github.com/apikit-dev/apikit/admission/policy"
 	"github.com/apikit-dev/apikit/admission/webhook"
+	"github.com/apikit-dev/apikit/authz"
 	"github.com/apikit-dev/apikit/certs"
 	"github.com/apikit-dev/apikit/server"
 	"github.com/apikit-dev/apikit/server/system"
@@ -42,12 +46,15 @@ type AdmissionOptions struct {
 	// Webhooks is the Source of the webhook plugins; nil when both are
 	// disabled.
 	Webhooks *webhook.Source
+	// Policies is the Source of the ValidatingAdmissionPolicy plugin;
+	// nil when it is disabled.
+	Policies *policy.Source
 	storage  storage.Factory
 }
 
 // NewAdmissionOptions returns the defaults: the webhook plugins enabled.
 func NewAdmissionOptions() *AdmissionOptions {
-	return &AdmissionOptions{Plugins: []string{webhook.MutatingPluginName, webhook.ValidatingPluginName}}
+	return &AdmissionOptions{Plugins: []string{webhook.MutatingPluginName, policy.PluginName, webhook.ValidatingPluginName}}
 }
 
 // AddFlags adds kube-apiserver's admission flags.
@@ -99,6 +106,22 @@ func (o *AdmissionOptions) ApplyTo(c *server.Config) error {
 	if err != nil {
 		return err
 	}
+	if !slices.Contains(o.DisablePlugins, policy.PluginName) {
+		// The server's authorizer is read when an expression asks it:
+		// the authorization options may be applied after these.
+		byServer := authz.Func(func(ctx context.Context, a authz.Attributes) (authz.Decision, string, error) {
+			if c.Authorizer == nil {
+				return authz.DecisionNoOpinion, "", errors.New("the server has no authorizer")
+			}
+			return c.Authorizer.Authorize(ctx, a)
+		})
+		src, vap, err := system.AdmissionPolicies(policy.Config{Authorizer: byServer})
+		if err != nil {
+			return err
+		}
+		o.Policies = src
+		c.Admission = append(c.Admission, vap)
+	}
 	mutating := !slices.Contains(o.DisablePlugins, webhook.MutatingPluginName)
 	validating := !slices.Contains(o.DisablePlugins, webhook.ValidatingPluginName)
 	if !mutating && !validating {
@@ -130,13 +153,14 @@ func (o *AdmissionOptions) ApplyTo(c *server.Config) error {
 	return nil
 }
 
-// InstallSystemAPIs serves admissionregistration.k8s.io/v1's webhook
-// configurations, followed by the webhook plugins.
+// InstallSystemAPIs serves admissionregistration.k8s.io/v1 (webhook
+// configurations, policies and bindings), followed by the webhook and
+// policy plugins.
 func (o *AdmissionOptions) InstallSystemAPIs(s *server.GenericServer) error {
-	if o.Webhooks == nil {
+	if o.Webhooks == nil && o.Policies == nil {
 		return nil
 	}
-	return system.InstallAdmissionRegistration(s, o.storage, o.Webhooks)
+	return system.InstallAdmissionRegistration(s, o.storage, o.Webhooks, o.Policies)
 }
 
 // admissionConfiguration is apiserver.config.k8s.io/v1's

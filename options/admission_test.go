@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/apikit-dev/apikit/admission"
+	"github.com/apikit-dev/apikit/admission/policy"
 	"github.com/apikit-dev/apikit/admission/webhook"
 	"github.com/apikit-dev/apikit/server"
 	"github.com/apikit-dev/apikit/storage"
@@ -77,8 +78,8 @@ plugins:
 	if err := o.ApplyTo(c); err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Admission) != 2 || o.Webhooks == nil {
-		t.Errorf("plugins %v, source %v", c.Admission, o.Webhooks)
+	if len(c.Admission) != 3 || o.Webhooks == nil || o.Policies == nil || admission.NameOf(c.Admission[0]) != policy.PluginName {
+		t.Errorf("plugins %v, sources %v %v", c.Admission, o.Webhooks, o.Policies)
 	}
 
 	relative := write("relative.yaml", "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: ValidatingAdmissionWebhook\n  configuration:\n    apiVersion: apiserver.config.k8s.io/v1\n    kind: WebhookAdmissionConfiguration\n    kubeConfigFile: webhooks.kubeconfig\n")
@@ -95,13 +96,22 @@ plugins:
 // disabled compiled-in plugin is left out by the server.
 func TestDisableAdmissionPlugins(t *testing.T) {
 	o := NewAdmissionOptions()
-	o.DisablePlugins = []string{webhook.MutatingPluginName, webhook.ValidatingPluginName, "BanFlunder"}
+	o.DisablePlugins = []string{webhook.MutatingPluginName, webhook.ValidatingPluginName, policy.PluginName, "BanFlunder"}
 	c := &server.Config{Storage: storage.Shared(memory.New())}
 	if err := o.ApplyTo(c); err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Admission) != 0 || o.Webhooks != nil {
-		t.Errorf("plugins %v with both webhook plugins disabled", c.Admission)
+	if len(c.Admission) != 0 || o.Webhooks != nil || o.Policies != nil {
+		t.Errorf("plugins %v with the webhook and policy plugins disabled", c.Admission)
+	}
+	only := NewAdmissionOptions()
+	only.DisablePlugins = []string{webhook.MutatingPluginName, webhook.ValidatingPluginName}
+	oc := &server.Config{Storage: storage.Shared(memory.New())}
+	if err := only.ApplyTo(oc); err != nil {
+		t.Fatal(err)
+	}
+	if len(oc.Admission) != 1 || admission.NameOf(oc.Admission[0]) != policy.PluginName || only.Policies == nil {
+		t.Errorf("plugins %v with only the webhook plugins disabled", oc.Admission)
 	}
 	chain := admission.Chain{named("BanFlunder"), named("Other")}.Without(c.DisabledAdmissionPlugins...)
 	if len(chain) != 1 || admission.NameOf(chain[0]) != "Other" {

@@ -65,29 +65,33 @@ func labelsMatch(s meta.Selector, obj meta.Object) bool {
 // matchNamespace is kube-apiserver's namespace matcher: cluster-scoped
 // requests always match; a namespaced one matches its namespace's labels.
 func (w *Webhooks) matchNamespace(ctx context.Context, h *hook, a *admission.Attributes) (bool, error) {
+	return namespaceMatches(ctx, w.cfg.Namespaces, h.namespaceSelector, a)
+}
+
+func namespaceMatches(ctx context.Context, namespaces NamespaceLabels, sel meta.Selector, a *admission.Attributes) (bool, error) {
 	isNamespace := a.Resource.Group == "" && a.Resource.Resource == "namespaces"
-	if (a.Namespace == "" && !isNamespace) || h.namespaceSelector.Empty() {
+	if (a.Namespace == "" && !isNamespace) || sel.Empty() {
 		return true, nil
 	}
 	if isNamespace {
 		// A namespace is matched by its own labels.
 		for _, o := range []meta.Object{a.Object, a.OldObject} {
 			if o != nil {
-				return h.namespaceSelector.Matches(meta.Set(o.GetObjectMeta().Labels)), nil
+				return sel.Matches(meta.Set(o.GetObjectMeta().Labels)), nil
 			}
 		}
 	}
-	if w.cfg.Namespaces == nil {
-		return h.namespaceSelector.Matches(nil), nil
+	if namespaces == nil {
+		return sel.Matches(nil), nil
 	}
-	labels, err := w.cfg.Namespaces.NamespaceLabels(ctx, a.Namespace)
+	labels, err := namespaces.NamespaceLabels(ctx, a.Namespace)
 	if err != nil {
 		if meta.IsNotFound(err) {
 			return false, err
 		}
 		return false, meta.NewInternalError(fmt.Errorf("looking up namespace %q: %w", a.Namespace, err))
 	}
-	return h.namespaceSelector.Matches(meta.Set(labels)), nil
+	return sel.Matches(meta.Set(labels)), nil
 }
 
 // rulesMatch reports whether any rule matches, as kube-apiserver's rule

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apikit-dev/apikit/admission"
+	"github.com/apikit-dev/apikit/admission/policy"
 	"github.com/apikit-dev/apikit/admission/registration"
 	"github.com/apikit-dev/apikit/admission/webhook"
 	"github.com/apikit-dev/apikit/authn"
@@ -44,6 +45,25 @@ type Config struct {
 	// configurations and keeps the Source of the admission webhook
 	// plugins equal to them.
 	Webhooks *webhook.Source
+	// Policies, when set, serves admissionregistration.k8s.io and keeps
+	// the Source of the ValidatingAdmissionPolicy plugin equal to the
+	// stored policies and bindings.
+	Policies *policy.Source
+}
+
+// AdmissionPolicies returns kube-apiserver's ValidatingAdmissionPolicy
+// plugin, configured by cfg, and the Source that
+// InstallAdmissionRegistration keeps up to date (cfg.Source, set to a new
+// one when nil).
+func AdmissionPolicies(cfg policy.Config) (*policy.Source, *policy.Plugin, error) {
+	if cfg.Source == nil {
+		cfg.Source = policy.NewSource()
+	}
+	p, err := policy.New(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg.Source, p, nil
 }
 
 // AdmissionWebhooks returns kube-apiserver's MutatingAdmissionWebhook and
@@ -115,8 +135,13 @@ func Defaults(cfg *server.Config) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	cfg.Admission = append(cfg.Admission, plugins...)
-	return Config{Storage: cfg.Storage, Authorizer: cfg.Authorizer, RuleResolver: r.Authorizer, RBAC: r, APF: apf, Webhooks: src}, nil
+	psrc, vap, err := AdmissionPolicies(policy.Config{Authorizer: cfg.Authorizer})
+	if err != nil {
+		return Config{}, err
+	}
+	// kube-apiserver's order: the policies before the validating webhooks.
+	cfg.Admission = append(cfg.Admission, plugins[0], vap, plugins[1])
+	return Config{Storage: cfg.Storage, Authorizer: cfg.Authorizer, RuleResolver: r.Authorizer, RBAC: r, APF: apf, Webhooks: src, Policies: psrc}, nil
 }
 
 // Install serves the system APIs c names on s, the outermost server of
@@ -138,8 +163,8 @@ func Install(s *server.GenericServer, c Config) error {
 			return err
 		}
 	}
-	if c.Webhooks != nil {
-		return InstallAdmissionRegistration(s, c.Storage, c.Webhooks)
+	if c.Webhooks != nil || c.Policies != nil {
+		return InstallAdmissionRegistration(s, c.Storage, c.Webhooks, c.Policies)
 	}
 	return nil
 }
@@ -148,10 +173,12 @@ func Install(s *server.GenericServer, c Config) error {
 // MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 // ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding from f's
 // storage and adds the post-start hook
-// start-kube-apiserver-admission-initializer: it keeps src equal to the
-// stored configurations until the server stops (a change is in effect
-// once this server's watch delivers it), and is done once src has synced.
-func InstallAdmissionRegistration(s *server.GenericServer, f storage.Factory, src *webhook.Source) error {
+// start-kube-apiserver-admission-initializer: it keeps src (the webhook
+// configurations) and policies (the policies and bindings), each when not
+// nil, equal to the stored objects until the server stops (a change is in
+// effect once this server's watch delivers it), and is done once both
+// have synced.
+func InstallAdmissionRegistration(s *server.GenericServer, f storage.Factory, src *webhook.Source, policies *policy.Source) error {
 	if f == nil {
 		return errors.New("admission webhooks: the server has no storage for their configurations")
 	}
@@ -159,22 +186,33 @@ func InstallAdmissionRegistration(s *server.GenericServer, f storage.Factory, sr
 	if err != nil {
 		return fmt.Errorf("admissionregistration.k8s.io: %w", err)
 	}
-	policies, err := registration.NewPolicyStores(f)
+	policyStores, err := registration.NewPolicyStores(f)
 	if err != nil {
 		return fmt.Errorf("admissionregistration.k8s.io: %w", err)
 	}
-	resources := append(stores.Resources(), policies.Resources()...)
+	resources := append(stores.Resources(), policyStores.Resources()...)
 	if err := s.InstallAPIGroup(server.NewAPIGroupInfo(registration.GroupName).AddVersion(registration.Version, resources...)); err != nil {
 		return err
 	}
 	return s.AddPostStartHook("start-kube-apiserver-admission-initializer", func(ctx context.Context) error {
-		go src.Run(ctx, stores, slog.Default().With("hook", "start-kube-apiserver-admission-initializer"))
-		select {
-		case <-src.Synced():
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
+		log := slog.Default().With("hook", "start-kube-apiserver-admission-initializer")
+		var synced []<-chan struct{}
+		if src != nil {
+			go src.Run(ctx, stores, log)
+			synced = append(synced, src.Synced())
 		}
+		if policies != nil {
+			go policies.Run(ctx, policyStores, log)
+			synced = append(synced, policies.Synced())
+		}
+		for _, c := range synced {
+			select {
+			case <-c:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
 	})
 }
 
