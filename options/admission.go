@@ -94,8 +94,8 @@ func (o *AdmissionOptions) Validate() []error {
 	return errs
 }
 
-// ApplyTo reads the admission configuration file, appends the webhook
-// plugins that are enabled to c.Admission and disables the plugins
+// ApplyTo reads the admission configuration file, appends the policy
+// and webhook plugins that are enabled to c.Admission and disables the plugins
 // --disable-admission-plugins names (c.DisabledAdmissionPlugins: the
 // compiled-in ones are added later, by the build function). It runs after
 // the etcd options, which set the storage the configurations live in.

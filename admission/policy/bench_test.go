@@ -1,0 +1,45 @@
+package policy
+
+import (
+	"context"
+	"testing"
+
+	"github.com/apikit-dev/apikit/admission/registration"
+)
+
+// BenchmarkValidate is the plugin's cost on one create: with no policy,
+// and with one matching policy of three validations (all passing, the
+// common case). go test ./admission/policy -run x -bench Validate
+func BenchmarkValidate(b *testing.B) {
+	three := newPolicy("three",
+		registration.Validation{Expression: "object.spec.size < 10"},
+		registration.Validation{Expression: "object.metadata.name.startsWith('w')"},
+		registration.Validation{Expression: "!has(object.metadata.labels) || !('forbidden' in object.metadata.labels)"})
+	for _, bc := range []struct {
+		name     string
+		policies []*registration.ValidatingAdmissionPolicy
+		bindings []*registration.ValidatingAdmissionPolicyBinding
+	}{
+		{"none", nil, nil},
+		{"one-policy-three-rules", []*registration.ValidatingAdmissionPolicy{three},
+			[]*registration.ValidatingAdmissionPolicyBinding{newBinding("three", "three", registration.Deny)}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			src := NewSource()
+			src.SetPolicies(bc.policies)
+			src.SetBindings(bc.bindings)
+			p, err := New(Config{Source: src})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			a := attrs(3, map[string]string{"env": "prod"})
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := p.Validate(ctx, a); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
