@@ -35,14 +35,15 @@ func main() {
 	// --disable-admission-plugins may name the compiled-in plugins.
 	o.Admission.Plugins = append(o.Admission.Plugins, wardleapi.BanFlunderPluginName, namespaces.LifecyclePluginName)
 	var withCore bool
+	enableGC := true
 	cmd := options.NewServerCommand("wardle", o, func(c *server.Config) (*server.GenericServer, error) {
-		if withCore {
-			return wardleapi.BuildWithCore(c)
-		}
-		return wardleapi.Build(c)
+		c.GarbageCollection = enableGC
+		return wardleapi.BuildWith(c, withCore)
 	})
 	cmd.Flags().BoolVar(&withCore, "core-api", false,
 		"Serve the core group too (/api/v1: namespaces, configmaps, secrets, serviceaccounts and their tokens, events), events.k8s.io and coordination.k8s.io leases.")
+	cmd.Flags().BoolVar(&enableGC, "enable-garbage-collector", enableGC,
+		"Run the garbage collector (package gc) over the served resources and honour DELETE's propagationPolicy (kubectl delete --cascade=background|foreground|orphan).")
 	if err := cmd.Execute(); err != nil {
 		os.Exit(1)
 	}

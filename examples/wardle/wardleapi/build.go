@@ -3,6 +3,7 @@ package wardleapi
 import (
 	"github.com/apikit-dev/apikit/admission"
 	"github.com/apikit-dev/apikit/core"
+	"github.com/apikit-dev/apikit/gc"
 	"github.com/apikit-dev/apikit/server"
 )
 
@@ -10,17 +11,23 @@ import (
 // the wardle API with its admission plugin on the server c configures. The
 // wardle command runs it, and tests start it in-process with testenv.
 func Build(c *server.Config) (*server.GenericServer, error) {
-	return build(c, false)
+	c.GarbageCollection = true
+	return BuildWith(c, false)
 }
 
 // BuildWithCore is Build serving the core group too (/api/v1: namespaces,
 // configmaps, secrets, serviceaccounts and their tokens, events, and
 // leases), as `wardle --core-api` does.
 func BuildWithCore(c *server.Config) (*server.GenericServer, error) {
-	return build(c, true)
+	c.GarbageCollection = true
+	return BuildWith(c, true)
 }
 
-func build(c *server.Config, withCore bool) (*server.GenericServer, error) {
+// BuildWith builds the wardle server, with the core group if withCore, and
+// runs a garbage collector over what it serves if c.GarbageCollection
+// (`wardle --enable-garbage-collector`, on by default in Build and
+// BuildWithCore).
+func BuildWith(c *server.Config, withCore bool) (*server.GenericServer, error) {
 	api, err := New(c.Storage)
 	if err != nil {
 		return nil, err
@@ -51,7 +58,14 @@ func build(c *server.Config, withCore bool) (*server.GenericServer, error) {
 		return nil, err
 	}
 	if coreAPI != nil {
-		return srv, coreAPI.Install(srv)
+		if err := coreAPI.Install(srv); err != nil {
+			return nil, err
+		}
+	}
+	if c.GarbageCollection {
+		if err := gc.Install(srv, c.Logger); err != nil {
+			return nil, err
+		}
 	}
 	return srv, nil
 }

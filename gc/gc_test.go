@@ -1,0 +1,189 @@
+package gc_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/apikit-dev/apikit/gc"
+	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/registry"
+	"github.com/apikit-dev/apikit/storage/memory"
+)
+
+type thing = meta.PartialObjectMetadata
+
+// world is a collector over two kinds, a namespaced Thing and a
+// cluster-scoped Root, in one memory storage.
+type world struct {
+	things, roots *registry.Store[*thing]
+}
+
+func newWorld(t *testing.T) world {
+	t.Helper()
+	mem := memory.New(memory.WithBookmarkInterval(20*time.Millisecond), memory.WithCompactionInterval(0))
+	t.Cleanup(func() { _ = mem.Close() })
+	store := func(resource, kind string, namespaced bool) *registry.Store[*thing] {
+		return registry.MustNewStore(registry.Options[*thing]{
+			Resource:        meta.GroupResource{Group: "example.com", Resource: resource},
+			Kind:            kind,
+			NamespaceScoped: namespaced,
+			StorageVersion:  "v1",
+			Strategy:        registry.DefaultStrategy[*thing]{},
+			Storage:         mem,
+		})
+	}
+	w := world{things: store("things", "Thing", true), roots: store("roots", "Root", false)}
+	c := gc.New(gc.Config{Resources: []registry.Resource{registry.Serve(w.things), registry.Serve(w.roots)}, RetryInterval: 50 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return w
+}
+
+func (w world) create(t *testing.T, st *registry.Store[*thing], name string, owners ...*thing) *thing {
+	t.Helper()
+	yes := true
+	o := &thing{ObjectMeta: meta.ObjectMeta{Name: name}}
+	ns := ""
+	if st == w.things {
+		ns = "ns"
+	}
+	for _, ow := range owners {
+		kind := "Thing"
+		if ow.Namespace == "" {
+			kind = "Root"
+		}
+		o.OwnerReferences = append(o.OwnerReferences, meta.OwnerReference{APIVersion: "example.com/v1", Kind: kind, Name: ow.Name, UID: ow.UID, BlockOwnerDeletion: &yes})
+	}
+	out, err := st.Create(context.Background(), ns, o, registry.WriteOptions{})
+	if err != nil {
+		t.Fatalf("creating %s: %v", name, err)
+	}
+	return out
+}
+
+// eventually polls cond with a generous deadline (the machine may be
+// loaded).
+func eventually(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (w world) gone(t *testing.T, name string) {
+	t.Helper()
+	eventually(t, name+" deleted", func() error {
+		if _, _, err := w.things.Get(context.Background(), "ns", name, meta.GetOptions{}); !meta.IsNotFound(err) {
+			return fmt.Errorf("still there (%v)", err)
+		}
+		return nil
+	})
+}
+
+func (w world) get(t *testing.T, name string) *thing {
+	t.Helper()
+	o, _, err := w.things.Get(context.Background(), "ns", name, meta.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func del(t *testing.T, st *registry.Store[*thing], ns, name string, p meta.DeletionPropagation) {
+	t.Helper()
+	if _, _, err := st.Delete(context.Background(), ns, name, registry.DeleteOptions{PropagationPolicy: &p, GarbageCollection: true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBackground(t *testing.T) {
+	w := newWorld(t)
+	owner := w.create(t, w.things, "owner")
+	child := w.create(t, w.things, "child", owner)
+	w.create(t, w.things, "grandchild", child)
+	other := w.create(t, w.things, "other")
+	both := w.create(t, w.things, "both", owner, other)
+	del(t, w.things, "ns", "owner", meta.DeletePropagationBackground)
+	w.gone(t, "child")
+	w.gone(t, "grandchild")
+	// A dependent with an owner left keeps living, without the reference
+	// to the one that is gone.
+	eventually(t, "reference dropped", func() error {
+		got := w.get(t, "both")
+		if len(got.OwnerReferences) != 1 || got.OwnerReferences[0].UID != other.UID || got.UID != both.UID {
+			return fmt.Errorf("ownerReferences %+v", got.OwnerReferences)
+		}
+		return nil
+	})
+}
+
+func TestOrphan(t *testing.T) {
+	w := newWorld(t)
+	owner := w.create(t, w.things, "owner")
+	w.create(t, w.things, "child", owner)
+	del(t, w.things, "ns", "owner", meta.DeletePropagationOrphan)
+	w.gone(t, "owner")
+	if got := w.get(t, "child"); len(got.OwnerReferences) != 0 {
+		t.Errorf("orphan's ownerReferences %+v", got.OwnerReferences)
+	}
+}
+
+func TestForeground(t *testing.T) {
+	w := newWorld(t)
+	owner := w.create(t, w.things, "owner")
+	child := w.create(t, w.things, "child", owner)
+	// The child's own finalizer holds it, and so the owner, in place.
+	if _, _, err := w.things.Update(context.Background(), "ns", "child", func(_ context.Context, cur *thing) (*thing, error) {
+		cur.Finalizers = []string{"example.com/hold"}
+		return cur, nil
+	}, registry.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	del(t, w.things, "ns", "owner", meta.DeletePropagationForeground)
+	eventually(t, "child marked for deletion", func() error {
+		if got := w.get(t, "child"); got.DeletionTimestamp == nil {
+			return fmt.Errorf("not marked")
+		}
+		return nil
+	})
+	if got := w.get(t, "owner"); got.DeletionTimestamp == nil || !slices.Equal(got.Finalizers, []string{meta.FinalizerDeleteDependents}) {
+		t.Fatalf("owner went before its blocking dependent: %+v", got.ObjectMeta)
+	}
+	if _, _, err := w.things.Update(context.Background(), "ns", "child", func(_ context.Context, cur *thing) (*thing, error) {
+		cur.Finalizers = nil
+		return cur, nil
+	}, registry.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w.gone(t, "child")
+	w.gone(t, "owner")
+	_ = child
+}
+
+func TestDanglingOwner(t *testing.T) {
+	w := newWorld(t)
+	root := w.create(t, w.roots, "root")
+	// A reference to a uid no object has: the dependent is collected.
+	w.create(t, w.things, "dangling", &thing{ObjectMeta: meta.ObjectMeta{Name: "root", UID: "not-" + root.UID}})
+	// A cluster-scoped owner of a namespaced dependent is found.
+	w.create(t, w.things, "kept", root)
+	w.gone(t, "dangling")
+	if got := w.get(t, "kept"); len(got.OwnerReferences) != 1 {
+		t.Errorf("kept's ownerReferences %+v", got.OwnerReferences)
+	}
+	del(t, w.roots, "", "root", meta.DeletePropagationBackground)
+	w.gone(t, "kept")
+}
