@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -95,6 +96,9 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 	}
 	var denied error
 	var audits []failureValue
+	// Audit annotations by key (the policy's name and its key), each
+	// value once.
+	annotations := map[string][]string{}
 	// One set of variables per version the write is matched in.
 	varsByVersion := map[meta.GroupVersionResource]map[string]any{}
 	for _, b := range snap.bindings {
@@ -102,7 +106,7 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 		if pol == nil {
 			continue
 		}
-		decisions := p.evaluate(ctx, a, pol, b, varsByVersion)
+		decisions := p.evaluate(ctx, a, pol, b, varsByVersion, annotations)
 		for _, d := range decisions {
 			if b.deny && denied == nil {
 				denied = denial(a, pol.policy.Name, b.b.Name, d)
@@ -115,6 +119,12 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 					ExpressionIndex: d.index, ValidationActions: b.b.Spec.ValidationActions})
 			}
 		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(annotations)) {
+		// As kube-apiserver: several bindings giving one key different
+		// values join them.
+		vs := slices.Compact(slices.Sorted(slices.Values(annotations[k])))
+		audit.AddAnnotation(ctx, k, strings.Join(vs, ", "))
 	}
 	if len(audits) > 0 {
 		if v, err := json.Marshal(audits); err == nil {
@@ -244,7 +254,8 @@ func namedRulesMatch(rules []registration.NamedRuleWithOperations, a *admission.
 
 // evaluate runs one binding of pol on a and returns its failed
 // validations, errors included when the failurePolicy is Fail.
-func (p *Plugin) evaluate(ctx context.Context, a *admission.Attributes, pol *compiled, b *binding, varsByVersion map[meta.GroupVersionResource]map[string]any) []decision {
+func (p *Plugin) evaluate(ctx context.Context, a *admission.Attributes, pol *compiled, b *binding,
+	varsByVersion map[meta.GroupVersionResource]map[string]any, annotations map[string][]string) []decision {
 	failure := func(err error) []decision {
 		if pol.failOpen {
 			return nil
@@ -365,6 +376,21 @@ func (p *Plugin) evaluate(ctx context.Context, a *admission.Attributes, pol *com
 			}
 		}
 		out = append(out, d)
+	}
+	// auditAnnotations: a string value is published, null none; an
+	// error goes to the failurePolicy.
+	for _, aa := range pol.auditAnnotations {
+		res, err := eval(aa.expr)
+		if err != nil {
+			if !pol.failOpen {
+				out = append(out, decision{message: err.Error()})
+			}
+			continue
+		}
+		if s, ok := res.Value().(string); ok {
+			k := pol.policy.Name + "/" + aa.name
+			annotations[k] = append(annotations[k], s)
+		}
 	}
 	return out
 }

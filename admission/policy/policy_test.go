@@ -220,3 +220,30 @@ func TestNotSynced(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// TestAuditAnnotations: a string value is published under
+// <policy>/<key>, null is not; an error with failurePolicy Fail refuses.
+func TestAuditAnnotations(t *testing.T) {
+	pol := newPolicy("sized", registration.Validation{Expression: "true"})
+	pol.Spec.AuditAnnotations = []registration.AuditAnnotation{
+		{Key: "size", ValueExpression: "'size ' + string(object.spec.size)"},
+		{Key: "none", ValueExpression: "null"},
+	}
+	p := newPlugin(t, []*registration.ValidatingAdmissionPolicy{pol}, []*registration.ValidatingAdmissionPolicyBinding{newBinding("b", "sized", registration.Deny)})
+	rec := audit.NewRecorder(audit.Event{})
+	if err := p.Validate(audit.WithRecorder(context.Background(), rec), attrs(12, nil)); err != nil {
+		t.Fatalf("refused: %v", err)
+	}
+	got := rec.Snapshot().Annotations
+	if got["sized/size"] != "size 12" || len(got) != 1 {
+		t.Errorf("annotations %v", got)
+	}
+
+	broken := newPolicy("broken", registration.Validation{Expression: "true"})
+	broken.Spec.AuditAnnotations = []registration.AuditAnnotation{{Key: "x", ValueExpression: "object.spec.nope"}}
+	p = newPlugin(t, []*registration.ValidatingAdmissionPolicy{broken}, []*registration.ValidatingAdmissionPolicyBinding{newBinding("b", "broken", registration.Deny)})
+	if err := p.Validate(context.Background(), attrs(3, nil)); err == nil ||
+		!strings.Contains(err.Error(), "ValidatingAdmissionPolicy 'broken' with binding 'b' denied request: expression 'object.spec.nope' resulted in error: no such key: nope") {
+		t.Errorf("got %v", err)
+	}
+}

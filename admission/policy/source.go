@@ -57,6 +57,8 @@ type compiled struct {
 	matchConditions []namedExpr
 	variables       []namedExpr
 	validations     []validation
+	// auditAnnotations are by key.
+	auditAnnotations []namedExpr
 	// err is a policy that does not compile (stored before a server that
 	// refuses it, or by another version): its failurePolicy decides.
 	err error
@@ -108,6 +110,13 @@ func compile(p *registration.ValidatingAdmissionPolicy) *compiled {
 			cv.message, _ = msgComp.Compile(v.MessageExpression, types.StringType)
 		}
 		c.validations = append(c.validations, cv)
+	}
+	for _, aa := range p.Spec.AuditAnnotations {
+		e, err := comp.Compile(aa.ValueExpression, nil)
+		if err != nil {
+			return fail(fmt.Sprintf("compilation failed for audit annotation '%s'", aa.Key), err)
+		}
+		c.auditAnnotations = append(c.auditAnnotations, namedExpr{aa.Key, e})
 	}
 	return c
 }
