@@ -77,7 +77,12 @@ func Install(ws *restful.WebService, s *Scope) {
 		tag = "core_" + gv.Version
 	}
 
-	to := func(rb *restful.RouteBuilder, h http.HandlerFunc) *restful.RouteBuilder { return To(rb, h) }
+	// Every route names its kind: resources that share one Go type (the
+	// custom resources of a group) cannot be told apart by their samples,
+	// and kubectl finds a kind's operations by it.
+	to := func(rb *restful.RouteBuilder, h http.HandlerFunc) *restful.RouteBuilder {
+		return To(rb, h).Metadata(MetadataKind, kind)
+	}
 	// route installs a route only for a verb the resource serves.
 	route := func(verb string, rb *restful.RouteBuilder) {
 		if info.Serves(verb) || (verb == "list" && info.Serves("watch")) {
