@@ -20,6 +20,7 @@ import (
 	"github.com/apikit-dev/apikit/audit"
 	iwebhook "github.com/apikit-dev/apikit/internal/webhook"
 	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/metrics"
 	"github.com/apikit-dev/apikit/storage"
 )
 
@@ -264,11 +265,13 @@ func (w *Webhooks) callMutating(ctx context.Context, inv *invocation, a *admissi
 	annotation := fmt.Sprintf("round_%d_index_%d", round, index)
 	req, objJSON, call, err := w.prepare(ctx, inv, a, obj, old)
 	if err != nil || !call {
-		return false, w.failure(ctx, inv, err, "mutating", annotation)
+		return false, w.failure(ctx, inv, a, err, "mutating", annotation)
 	}
+	start := time.Now()
 	resp, err := w.call(ctx, inv, req, true)
+	observeCall(ctx, inv, a, metrics.AdmissionAdmit, start, resp, err)
 	if err != nil {
-		return false, w.failure(ctx, inv, err, "mutating", annotation)
+		return false, w.failure(ctx, inv, a, err, "mutating", annotation)
 	}
 	w.report(ctx, h, resp)
 	if !resp.Allowed {
@@ -293,11 +296,13 @@ func (w *Webhooks) callValidating(ctx context.Context, inv *invocation, a *admis
 	annotation := fmt.Sprintf("round_0_index_%d", index)
 	req, _, call, err := w.prepare(ctx, inv, a, obj, old)
 	if err != nil || !call {
-		return w.failure(ctx, inv, err, "validating", annotation)
+		return w.failure(ctx, inv, a, err, "validating", annotation)
 	}
+	start := time.Now()
 	resp, err := w.call(ctx, inv, req, false)
+	observeCall(ctx, inv, a, metrics.AdmissionValidate, start, resp, err)
 	if err != nil {
-		return w.failure(ctx, inv, err, "validating", annotation)
+		return w.failure(ctx, inv, a, err, "validating", annotation)
 	}
 	w.report(ctx, h, resp)
 	if !resp.Allowed {
@@ -308,7 +313,7 @@ func (w *Webhooks) callValidating(ctx context.Context, inv *invocation, a *admis
 
 // failure applies the webhook's failurePolicy to a failed call: Ignore
 // lets the write pass (logged and audited), Fail refuses it with 500.
-func (w *Webhooks) failure(ctx context.Context, inv *invocation, err error, kind, annotation string) error {
+func (w *Webhooks) failure(ctx context.Context, inv *invocation, a *admission.Attributes, err error, kind, annotation string) error {
 	if err == nil {
 		return nil
 	}
@@ -316,12 +321,44 @@ func (w *Webhooks) failure(ctx context.Context, inv *invocation, err error, kind
 	if !errors.As(err, &ce) {
 		return err
 	}
+	step := metrics.AdmissionValidate
+	if kind == "mutating" {
+		step = metrics.AdmissionAdmit
+	}
 	if inv.h.failOpen {
+		metrics.From(ctx).ObserveAdmissionWebhookFailOpen(inv.h.name, step)
 		w.log.Warn("failed calling webhook, failing open", "webhook", inv.h.name, "err", err)
 		audit.AddAnnotation(ctx, "failed-open."+kind+".webhook.admission.k8s.io/"+annotation, inv.h.name)
 		return nil
 	}
+	metrics.From(ctx).ObserveAdmissionWebhookRejection(inv.h.name, step, string(a.Operation), metrics.WebhookCallingError, 0)
 	return meta.NewInternalError(err)
+}
+
+// observeCall records a webhook call under kube-apiserver's
+// apiserver_admission_webhook_* metrics: its latency and answer, and a
+// denial as a rejection with the denial's code. A call that failed is
+// counted as a rejection (or a fail-open) by failure, once its
+// failurePolicy is applied.
+func observeCall(ctx context.Context, inv *invocation, a *admission.Attributes, step string, start time.Time, resp *AdmissionResponse, err error) {
+	m := metrics.From(ctx)
+	if m == nil {
+		return
+	}
+	op, elapsed := string(a.Operation), time.Since(start)
+	switch {
+	case err != nil:
+		m.ObserveAdmissionWebhook(inv.h.name, step, op, true, 0, elapsed)
+	case !resp.Allowed:
+		code := http.StatusBadRequest
+		if resp.Result != nil && resp.Result.Code >= http.StatusBadRequest {
+			code = int(resp.Result.Code)
+		}
+		m.ObserveAdmissionWebhook(inv.h.name, step, op, true, http.StatusOK, elapsed)
+		m.ObserveAdmissionWebhookRejection(inv.h.name, step, op, metrics.WebhookNoError, code)
+	default:
+		m.ObserveAdmissionWebhook(inv.h.name, step, op, false, http.StatusOK, elapsed)
+	}
 }
 
 // report passes the webhook's warnings and audit annotations on.
