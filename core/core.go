@@ -13,6 +13,7 @@ import (
 	"github.com/apikit-dev/apikit/core/leases"
 	"github.com/apikit-dev/apikit/core/namespaces"
 	"github.com/apikit-dev/apikit/core/nsdefaults"
+	"github.com/apikit-dev/apikit/core/nsdeletion"
 	"github.com/apikit-dev/apikit/core/secrets"
 	"github.com/apikit-dev/apikit/core/serviceaccounts"
 	"github.com/apikit-dev/apikit/registry"
@@ -55,6 +56,7 @@ type API struct {
 	tokens   *serviceaccount.Tokens
 	eventTTL time.Duration
 	rootCA   []byte
+	content  []nsdeletion.Content
 }
 
 // New builds the stores on c's storage.
@@ -94,13 +96,19 @@ func New(c Config) (*API, error) {
 // kube-apiserver runs it first.
 func (a *API) NamespaceLifecycle() admission.Plugin { return namespaces.Lifecycle(a.Namespaces) }
 
+// AddNamespaceContent names namespaced resources of other APIs (of this
+// server or others of its chain) whose objects a namespace's deletion
+// deletes too, beside the core group's own. Call it before Install.
+func (a *API) AddNamespaceContent(c ...nsdeletion.Content) { a.content = append(a.content, c...) }
+
 // Install serves the groups on s: the core group at /api/v1,
 // events.k8s.io/v1 and coordination.k8s.io/v1, with the post-start hooks
 // start-system-namespaces-controller (default, kube-system, kube-public and
 // kube-node-lease created and kept, as kube-apiserver's) and
 // core/event-ttl that deletes expired events, and core/namespace-defaults
 // that keeps the default ServiceAccount and the kube-root-ca.crt ConfigMap
-// in every namespace (package nsdefaults). The service-account
+// in every namespace (package nsdefaults), and core/namespace-controller
+// that empties and then removes deleted namespaces (package nsdeletion). The service-account
 // authenticator, when the server has one, then checks each token's
 // service account in this server's storage.
 func (a *API) Install(s *server.GenericServer) error {
@@ -140,6 +148,16 @@ func (a *API) Install(s *server.GenericServer) error {
 		RootCA: a.rootCA, Log: slog.Default().With("hook", "core/namespace-defaults")}
 	if err := s.AddPostStartHook("core/namespace-defaults", func(ctx context.Context) error {
 		go nsdefaults.Run(ctx, defaults)
+		return nil
+	}); err != nil {
+		return err
+	}
+	deletion := nsdeletion.Config{Namespaces: a.Namespaces,
+		Content: append([]nsdeletion.Content{nsdeletion.Store(a.ConfigMaps), nsdeletion.Store(a.Secrets),
+			nsdeletion.Store(a.ServiceAccounts), nsdeletion.Store(a.Events.Core), nsdeletion.Store(a.Leases)}, a.content...),
+		Log: slog.Default().With("hook", "core/namespace-controller")}
+	if err := s.AddPostStartHook("core/namespace-controller", func(ctx context.Context) error {
+		go nsdeletion.Run(ctx, deletion)
 		return nil
 	}); err != nil {
 		return err

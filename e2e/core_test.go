@@ -125,12 +125,9 @@ func TestCoreGroupKubectl(t *testing.T) {
 	}
 
 	// A DELETE marks the namespace Terminating: the "kubernetes" finalizer
-	// keeps it until the namespace controller (or finalize) removes it.
+	// keeps it until the namespace controller has deleted its content and
+	// removed the finalizer (e2e/nslifecycle_test.go looks closer).
 	w.Kubectl("delete", "ns", "team-a", "--wait=false")
-	if out := w.Kubectl("get", "ns", "team-a", "-o", "jsonpath={.status.phase}"); out != "Terminating" {
-		t.Errorf("namespace phase after delete = %q, want Terminating", out)
-	}
-	w.Kubectl("replace", "--raw", "/api/v1/namespaces/team-a/finalize", "-f", writeTemp(t, `{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team-a"},"spec":{"finalizers":[]}}`))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for ctx.Err() == nil {
@@ -139,7 +136,7 @@ func TestCoreGroupKubectl(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Error("the namespace is still there after finalize emptied spec.finalizers")
+	t.Error("the namespace is still there 30s after its delete")
 }
 
 // TestCoreEventsAndLeases: events written through core/v1 and

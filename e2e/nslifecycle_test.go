@@ -43,6 +43,8 @@ func TestNamespaceLifecycleKubectl(t *testing.T) {
 	w.Kubectl("create", "ns", "doomed")
 	w.Kubectl("create", "configmap", "inside", "-n", "doomed", "--from-literal=a=b")
 	w.KubectlStdin(flunder("doomed", "f1"), "create", "-f", "-")
+	// A finalizer of its own keeps one configmap, and so the namespace.
+	w.KubectlStdin(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"held","namespace":"doomed","finalizers":["example.com/hold"]}}`, "create", "-f", "-")
 	w.Kubectl("delete", "ns", "doomed", "--wait=false")
 	if out := w.Kubectl("get", "ns", "doomed", "-o", "jsonpath={.status.phase}"); out != "Terminating" {
 		t.Fatalf("namespace doomed after delete: phase %q, want Terminating", out)
@@ -53,8 +55,19 @@ func TestNamespaceLifecycleKubectl(t *testing.T) {
 	if msg := w.KubectlStdinFail(flunder("doomed", "f2"), "create", "-f", "-"); !strings.Contains(msg, `flunders.wardle.example.com "f2" is forbidden: unable to create new content in namespace doomed because it is being terminated`) {
 		t.Errorf("flunder in a terminating namespace: %q", msg)
 	}
-	// What is inside may still change.
-	w.Kubectl("label", "configmap", "inside", "-n", "doomed", "x=y")
+	// The namespace controller deletes the content, says what holds the
+	// namespace, and removes it once the finalizer is gone.
+	poll(t, "the content deleted, the finalizer reported", func() (bool, string) {
+		out := w.Kubectl("get", "cm,flunders,sa", "-n", "doomed", "-o", "name")
+		cond := w.Kubectl("get", "ns", "doomed", "-o", `jsonpath={.status.conditions[?(@.type=="NamespaceFinalizersRemaining")].message}`)
+		return strings.TrimSpace(out) == "configmap/held" &&
+			cond == "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances", out + " | " + cond
+	})
+	w.Kubectl("patch", "configmap", "held", "-n", "doomed", "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+	poll(t, "the namespace gone", func() (bool, string) {
+		_, errOut, err := w.kubectlRaw(t.Context(), "get", "ns", "doomed")
+		return err != nil && strings.Contains(errOut, `namespaces "doomed" not found`), errOut
+	})
 
 	caData := w.Kubectl("config", "view", "--raw", "-o", "jsonpath={.clusters[0].cluster.certificate-authority-data}")
 	ca, err := base64.StdEncoding.DecodeString(strings.TrimSpace(caData))
@@ -81,4 +94,20 @@ func TestNamespaceLifecycleKubectl(t *testing.T) {
 	w.Kubectl("delete", "sa", "default", "-n", "team-b")
 	w.Kubectl("delete", "cm", "kube-root-ca.crt", "-n", "team-b")
 	waitDefaults("after deleting them")
+}
+
+// poll waits up to 60 s for cond, which says what it saw.
+func poll(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ok, saw := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after 60s; saw %s", what, saw)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
 }

@@ -1,0 +1,271 @@
+// Package nsdeletion is kube-controller-manager's namespace controller over
+// a server's own stores: a namespace marked for deletion (Terminating) has
+// every object of every namespaced resource it is given deleted, its
+// status conditions set in kube's words, and, once nothing is left, the
+// "kubernetes" finalizer removed through finalize, which deletes it.
+package nsdeletion
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apikit-dev/apikit/core/namespaces"
+	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/registry"
+)
+
+// Content is one namespaced resource whose objects a namespace's deletion
+// deletes.
+type Content interface {
+	// Resource names it in conditions.
+	Resource() meta.GroupResource
+	// DeleteAll deletes the objects in ns and reports how many are left
+	// (deleted but kept by finalizers, or written meanwhile) and the
+	// finalizers those hold.
+	DeleteAll(ctx context.Context, ns string) (remaining int, finalizers []string, err error)
+}
+
+// Store is a Content over a registry store.
+func Store[T meta.Object](s *registry.Store[T]) Content { return storeContent[T]{s} }
+
+type storeContent[T meta.Object] struct{ s *registry.Store[T] }
+
+func (c storeContent[T]) Resource() meta.GroupResource { return c.s.Resource() }
+
+func (c storeContent[T]) DeleteAll(ctx context.Context, ns string) (int, []string, error) {
+	list, err := c.s.List(ctx, ns, meta.ListOptions{})
+	if err != nil {
+		return 0, nil, fmt.Errorf("listing %s: %w", c.s.Resource(), err)
+	}
+	remaining := 0
+	var finalizers []string
+	for _, e := range list.Items {
+		m := e.Object.GetObjectMeta()
+		if m.DeletionTimestamp == nil {
+			obj, deleted, err := c.s.Delete(ctx, ns, m.Name, registry.DeleteOptions{})
+			if meta.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return 0, nil, fmt.Errorf("deleting %s %s/%s: %w", c.s.Resource(), ns, m.Name, err)
+			}
+			if deleted {
+				continue
+			}
+			m = obj.GetObjectMeta()
+		}
+		remaining++
+		for _, f := range m.Finalizers {
+			if !slices.Contains(finalizers, f) {
+				finalizers = append(finalizers, f)
+			}
+		}
+	}
+	return remaining, finalizers, nil
+}
+
+// Config is what the controller works on.
+type Config struct {
+	Namespaces *registry.Store[*namespaces.Namespace]
+	// Content is every namespaced resource the server serves.
+	Content []Content
+	// Log receives failures; nil is slog.Default().
+	Log *slog.Logger
+	// Resync is how often a Terminating namespace with content left is
+	// looked at again; 0 is 5 s.
+	Resync time.Duration
+}
+
+// Condition types and reasons, kube's.
+const (
+	ConditionDiscoveryFailure    = "NamespaceDeletionDiscoveryFailure"
+	ConditionGroupVersionParsing = "NamespaceDeletionGroupVersionParsingFailure"
+	ConditionContentFailure      = "NamespaceDeletionContentFailure"
+	ConditionContentRemaining    = "NamespaceContentRemaining"
+	ConditionFinalizersRemaining = "NamespaceFinalizersRemaining"
+)
+
+// Run deletes Terminating namespaces' content until ctx ends.
+func Run(ctx context.Context, c Config) {
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
+	if c.Resync <= 0 {
+		c.Resync = 5 * time.Second
+	}
+	var mu sync.Mutex
+	pending := map[string]bool{}
+	signal := make(chan struct{}, 1)
+	add := func(ns string) {
+		mu.Lock()
+		pending[ns] = true
+		mu.Unlock()
+		select {
+		case signal <- struct{}{}:
+		default:
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			events, err := c.Namespaces.Watch(ctx, "", meta.ListOptions{})
+			if err == nil {
+				for e := range events {
+					if (e.Type == meta.Added || e.Type == meta.Modified) && e.Object.DeletionTimestamp != nil {
+						add(e.Object.Name)
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	defer func() { <-done }()
+	tick := time.NewTicker(c.Resync)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-signal:
+		case <-tick.C:
+		}
+		mu.Lock()
+		names := make([]string, 0, len(pending))
+		for ns := range pending {
+			names = append(names, ns)
+		}
+		clear(pending)
+		mu.Unlock()
+		for _, ns := range names {
+			again, err := c.sync(ctx, ns)
+			if err != nil && ctx.Err() == nil {
+				c.Log.Error("deleting a namespace's content", "namespace", ns, "err", err)
+			}
+			if again || err != nil {
+				// Looked at again at the next tick.
+				mu.Lock()
+				pending[ns] = true
+				mu.Unlock()
+			}
+		}
+	}
+}
+
+// sync deletes ns's content; again says content is left.
+func (c *Config) sync(ctx context.Context, ns string) (again bool, err error) {
+	n, _, err := c.Namespaces.Get(ctx, "", ns, meta.GetOptions{})
+	if meta.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return true, fmt.Errorf("reading namespace %s: %w", ns, err)
+	}
+	if n.DeletionTimestamp == nil || !slices.Contains(n.Spec.Finalizers, namespaces.FinalizerKubernetes) {
+		return false, nil
+	}
+	var failures []string
+	remaining := map[string]int{}
+	finalizers := map[string]int{}
+	total := 0
+	for _, r := range c.Content {
+		left, fins, err := r.DeleteAll(ctx, ns)
+		if err != nil {
+			failures = append(failures, err.Error())
+			continue
+		}
+		if left > 0 {
+			remaining[r.Resource().String()] += left
+			total += left
+			for _, f := range fins {
+				finalizers[f] += left
+			}
+		}
+	}
+	conds := []namespaces.NamespaceCondition{
+		{Type: ConditionDiscoveryFailure, Status: "False", Reason: "ResourcesDiscovered", Message: "All resources successfully discovered"},
+		{Type: ConditionGroupVersionParsing, Status: "False", Reason: "ParsedGroupVersions", Message: "All legacy kube types successfully parsed"},
+	}
+	if len(failures) > 0 {
+		sort.Strings(failures)
+		conds = append(conds, namespaces.NamespaceCondition{Type: ConditionContentFailure, Status: "True", Reason: "ContentDeletionFailed",
+			Message: "Failed to delete all resource types, " + fmt.Sprint(len(failures)) + " remaining: " + strings.Join(failures, ", ")})
+	} else {
+		conds = append(conds, namespaces.NamespaceCondition{Type: ConditionContentFailure, Status: "False", Reason: "ContentDeleted",
+			Message: "All content successfully deleted, may be waiting on finalization"})
+	}
+	if total > 0 {
+		conds = append(conds, namespaces.NamespaceCondition{Type: ConditionContentRemaining, Status: "True", Reason: "SomeResourcesRemain",
+			Message: "Some resources are remaining: " + counts(remaining, " has %d resource instances")})
+	} else {
+		conds = append(conds, namespaces.NamespaceCondition{Type: ConditionContentRemaining, Status: "False", Reason: "ContentRemoved",
+			Message: "All content successfully removed"})
+	}
+	if len(finalizers) > 0 {
+		conds = append(conds, namespaces.NamespaceCondition{Type: ConditionFinalizersRemaining, Status: "True", Reason: "SomeFinalizersRemain",
+			Message: "Some content in the namespace has finalizers remaining: " + counts(finalizers, " in %d resource instances")})
+	} else {
+		conds = append(conds, namespaces.NamespaceCondition{Type: ConditionFinalizersRemaining, Status: "False", Reason: "ContentHasNoFinalizers",
+			Message: "All content-preserving finalizers finished"})
+	}
+	if err := c.setConditions(ctx, ns, conds); err != nil {
+		return true, err
+	}
+	if len(failures) > 0 || total > 0 {
+		return true, nil
+	}
+	_, _, err = c.Namespaces.Update(ctx, "", ns, func(_ context.Context, cur *namespaces.Namespace) (*namespaces.Namespace, error) {
+		cur.Spec.Finalizers = slices.DeleteFunc(cur.Spec.Finalizers, func(f string) bool { return f == namespaces.FinalizerKubernetes })
+		return cur, nil
+	}, registry.UpdateOptions{Subresource: "finalize"})
+	if err != nil && !meta.IsNotFound(err) {
+		return true, fmt.Errorf("finalizing namespace %s: %w", ns, err)
+	}
+	return false, nil
+}
+
+// counts is "a has 2 resource instances, b has 1 resource instances" in
+// kube's order (sorted).
+func counts(m map[string]int, format string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + fmt.Sprintf(format, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (c *Config) setConditions(ctx context.Context, ns string, conds []namespaces.NamespaceCondition) error {
+	_, _, err := c.Namespaces.Update(ctx, "", ns, func(_ context.Context, cur *namespaces.Namespace) (*namespaces.Namespace, error) {
+		now := meta.NewTime(time.Now().UTC().Truncate(time.Second))
+		out := make([]namespaces.NamespaceCondition, 0, len(conds))
+		for _, nc := range conds {
+			nc.LastTransitionTime = &now
+			for _, old := range cur.Status.Conditions {
+				if old.Type == nc.Type && old.Status == nc.Status && old.Reason == nc.Reason && old.Message == nc.Message {
+					nc.LastTransitionTime = old.LastTransitionTime
+				}
+			}
+			out = append(out, nc)
+		}
+		cur.Status.Conditions = out
+		return cur, nil
+	}, registry.UpdateOptions{Subresource: "status"})
+	if err != nil && !meta.IsNotFound(err) {
+		return fmt.Errorf("setting namespace %s's conditions: %w", ns, err)
+	}
+	return nil
+}

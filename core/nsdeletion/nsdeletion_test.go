@@ -1,0 +1,105 @@
+package nsdeletion_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apikit-dev/apikit/core/configmaps"
+	"github.com/apikit-dev/apikit/core/namespaces"
+	"github.com/apikit-dev/apikit/core/nsdeletion"
+	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/registry"
+	"github.com/apikit-dev/apikit/storage"
+	"github.com/apikit-dev/apikit/storage/memory"
+)
+
+func TestDeletesContentThenNamespace(t *testing.T) {
+	mem := memory.New()
+	t.Cleanup(func() { _ = mem.Close() })
+	f := storage.Shared(mem)
+	nss, err := namespaces.New(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cms, err := configmaps.New(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	for _, n := range []string{"doomed", "kept"} {
+		if _, err := nss.Create(ctx, "", &namespaces.Namespace{ObjectMeta: meta.ObjectMeta{Name: n}}, registry.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cms.Create(ctx, n, &configmaps.ConfigMap{ObjectMeta: meta.ObjectMeta{Name: "plain", Namespace: n}}, registry.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cms.Create(ctx, "doomed", &configmaps.ConfigMap{ObjectMeta: meta.ObjectMeta{Name: "held", Namespace: "doomed", Finalizers: []string{"example.com/hold"}}}, registry.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		nsdeletion.Run(ctx, nsdeletion.Config{Namespaces: nss, Content: []nsdeletion.Content{nsdeletion.Store(cms)}, Resync: 50 * time.Millisecond})
+	}()
+	defer func() { cancel(); wg.Wait() }()
+	if _, _, err := nss.Delete(ctx, "", "doomed", registry.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually := func(what string, cond func() (bool, any)) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			ok, saw := cond()
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after 30s: %s; saw %v", what, saw)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	want := map[string]namespaces.NamespaceCondition{
+		"NamespaceDeletionDiscoveryFailure":           {Status: "False", Reason: "ResourcesDiscovered", Message: "All resources successfully discovered"},
+		"NamespaceDeletionGroupVersionParsingFailure": {Status: "False", Reason: "ParsedGroupVersions", Message: "All legacy kube types successfully parsed"},
+		"NamespaceDeletionContentFailure":             {Status: "False", Reason: "ContentDeleted", Message: "All content successfully deleted, may be waiting on finalization"},
+		"NamespaceContentRemaining":                   {Status: "True", Reason: "SomeResourcesRemain", Message: "Some resources are remaining: configmaps has 1 resource instances"},
+		"NamespaceFinalizersRemaining":                {Status: "True", Reason: "SomeFinalizersRemain", Message: "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances"},
+	}
+	eventually("the held namespace's conditions", func() (bool, any) {
+		ns, _, err := nss.Get(ctx, "", "doomed", meta.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		if len(ns.Status.Conditions) != len(want) {
+			return false, ns.Status.Conditions
+		}
+		for _, c := range ns.Status.Conditions {
+			w, ok := want[c.Type]
+			if !ok || c.Status != w.Status || c.Reason != w.Reason || c.Message != w.Message || c.LastTransitionTime == nil {
+				return false, ns.Status.Conditions
+			}
+		}
+		return ns.Status.Phase == namespaces.PhaseTerminating, ns.Status.Phase
+	})
+	if _, _, err := cms.Get(ctx, "doomed", "plain", meta.GetOptions{}); !meta.IsNotFound(err) {
+		t.Errorf("configmap doomed/plain: %v, want deleted", err)
+	}
+	if _, _, err := cms.Update(ctx, "doomed", "held", func(_ context.Context, cm *configmaps.ConfigMap) (*configmaps.ConfigMap, error) {
+		cm.Finalizers = nil
+		return cm, nil
+	}, registry.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually("the namespace gone", func() (bool, any) {
+		_, _, err := nss.Get(ctx, "", "doomed", meta.GetOptions{})
+		return meta.IsNotFound(err), err
+	})
+	if _, _, err := cms.Get(ctx, "kept", "plain", meta.GetOptions{}); err != nil {
+		t.Errorf("another namespace's configmap: %v", err)
+	}
+}
