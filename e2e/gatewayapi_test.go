@@ -4,23 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
+	"github.com/apikit-dev/apikit/e2e/internal/gatewayapi"
 	"io/fs"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
-
-// gatewayAPIModule is the Gateway API release whose standard channel the
-// issue asks apikit to install as kube-apiserver installs it.
-const gatewayAPIModule = "sigs.k8s.io/gateway-api@v1.6.3"
 
 // TestGatewayAPIWithKubectl installs the Gateway API v1.6.3 standard
 // channel's CRDs into the chain's extensions server with
@@ -32,25 +24,16 @@ const gatewayAPIModule = "sigs.k8s.io/gateway-api@v1.6.3"
 // apikit. A resource breaking one of the CRDs' CEL rules is refused with
 // the rule's message. Skipped when the module proxy cannot be reached.
 func TestGatewayAPIWithKubectl(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "go", "mod", "download", "-json", gatewayAPIModule).Output()
-	if err != nil {
-		t.Skipf("go mod download %s: %v", gatewayAPIModule, err)
-	}
-	var mod struct{ Dir string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		t.Skipf("go mod download %s: no directory in %s", gatewayAPIModule, out)
-	}
+	dir := gatewayapi.Dir(t)
 
 	w := startChain(t)
-	crds, err := filepath.Glob(filepath.Join(mod.Dir, "config/crd/standard/gateway.networking.k8s.io_*.yaml"))
+	crds, err := filepath.Glob(filepath.Join(dir, "config/crd/standard/gateway.networking.k8s.io_*.yaml"))
 	if err != nil || len(crds) == 0 {
-		t.Fatalf("no CRDs in %s: %v", mod.Dir, err)
+		t.Fatalf("no CRDs in %s: %v", dir, err)
 	}
 	installed := 0
 	for _, f := range crds {
-		for _, doc := range yamlDocuments(t, f) {
+		for _, doc := range gatewayapi.Docs(t, f) {
 			var head struct{ Kind string }
 			_ = json.Unmarshal(doc, &head)
 			if head.Kind != "CustomResourceDefinition" {
@@ -66,11 +49,11 @@ func TestGatewayAPIWithKubectl(t *testing.T) {
 	w.Kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=120s")
 
 	applied := 0
-	err = filepath.WalkDir(filepath.Join(mod.Dir, "examples/standard"), func(path string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(filepath.Join(dir, "examples/standard"), func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
 			return err
 		}
-		for _, doc := range yamlDocuments(t, path) {
+		for _, doc := range gatewayapi.Docs(t, path) {
 			var head struct{ APIVersion string }
 			_ = json.Unmarshal(doc, &head)
 			if !strings.HasPrefix(head.APIVersion, "gateway.networking.k8s.io/") {
@@ -81,7 +64,7 @@ func TestGatewayAPIWithKubectl(t *testing.T) {
 				return err
 			}
 			if msg, ok := kubectlStdin(w, string(y), "apply", "--server-side", "-f", "-"); !ok {
-				t.Errorf("%s: refused:\n%s\n%s", strings.TrimPrefix(path, mod.Dir), msg, y)
+				t.Errorf("%s: refused:\n%s\n%s", strings.TrimPrefix(path, dir), msg, y)
 			}
 			applied++
 		}
@@ -120,27 +103,4 @@ func kubectlStdin(w *Wardle, input string, args ...string) (string, bool) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	return out.String(), err == nil
-}
-
-// yamlDocuments decodes every YAML document of a file into JSON.
-func yamlDocuments(t *testing.T, path string) [][]byte {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var docs [][]byte
-	for {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			if errors.Is(err, io.EOF) {
-				return docs
-			}
-			t.Fatalf("%s: %v", path, err)
-		}
-		if len(bytes.TrimSpace(raw)) > 0 && string(raw) != "null" {
-			docs = append(docs, raw)
-		}
-	}
 }

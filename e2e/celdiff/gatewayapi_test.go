@@ -1,65 +1,16 @@
 package celdiff
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
-	"io"
+	"github.com/apikit-dev/apikit/e2e/internal/gatewayapi"
 	"io/fs"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
-
-// gatewayAPI is the release issue 14 asks apikit to serve.
-const gatewayAPI = "sigs.k8s.io/gateway-api@v1.6.3"
-
-// gatewayAPIDir finds the module with the go command; without it the test
-// skips.
-func gatewayAPIDir(t *testing.T) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "go", "mod", "download", "-json", gatewayAPI).Output()
-	if err != nil {
-		t.Skipf("go mod download %s: %v", gatewayAPI, err)
-	}
-	var mod struct{ Dir string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		t.Skipf("go mod download %s: no directory in %s", gatewayAPI, out)
-	}
-	return mod.Dir
-}
-
-func yamlDocs(t *testing.T, path string) [][]byte {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var docs [][]byte
-	for {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			if errors.Is(err, io.EOF) {
-				return docs
-			}
-			t.Fatalf("%s: %v", path, err)
-		}
-		if len(bytes.TrimSpace(raw)) > 0 && string(raw) != "null" {
-			docs = append(docs, raw)
-		}
-	}
-}
 
 // TestGatewayAPIRulesMatchKube compiles every CEL rule of the Gateway API
 // standard and experimental channels' CRDs with both engines (both must
@@ -67,7 +18,7 @@ func yamlDocs(t *testing.T, path string) [][]byte {
 // the release with both, on create and as an update from itself and from
 // a changed copy: the messages must be the same.
 func TestGatewayAPIRulesMatchKube(t *testing.T) {
-	dir := gatewayAPIDir(t)
+	dir := gatewayapi.Dir(t)
 	schemas := map[string]string{} // "group/version/Kind" -> schema JSON
 	rulesSeen := 0
 	for _, channel := range []string{"standard", "experimental"} {
@@ -76,7 +27,7 @@ func TestGatewayAPIRulesMatchKube(t *testing.T) {
 			t.Fatalf("no CRDs under %s: %v", dir, err)
 		}
 		for _, f := range crds {
-			for _, doc := range yamlDocs(t, f) {
+			for _, doc := range gatewayapi.Docs(t, f) {
 				var crd apiextensionsv1.CustomResourceDefinition
 				if err := json.Unmarshal(doc, &crd); err != nil || crd.Kind != "CustomResourceDefinition" {
 					continue
@@ -107,7 +58,7 @@ func TestGatewayAPIRulesMatchKube(t *testing.T) {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
 			return err
 		}
-		for _, doc := range yamlDocs(t, path) {
+		for _, doc := range gatewayapi.Docs(t, path) {
 			var tm struct{ APIVersion, Kind string }
 			if err := json.Unmarshal(doc, &tm); err != nil {
 				t.Fatalf("%s: %v", path, err)

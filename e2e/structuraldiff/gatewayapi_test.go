@@ -1,71 +1,20 @@
 package structuraldiff
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
-	"io"
+	"github.com/apikit-dev/apikit/e2e/internal/gatewayapi"
 	"io/fs"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/apikit-dev/apikit/schema"
 	"github.com/apikit-dev/apikit/schema/structural"
 )
-
-// gatewayAPI is the Gateway API release whose CRDs and examples real
-// clusters install, as issue 14 asks them to be served.
-const gatewayAPI = "sigs.k8s.io/gateway-api@v1.6.3"
-
-// gatewayAPIDir downloads the module with the go command (from the module
-// proxy or its cache) and returns where it is; without it the test skips.
-func gatewayAPIDir(t *testing.T) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "go", "mod", "download", "-json", gatewayAPI).Output()
-	if err != nil {
-		t.Skipf("go mod download %s: %v", gatewayAPI, err)
-	}
-	var mod struct{ Dir string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		t.Skipf("go mod download %s: no directory in %s", gatewayAPI, out)
-	}
-	return mod.Dir
-}
-
-// yamlDocs decodes every YAML document of a file into JSON.
-func yamlDocs(t *testing.T, path string) [][]byte {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var docs [][]byte
-	for {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			if errors.Is(err, io.EOF) {
-				return docs
-			}
-			t.Fatalf("%s: %v", path, err)
-		}
-		if len(bytes.TrimSpace(raw)) > 0 && string(raw) != "null" {
-			docs = append(docs, raw)
-		}
-	}
-}
 
 // TestGatewayAPIMatchesKube installs the Gateway API standard channel's
 // CRDs as kube-apiserver checks them (both must accept every one), then
@@ -73,7 +22,7 @@ func yamlDocs(t *testing.T, path string) [][]byte {
 // errors, pruned paths and pruned and defaulted objects must match. CEL
 // rules are package cel's and are not run here.
 func TestGatewayAPIMatchesKube(t *testing.T) {
-	dir := gatewayAPIDir(t)
+	dir := gatewayapi.Dir(t)
 	type version struct {
 		js string
 		s  *schema.Schema
@@ -84,7 +33,7 @@ func TestGatewayAPIMatchesKube(t *testing.T) {
 		t.Fatalf("no CRDs under %s: %v", dir, err)
 	}
 	for _, f := range crds {
-		for _, doc := range yamlDocs(t, f) {
+		for _, doc := range gatewayapi.Docs(t, f) {
 			var crd apiextensionsv1.CustomResourceDefinition
 			if err := json.Unmarshal(doc, &crd); err != nil {
 				t.Fatalf("%s: %v", f, err)
@@ -119,7 +68,7 @@ func TestGatewayAPIMatchesKube(t *testing.T) {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
 			return err
 		}
-		for _, doc := range yamlDocs(t, path) {
+		for _, doc := range gatewayapi.Docs(t, path) {
 			var tm struct{ APIVersion, Kind string }
 			if err := json.Unmarshal(doc, &tm); err != nil {
 				t.Fatalf("%s: %v", path, err)
