@@ -11,23 +11,31 @@ import (
 )
 
 // Keys under which derived forms of a stored value live in its storage.Memo.
+// The storage's cache shares one memo per value between every store over
+// that storage (core/v1 and events.k8s.io/v1 events are two stores over
+// one), so each key names the group-version (apiVersion) it derives,
+// never the version alone, and the decoded object also its Go type.
 type (
-	decodedMemoKey struct{}
-	servedMemoKey  struct{ version, epoch string }
-	jsonMemoKey    struct{ version, epoch string }
+	decodedMemoKey struct {
+		apiVersion string
+		ti         *typeInfo
+	}
+	servedMemoKey struct{ apiVersion, epoch string }
+	jsonMemoKey   struct{ apiVersion, epoch string }
 )
 
 // decodeStored decodes a stored value and stamps its resourceVersion. With a
 // memo the decoded object is shared and must be treated as read-only.
 func (s *Store[T]) decodeStored(kv storage.KeyValue) (T, error) {
-	if v, ok := kv.Memo.Load(decodedMemoKey{}); ok {
+	key := decodedMemoKey{s.storageAPIVersion, s.ti}
+	if v, ok := kv.Memo.Load(key); ok {
 		return v.(T), nil
 	}
 	obj, err := s.decodeFresh(kv.Value, kv.Revision)
 	if err != nil {
 		return obj, err
 	}
-	return kv.Memo.LoadOrStore(decodedMemoKey{}, obj).(T), nil
+	return kv.Memo.LoadOrStore(key, obj).(T), nil
 }
 
 // decodeFresh decodes a private copy that the caller may modify.

@@ -167,7 +167,7 @@ type Conversion[S, V meta.Object] struct {
 // Serve serves a store in its storage version.
 func Serve[S meta.Object](st *Store[S]) Resource {
 	return &served[S, S]{st: st, version: st.opts.StorageVersion,
-		apiVersion: st.storageAPIVersion, key: jsonMemoKey{version: st.opts.StorageVersion}}
+		apiVersion: st.storageAPIVersion, key: jsonMemoKey{apiVersion: st.storageAPIVersion}}
 }
 
 // ServeVersion serves a store in another version, converting with c.
@@ -179,9 +179,9 @@ func ServeVersion[S, V meta.Object](st *Store[S], version string, c Conversion[S
 	if err != nil {
 		return nil, err
 	}
+	apiVersion := meta.GroupVersion{Group: st.opts.Resource.Group, Version: version}.String()
 	return &served[S, V]{st: st, version: version, conv: &c, vti: ti,
-		apiVersion: meta.GroupVersion{Group: st.opts.Resource.Group, Version: version}.String(),
-		key:        jsonMemoKey{version, c.Epoch}}, nil
+		apiVersion: apiVersion, key: jsonMemoKey{apiVersion, c.Epoch}}, nil
 }
 
 type served[S, V meta.Object] struct {
@@ -238,7 +238,7 @@ func (r *served[S, V]) toServed(obj S, memo *storage.Memo) (meta.Object, error) 
 	if r.conv == nil {
 		return obj, nil
 	}
-	if v, ok := memo.Load(servedMemoKey{r.version, r.key.epoch}); ok {
+	if v, ok := memo.Load(servedMemoKey{r.apiVersion, r.key.epoch}); ok {
 		return v.(meta.Object), nil
 	}
 	v, err := r.conv.FromStorage(obj)
@@ -247,7 +247,7 @@ func (r *served[S, V]) toServed(obj S, memo *storage.Memo) (meta.Object, error) 
 	}
 	tm := v.GetTypeMeta()
 	tm.APIVersion, tm.Kind = r.apiVersion, r.st.opts.Kind
-	return memo.LoadOrStore(servedMemoKey{r.version, r.key.epoch}, meta.Object(v)).(meta.Object), nil
+	return memo.LoadOrStore(servedMemoKey{r.apiVersion, r.key.epoch}, meta.Object(v)).(meta.Object), nil
 }
 
 // eager returns the item of an object the store just wrote or computed.

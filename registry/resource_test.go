@@ -8,6 +8,7 @@ import (
 
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
+	"github.com/apikit-dev/apikit/storage"
 )
 
 // WidgetV2 is another served version of Widget: it calls size "diameter"
@@ -234,5 +235,59 @@ func TestObjectMetaValidation(t *testing.T) {
 	}
 	if got := registry.ValidateDNSLabelName("a.b", false); got == nil {
 		t.Error("a.b is a DNS label")
+	}
+}
+
+// TestTwoGroupsOverOneStorage serves one storage through two stores of
+// different groups, as core/v1 and events.k8s.io/v1 serve events: both
+// share each value's memo, and neither may be given what the other derived
+// (the same version string "v1" in both groups).
+func TestTwoGroupsOverOneStorage(t *testing.T) {
+	ctx := context.Background()
+	first, mem := newWidgets(t)
+	opts := widgetOptions(mem)
+	opts.Resource.Group = "other.example.com"
+	opts.StorageAPIVersion = "example.com/v1"
+	opts.KeyRoot = storage.KeyRoot(first.Resource())
+	second, err := registry.NewStore(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := map[string]registry.Resource{"example.com/v1": registry.Serve(first)}
+	if served["other.example.com/v1"], err = registry.ServeVersion(second, "v1", widgetV2); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, first, widget("ns", "w", 3))
+	for _, order := range [][]string{{"example.com/v1", "other.example.com/v1"}, {"other.example.com/v1", "example.com/v1"}} {
+		// A write gives the value a new memo; the reads in this order
+		// fill it.
+		if _, _, err := first.Update(ctx, "ns", "w", func(_ context.Context, w *Widget) (*Widget, error) {
+			w.Spec.Size++
+			return w, nil
+		}, registry.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			for _, apiVersion := range order {
+				it, err := served[apiVersion].Get(ctx, "ns", "w", meta.GetOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := object(t, it).GetTypeMeta().APIVersion; got != apiVersion {
+					t.Errorf("order %v: object read as %s has apiVersion %s", order, apiVersion, got)
+				}
+				raw, err := it.JSON()
+				if err != nil {
+					t.Fatal(err)
+				}
+				field := `"size":`
+				if apiVersion == "other.example.com/v1" {
+					field = `"diameter":`
+				}
+				if !strings.Contains(string(raw), `"apiVersion":"`+apiVersion+`"`) || !strings.Contains(string(raw), field) {
+					t.Errorf("order %v: JSON read as %s is %s", order, apiVersion, raw)
+				}
+			}
+		}
 	}
 }
