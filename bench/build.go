@@ -97,28 +97,50 @@ func (b *builder) wardle() (string, error) {
 // sample builds bench/sampleapiserver, stripped and with a real version
 // string, once per content of its folder and Go version.
 func (b *builder) sample() (string, error) {
-	dir := filepath.Join(b.repo, "bench", "sampleapiserver")
-	key, err := hashFiles(dir, "go.mod", "go.sum", "main.go")
+	return b.kubeProgram(kubeProgram{
+		what: "k8s.io/sample-apiserver " + sampleVersion, dir: filepath.Join(b.repo, "bench", "sampleapiserver"),
+		files: []string{"go.mod", "go.sum", "main.go"}, pkg: ".", name: "sampleapiserver-" + sampleVersion,
+		gitVersion: sampleGitVer, gitMajor: sampleGitMajor, gitMinor: sampleGitMinor, cold: "~15 minutes",
+	})
+}
+
+// kubeProgram is a program built from Kubernetes' modules.
+type kubeProgram struct {
+	what  string   // for the log
+	dir   string   // its module
+	files []string // in dir: what it is built from
+	pkg   string   // the package to build, in dir's module
+	name  string   // of the binary in the cache, before the files' hash
+	// gitVersion, gitMajor and gitMinor are the Kubernetes version
+	// k8s.io/component-base/version reports (/version).
+	gitVersion, gitMajor, gitMinor string
+	cold                           string // how long a cold build takes
+}
+
+// kubeProgram builds p, stripped and with its version string, once per
+// content of its files and Go version, into the cache.
+func (b *builder) kubeProgram(p kubeProgram) (string, error) {
+	key, err := hashFiles(p.dir, p.files...)
 	if err != nil {
 		return "", err
 	}
-	bin := filepath.Join(b.cache, "sampleapiserver-"+sampleVersion+"-"+key)
+	bin := filepath.Join(b.cache, p.name+"-"+key)
 	if _, err := os.Stat(bin); err == nil {
-		b.logf("sample-apiserver: cached %s", bin)
+		b.logf("%s: cached %s", p.what, bin)
 		return bin, nil
 	}
-	b.logf("building k8s.io/sample-apiserver %s (a cold build takes ~15 minutes; cached afterwards)", sampleVersion)
+	b.logf("building %s (a cold build takes %s; cached afterwards)", p.what, p.cold)
 	ldflags := stripLinkerFlag +
-		" -X k8s.io/component-base/version.gitVersion=" + sampleGitVer +
-		" -X k8s.io/component-base/version.gitMajor=" + sampleGitMajor +
-		" -X k8s.io/component-base/version.gitMinor=" + sampleGitMinor +
+		" -X k8s.io/component-base/version.gitVersion=" + p.gitVersion +
+		" -X k8s.io/component-base/version.gitMajor=" + p.gitMajor +
+		" -X k8s.io/component-base/version.gitMinor=" + p.gitMinor +
 		" -X k8s.io/component-base/version.gitTreeState=clean"
 	tmp := fmt.Sprintf("%s.tmp%d", bin, os.Getpid())
-	if err := b.goBuild(dir, []string{"GOWORK=off"}, "-mod=readonly", "-ldflags="+ldflags, "-o", tmp, "."); err != nil {
+	if err := b.goBuild(p.dir, []string{"GOWORK=off"}, "-mod=readonly", "-ldflags="+ldflags, "-o", tmp, p.pkg); err != nil {
 		return "", err
 	}
 	if err := os.Rename(tmp, bin); err != nil {
-		return "", fmt.Errorf("caching the sample-apiserver binary: %w", err)
+		return "", fmt.Errorf("caching the %s binary: %w", p.what, err)
 	}
 	return bin, nil
 }
@@ -135,7 +157,7 @@ func hashFiles(dir string, names ...string) (string, error) {
 	for _, n := range names {
 		f, err := os.Open(filepath.Join(dir, n))
 		if err != nil {
-			return "", fmt.Errorf("hashing the sample-apiserver's sources: %w", err)
+			return "", fmt.Errorf("hashing the sources of %s: %w", dir, err)
 		}
 		_, err = io.Copy(h, f)
 		f.Close()

@@ -222,7 +222,7 @@ func TestListAllFollowsContinue(t *testing.T) {
 	c := newFakeClient(t, true)
 	var buf bytes.Buffer
 	items := 0
-	size, wire, pages, err := listAll(context.Background(), c, 2, &buf, func(page []byte) error {
+	size, wire, pages, err := listAll(context.Background(), c, collection, 2, &buf, func(page []byte) error {
 		n, err := countItems(page)
 		items += n
 		return err

@@ -42,6 +42,9 @@ type options struct {
 	wardleArgs, sampleArgs string
 	wardleBin              string
 	only                   string
+	// core runs the core mode: ConfigMaps beside kube-apiserver.
+	core     bool
+	kubeArgs string
 }
 
 func parseFlags() (options, error) {
@@ -63,7 +66,9 @@ func parseFlags() (options, error) {
 	fs.StringVar(&o.wardleArgs, "wardle-args", "", "extra flags for wardle, space separated")
 	fs.StringVar(&o.sampleArgs, "sample-args", "", "extra flags for the sample-apiserver, space separated")
 	fs.StringVar(&o.wardleBin, "wardle-bin", "", "run this wardle binary instead of building examples/wardle (one built with a CPU profile, say); its size and modules are reported as apikit's")
-	fs.StringVar(&o.only, "only", "", "run one server only (apikit or sample), for trying things; ratios are then n/a")
+	fs.StringVar(&o.only, "only", "", "run one server only (apikit, sample or, with -core, kube), for trying things; ratios are then n/a")
+	fs.BoolVar(&o.core, "core", false, "the core mode: ConfigMaps on examples/wardle --core-api beside kube-apiserver "+kubeVersion+" (builds it from tools/kube-apiserver, ~20 minutes cold) instead of Flunders beside the sample-apiserver")
+	fs.StringVar(&o.kubeArgs, "kube-args", "", "extra flags for kube-apiserver (-core), space separated")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return o, err
 	}
@@ -76,8 +81,12 @@ func parseFlags() (options, error) {
 	if o.n > 99999 || o.watchEvents > 99999 {
 		errs = append(errs, errors.New("-n and -watch-events are at most 99999 (object names have five digits)"))
 	}
-	if o.only != "" && o.only != keyApikit && o.only != keySample {
-		errs = append(errs, fmt.Errorf("-only must be %s or %s", keyApikit, keySample))
+	peer := keySample
+	if o.core {
+		peer = keyKube
+	}
+	if o.only != "" && o.only != keyApikit && o.only != peer {
+		errs = append(errs, fmt.Errorf("-only must be %s or %s", keyApikit, peer))
 	}
 	return o, errors.Join(errs...)
 }
@@ -123,6 +132,9 @@ func run() error {
 	if err := os.MkdirAll(b.cache, 0o755); err != nil {
 		return fmt.Errorf("making the build cache: %w", err)
 	}
+	if o.core {
+		return runCoreMode(ctx, o, b, work, started)
+	}
 	bins, err := b.buildAll(o.wardleBin == "")
 	if err != nil {
 		return err
@@ -137,20 +149,12 @@ func run() error {
 		}
 	}
 
-	pki, tlsConf, err := makePKI(work)
+	r, err := newRunner(ctx, o, work, bins)
 	if err != nil {
 		return err
 	}
-	etcd, err := startEtcd(ctx, bins.etcd, work, o.fsync)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err := etcd.stop(); err != nil {
-			logger.Print(err)
-		}
-	}()
-	logger.Printf("etcd %s at %s (pid %d)", bins.etcdVersion, etcd.endpoint, etcd.proc.pid())
+	defer r.stop()
+	etcd := r.etcd
 
 	specs := []serverSpec{
 		wardleSpec(bins.wardle, strings.Fields(o.wardleArgs)),
@@ -159,43 +163,18 @@ func run() error {
 	if o.only != "" {
 		specs = filterSpecs(specs, o.only)
 	}
-	r := &runner{p: o.params, etcd: etcd, pki: pki, tlsConf: tlsConf, dir: work}
-	var runs []runRecord
-	var errs []string
-	for i := range o.runs {
-		rec := runRecord{servers: map[string]*serverRun{}}
-		// Alternate which server goes first, so that neither always
-		// meets a cold or a warm machine.
-		order := specs
-		if i%2 == 1 {
-			order = reversed(specs)
-		}
-		for _, spec := range order {
-			logger.Printf("run %d/%d: %s", i+1, o.runs, spec.title)
-			res, err := r.run(ctx, spec, i)
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if err != nil {
-				errs = append(errs, fmt.Sprintf("run %d, %s: %v", i+1, spec.key, err))
-				logger.Printf("run %d: %s: %v", i+1, spec.key, err)
-				continue
-			}
-			for _, e := range res.errs {
-				errs = append(errs, fmt.Sprintf("run %d, %s: %s", i+1, spec.key, e))
-			}
-			rec.servers[spec.key] = res
-			logger.Printf("run %d: %s", i+1, summary(res))
-		}
-		rec.casSize = valueSizeOf(rec)
+	runs, errs, err := runAll(ctx, o.runs, specs, r.run, func(i int, rec *runRecord) []string {
+		rec.casSize = valueSizeOf(*rec)
 		cas, err := rawEtcd(ctx, etcd, o.n, o.workers, rec.casSize)
 		if err != nil {
-			errs = append(errs, fmt.Sprintf("run %d, raw etcd: %v", i+1, err))
-		} else {
-			rec.cas = &cas
-			logger.Printf("run %d: raw etcd compare-and-put %.0f/s", i+1, cas.throughput())
+			return []string{fmt.Sprintf("run %d, raw etcd: %v", i+1, err)}
 		}
-		runs = append(runs, rec)
+		rec.cas = &cas
+		logger.Printf("run %d: raw etcd compare-and-put %.0f/s", i+1, cas.throughput())
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 
 	figs := figures(runs, infos)
@@ -207,17 +186,86 @@ func run() error {
 	}
 	section := markdownRun(in)
 	fmt.Println(section)
-	if o.out != "" {
-		old, err := os.ReadFile(o.out)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("reading %s: %w", o.out, err)
-		}
-		if err := os.WriteFile(o.out, []byte(mergeDoc(docHeader, string(old), section)), 0o644); err != nil {
-			return fmt.Errorf("writing the results: %w", err)
-		}
-		logger.Printf("wrote %s", o.out)
+	return o.write(func(old string) string { return mergeDoc(docHeader, old, section) })
+}
+
+// write rewrites the -out file, if any, with what merge makes of its
+// contents.
+func (o options) write(merge func(old string) string) error {
+	if o.out == "" {
+		return nil
 	}
+	old, err := os.ReadFile(o.out)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("reading %s: %w", o.out, err)
+	}
+	if err := os.WriteFile(o.out, []byte(merge(string(old))), 0o644); err != nil {
+		return fmt.Errorf("writing the results: %w", err)
+	}
+	logger.Printf("wrote %s", o.out)
 	return nil
+}
+
+// newRunner makes the PKI both servers share and starts etcd, which the
+// runner's stop stops.
+func newRunner(ctx context.Context, o options, work string, bins binaries) (*runner, error) {
+	pki, tlsConf, err := makePKI(work)
+	if err != nil {
+		return nil, err
+	}
+	etcd, err := startEtcd(ctx, bins.etcd, work, o.fsync)
+	if err != nil {
+		return nil, err
+	}
+	logger.Printf("etcd %s at %s (pid %d)", bins.etcdVersion, etcd.endpoint, etcd.proc.pid())
+	return &runner{p: o.params, etcd: etcd, pki: pki, tlsConf: tlsConf, dir: work}, nil
+}
+
+// stop stops etcd.
+func (r *runner) stop() {
+	if err := r.etcd.stop(); err != nil {
+		logger.Print(err)
+	}
+}
+
+// runAll runs each of specs runs times with measure, alternating which
+// goes first, so that neither always meets a cold or a warm machine; after,
+// if not nil, adds to each run's record. It returns the records and the
+// errors of failed runs and phases, and fails only when ctx ends.
+func runAll(ctx context.Context, runs int, specs []serverSpec,
+	measure func(ctx context.Context, spec serverSpec, runNo int) (*serverRun, error),
+	after func(runNo int, rec *runRecord) []string) ([]runRecord, []string, error) {
+	var recs []runRecord
+	var errs []string
+	for i := range runs {
+		rec := runRecord{servers: map[string]*serverRun{}}
+		order := specs
+		if i%2 == 1 {
+			order = reversed(specs)
+		}
+		for _, spec := range order {
+			logger.Printf("run %d/%d: %s", i+1, runs, spec.title)
+			res, err := measure(ctx, spec, i)
+			if ctx.Err() != nil {
+				return nil, nil, ctx.Err()
+			}
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("run %d, %s: %v", i+1, spec.key, err))
+				logger.Printf("run %d: %s: %v", i+1, spec.key, err)
+				continue
+			}
+			for _, e := range res.errs {
+				errs = append(errs, fmt.Sprintf("run %d, %s: %s", i+1, spec.key, e))
+			}
+			rec.servers[spec.key] = res
+			logger.Printf("run %d: %s: %s", i+1, spec.key, summary(res))
+		}
+		if after != nil {
+			errs = append(errs, after(i, &rec)...)
+		}
+		recs = append(recs, rec)
+	}
+	return recs, errs, nil
 }
 
 // rawEtcd measures etcd's compare-and-put throughput on a prefix of its

@@ -208,31 +208,42 @@ func figures(runs []runRecord, bins map[string]binaryInfo) []*figure {
 	var out []*figure
 	for _, row := range rows {
 		f := row.f
-		f.values = map[string][]float64{}
-		for _, r := range runs {
-			for key, s := range r.servers {
-				if s == nil {
-					continue
-				}
-				if v, ok := row.get(s); ok {
-					f.values[key] = append(f.values[key], v)
-				}
-			}
-		}
+		f.values = valuesOf(runs, row.get)
 		out = append(out, &f)
 	}
-	size := &figure{name: "stripped binary size", unit: "MB", format: "%.1f", target: 0.5, values: map[string][]float64{}}
-	mods := &figure{name: "modules linked into the binary", unit: "", format: "%.0f", target: 0.75, values: map[string][]float64{}}
-	for key, b := range bins {
-		size.values[key] = []float64{float64(b.size) / 1e6}
-		mods.values[key] = []float64{float64(b.modules)}
-	}
-	out = append(out, size, mods)
+	out = append(out, binaryFigures(bins, 0.5, 0.75)...)
 	// Rows with a target first, then those for information.
 	slices.SortStableFunc(out, func(a, b *figure) int {
 		return cmp.Compare(boolInt(a.target == 0), boolInt(b.target == 0))
 	})
 	return out
+}
+
+// valuesOf is what get finds in each run of each server, by server.
+func valuesOf(runs []runRecord, get func(*serverRun) (float64, bool)) map[string][]float64 {
+	values := map[string][]float64{}
+	for _, r := range runs {
+		for key, s := range r.servers {
+			if s == nil {
+				continue
+			}
+			if v, ok := get(s); ok {
+				values[key] = append(values[key], v)
+			}
+		}
+	}
+	return values
+}
+
+// binaryFigures are the binaries' size and modules, with their targets.
+func binaryFigures(bins map[string]binaryInfo, sizeTarget, modulesTarget float64) []*figure {
+	size := &figure{name: "stripped binary size", unit: "MB", format: "%.1f", target: sizeTarget, values: map[string][]float64{}}
+	mods := &figure{name: "modules linked into the binary", unit: "", format: "%.0f", target: modulesTarget, values: map[string][]float64{}}
+	for key, b := range bins {
+		size.values[key] = []float64{float64(b.size) / 1e6}
+		mods.values[key] = []float64{float64(b.modules)}
+	}
+	return []*figure{size, mods}
 }
 
 func boolInt(b bool) int {
@@ -300,6 +311,19 @@ func describeMachine() machine {
 	return m
 }
 
+// line is the report's line on the machine.
+func (m machine) line() string {
+	return fmt.Sprintf("- machine: %s, %d cores, %s memory, %s\n", m.cpu, m.cores, m.memory, m.kernel)
+}
+
+// fsyncText says how etcd ran.
+func fsyncText(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off (`--unsafe-no-fsync`)"
+}
+
 // procField is the value of the first "name : value" line of a /proc file.
 func procField(b []byte, name string) string {
 	sc := bufio.NewScanner(bytes.NewReader(b))
@@ -337,18 +361,10 @@ const runMarker = "<!-- bench:run -->"
 // markdownRun is one run's section of docs/benchmarks.md.
 func markdownRun(in reportInput) string {
 	var b strings.Builder
-	title := in.when.UTC().Format("2006-01-02 15:04 UTC")
-	if in.label != "" {
-		title += " — " + in.label
-	}
-	fmt.Fprintf(&b, "%s\n## %s\n\n", runMarker, title)
-	fsync := "off (`--unsafe-no-fsync`)"
-	if in.fsync {
-		fsync = "on"
-	}
-	fmt.Fprintf(&b, "- machine: %s, %d cores, %s memory, %s\n", in.machine.cpu, in.machine.cores, in.machine.memory, in.machine.kernel)
+	fmt.Fprintf(&b, "%s\n## %s\n\n", runMarker, runTitle(in.when, in.label))
+	b.WriteString(in.machine.line())
 	fmt.Fprintf(&b, "- %s; etcd %s (one process for both servers, fsync %s); apikit %s; k8s.io/sample-apiserver %s\n",
-		in.machine.goVersion, in.etcdVer, fsync, in.apikitRev, sampleVersion)
+		in.machine.goVersion, in.etcdVer, fsyncText(in.fsync), in.apikitRev, sampleVersion)
 	fmt.Fprintf(&b, "- N=%d Flunders, %d workers, JSON over HTTP/2, %d runs (medians), %d LISTs per run (paged: limit=%d), %d watch events; the run took %v\n",
 		in.p.n, in.p.workers, in.runs, in.p.lists, in.p.pageSize, in.p.watchEvents, in.elapsed.Round(time.Second))
 	if in.wardleArgs != "" || in.sampleArgs != "" {
@@ -357,29 +373,22 @@ func markdownRun(in reportInput) string {
 	b.WriteString("\n")
 	b.WriteString(table(in))
 	b.WriteString("\n")
-	b.WriteString(spreadTable(in.figs))
-	if len(in.errs) > 0 {
-		b.WriteString("\nErrors:\n\n")
-		for _, e := range in.errs {
-			fmt.Fprintf(&b, "- %s\n", strings.ReplaceAll(e, "\n", " "))
-		}
-	}
+	b.WriteString(spreadTable(in.figs, samplePeer))
+	b.WriteString(errorList(in.errs))
 	return b.String()
 }
+
+// peer names the column apikit is compared with: its key in the figures'
+// values, its title in the tables and its short name in the ratio's.
+type peer struct{ key, title, short string }
+
+// samplePeer is the sample-apiserver's column.
+var samplePeer = peer{keySample, "sample-apiserver", "sample"}
 
 // table is the main table: medians, ratio, target, verdict; then raw etcd.
 func table(in reportInput) string {
 	var b strings.Builder
-	b.WriteString("| figure | apikit | sample-apiserver | apikit/sample | target | |\n|---|---:|---:|---:|---|---|\n")
-	for _, f := range in.figs {
-		unit := ""
-		if f.unit != "" {
-			unit = " (" + f.unit + ")"
-		}
-		fmt.Fprintf(&b, "| %s%s | %s | %s | %s | %s | %s |\n", f.name, unit,
-			fmtValue(f.format, f.medianOf(keyApikit)), fmtValue(f.format, f.medianOf(keySample)),
-			fmtValue("%.2f", f.ratio()), targetText(f.target, f.higher), f.verdict())
-	}
+	b.WriteString(figureTable(in.figs, samplePeer))
 	e := in.etcd
 	fmt.Fprintf(&b, "| raw etcd compare-and-put throughput, %d B values, %d workers (/s) | %s | | | | |\n",
 		e.valueSize, in.p.workers, fmtValue("%.0f", median(e.cas)))
@@ -389,20 +398,60 @@ func table(in reportInput) string {
 	return b.String()
 }
 
+// figureTable is a row per figure: the medians of apikit and p, their
+// ratio, the target and the verdict.
+func figureTable(figs []*figure, p peer) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| figure | apikit | %s | apikit/%s | target | |\n|---|---:|---:|---:|---|---|\n", p.title, p.short)
+	for _, f := range figs {
+		unit := ""
+		if f.unit != "" {
+			unit = " (" + f.unit + ")"
+		}
+		a, o := f.medianOf(keyApikit), f.medianOf(p.key)
+		r := ratio(a, o)
+		fmt.Fprintf(&b, "| %s%s | %s | %s | %s | %s | %s |\n", f.name, unit,
+			fmtValue(f.format, a), fmtValue(f.format, o), fmtValue("%.2f", r), targetText(f.target, f.higher), judge(r, f.target, f.higher))
+	}
+	return b.String()
+}
+
 // spreadTable shows each figure's smallest and largest value over the runs.
-func spreadTable(figs []*figure) string {
+func spreadTable(figs []*figure, p peer) string {
 	var b strings.Builder
 	b.WriteString("<details><summary>Spread over the runs (min – max)</summary>\n\n")
-	b.WriteString("| figure | apikit | sample-apiserver |\n|---|---:|---:|\n")
+	fmt.Fprintf(&b, "| figure | apikit | %s |\n|---|---:|---:|\n", p.title)
 	for _, f := range figs {
 		cells := make([]string, 0, 2)
-		for _, key := range []string{keyApikit, keySample} {
+		for _, key := range []string{keyApikit, p.key} {
 			lo, hi := minMax(f.values[key])
 			cells = append(cells, fmt.Sprintf("%s – %s", fmtValue(f.format, lo), fmtValue(f.format, hi)))
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", f.name, cells[0], cells[1])
 	}
 	b.WriteString("\n</details>\n")
+	return b.String()
+}
+
+// runTitle is a run's heading: when, and what.
+func runTitle(when time.Time, label string) string {
+	title := when.UTC().Format("2006-01-02 15:04 UTC")
+	if label != "" {
+		title += " — " + label
+	}
+	return title
+}
+
+// errorList is a run's errors, one line each.
+func errorList(errs []string) string {
+	if len(errs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\nErrors:\n\n")
+	for _, e := range errs {
+		fmt.Fprintf(&b, "- %s\n", strings.ReplaceAll(e, "\n", " "))
+	}
 	return b.String()
 }
 

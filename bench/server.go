@@ -137,10 +137,31 @@ type runner struct {
 	dir     string
 }
 
-// run starts spec's server on an empty etcd prefix, measures everything
-// on it, and stops it. A failed phase is recorded in the result, and the
-// phases that need its objects are skipped.
-func (r *runner) run(ctx context.Context, spec serverSpec, runNo int) (*serverRun, error) {
+// live is a server a run started: its process, the load generator's
+// client, and what it measured at the start.
+type live struct {
+	proc *process
+	c    *apiClient
+	res  *serverRun
+}
+
+// stop stops the server and drops the client's connections.
+func (l *live) stop() {
+	l.c.close()
+	if err := l.proc.stop(30 * time.Second); err != nil {
+		logger.Printf("%s: %v", l.proc.name, err)
+	}
+}
+
+// fail records a failed phase in the result.
+func (l *live) fail(runNo int, what string, err error) {
+	l.res.errs = append(l.res.errs, fmt.Sprintf("%s: %v", what, err))
+	logger.Printf("%s run %d: %s: %v", l.proc.name, runNo, what, err)
+}
+
+// start starts spec's server on an empty etcd prefix, waits until it is
+// ready, lets it settle, and reads its idle memory. The caller stops it.
+func (r *runner) start(ctx context.Context, spec serverSpec, runNo int) (*live, error) {
 	if err := r.etcd.wipe(ctx, spec.prefix+"/"); err != nil {
 		return nil, err
 	}
@@ -157,42 +178,53 @@ func (r *runner) run(ctx context.Context, spec serverSpec, runNo int) (*serverRu
 		return nil, err
 	}
 	c := newAPIClient(url, r.tlsConf)
-	defer c.close()
-
 	started := time.Now()
 	proc, err := startProcess(spec.key, spec.bin, spec.args(ports[0], r.pki, r.etcd.endpoint, dir), filepath.Join(dir, "server.log"))
 	if err != nil {
+		c.close()
 		return nil, err
 	}
-	defer func() {
-		if err := proc.stop(30 * time.Second); err != nil {
-			logger.Printf("%s: %v", spec.key, err)
-		}
-	}()
-	res := &serverRun{}
-	if res.ready, err = waitReady(ctx, c, proc, started); err != nil {
+	l := &live{proc: proc, c: c, res: &serverRun{}}
+	if err := l.measureStart(ctx, started, r.p.settle); err != nil {
+		l.stop()
 		return nil, err
 	}
-	pid := proc.pid()
-	fail := func(what string, err error) {
-		res.errs = append(res.errs, fmt.Sprintf("%s: %v", what, err))
-		logger.Printf("%s run %d: %s: %v", spec.key, runNo, what, err)
-	}
+	return l, nil
+}
 
+// measureStart waits for readiness, then settle, and reads the idle RSS.
+func (l *live) measureStart(ctx context.Context, started time.Time, settle time.Duration) error {
+	res, pid := l.res, l.proc.pid()
+	var err error
+	if res.ready, err = waitReady(ctx, l.c, l.proc, started); err != nil {
+		return err
+	}
 	select {
-	case <-time.After(r.p.settle):
+	case <-time.After(settle):
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 	if res.idleRSS, err = rss(pid); err != nil {
-		return nil, err
+		return err
 	}
 	if res.idleAnon, err = statusKB(pid, "RssAnon"); err != nil {
+		return err
+	}
+	res.idleFile, err = statusKB(pid, "RssFile")
+	return err
+}
+
+// run starts spec's server on an empty etcd prefix, measures everything
+// on it, and stops it. A failed phase is recorded in the result, and the
+// phases that need its objects are skipped.
+func (r *runner) run(ctx context.Context, spec serverSpec, runNo int) (*serverRun, error) {
+	l, err := r.start(ctx, spec, runNo)
+	if err != nil {
 		return nil, err
 	}
-	if res.idleFile, err = statusKB(pid, "RssFile"); err != nil {
-		return nil, err
-	}
+	defer l.stop()
+	c, res, pid := l.c, l.res, l.proc.pid()
+	fail := func(what string, err error) { l.fail(runNo, what, err) }
 	// One request sets up the HTTP/2 connection the phases share.
 	var buf bytes.Buffer
 	if err := c.do(ctx, http.MethodGet, collection+"?limit=1", nil, http.StatusOK, &buf); err != nil {
@@ -238,10 +270,10 @@ func (r *runner) run(ctx context.Context, spec serverSpec, runNo int) (*serverRu
 		fail("get", err)
 	}
 
-	if res.list, err = r.lists(ctx, c, pid, 0, n); err != nil {
+	if res.list, err = r.lists(ctx, c, pid, collection, 0, n, countItems); err != nil {
 		fail("list", err)
 	}
-	if res.paged, err = r.lists(ctx, c, pid, r.p.pageSize, n); err != nil {
+	if res.paged, err = r.lists(ctx, c, pid, collection, r.p.pageSize, n, countItems); err != nil {
 		fail("paged list", err)
 	}
 	if res.loadedRSS, err = rss(pid); err != nil {
@@ -340,21 +372,21 @@ func cpuTimes(pids []int) ([]time.Duration, error) {
 	return out, nil
 }
 
-// lists LISTs all Flunders r.p.lists times, one after another, in pages of
-// limit (0: whole). An untimed LIST first checks that the server returns
-// want of them.
-func (r *runner) lists(ctx context.Context, c *apiClient, pid, limit, want int) (*listPhase, error) {
+// lists LISTs the collection at path r.p.lists times, one after another,
+// in pages of limit (0: whole). An untimed LIST first checks that count
+// finds want of the benchmark's objects in its pages.
+func (r *runner) lists(ctx context.Context, c *apiClient, pid int, path string, limit, want int, count func(page []byte) (int, error)) (*listPhase, error) {
 	var buf bytes.Buffer
 	items := 0
-	if _, _, _, err := listAll(ctx, c, limit, &buf, func(page []byte) error {
-		n, err := countItems(page)
+	if _, _, _, err := listAll(ctx, c, path, limit, &buf, func(page []byte) error {
+		n, err := count(page)
 		items += n
 		return err
 	}); err != nil {
 		return nil, err
 	}
 	if items != want {
-		return nil, fmt.Errorf("LIST (limit %d) returned %d Flunders, want %d", limit, items, want)
+		return nil, fmt.Errorf("LIST %s (limit %d) returned %d of the benchmark's objects, want %d", path, limit, items, want)
 	}
 	res := &listPhase{}
 	before, err := cpuTime(pid)
@@ -363,7 +395,7 @@ func (r *runner) lists(ctx context.Context, c *apiClient, pid, limit, want int) 
 	}
 	for range r.p.lists {
 		started := time.Now()
-		size, wire, pages, err := listAll(ctx, c, limit, &buf, nil)
+		size, wire, pages, err := listAll(ctx, c, path, limit, &buf, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -378,10 +410,10 @@ func (r *runner) lists(ctx context.Context, c *apiClient, pid, limit, want int) 
 	return res, nil
 }
 
-// listAll LISTs all Flunders in pages of limit (0: whole), following
-// continue tokens, calls each (when not nil) on every page, and returns the
-// size of all pages, decoded and on the wire, and their number.
-func listAll(ctx context.Context, c *apiClient, limit int, buf *bytes.Buffer, each func(page []byte) error) (size, wire, pages int, err error) {
+// listAll LISTs the collection at path in pages of limit (0: whole),
+// following continue tokens, calls each (when not nil) on every page, and
+// returns the size of all pages, decoded and on the wire, and their number.
+func listAll(ctx context.Context, c *apiClient, collection string, limit int, buf *bytes.Buffer, each func(page []byte) error) (size, wire, pages int, err error) {
 	cont := ""
 	for {
 		path := collection
