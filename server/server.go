@@ -63,6 +63,10 @@ type APIGroupInfo struct {
 	dynamic bool
 }
 
+// Dynamic says the group is one of SetDynamicGroups, served while its
+// server says so (a CRD group), not installed for the server's lifetime.
+func (g *APIGroupInfo) Dynamic() bool { return g.dynamic }
+
 // APIVersionInfo is one version of an API group.
 type APIVersionInfo struct {
 	Version   string

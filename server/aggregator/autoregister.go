@@ -3,6 +3,7 @@ package aggregator
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 	"time"
 
@@ -12,10 +13,29 @@ import (
 )
 
 // AutomanagedLabel marks the local APIServices the aggregator registers
-// for its own chain; its value "onstart" means they are reconciled at
-// every start, as kube-aggregator's autoregister controller labels them.
-// Removing the label hands an APIService over to its users.
+// for its own chain, as kube-aggregator's autoregister controller labels
+// them. Its value AutomanagedOnStart marks those of built-in
+// group-versions, reconciled at every start; AutomanagedAlways those of
+// group-versions that come and go while the server runs (CRD versions),
+// kept as long as they are served. Removing the label hands an APIService
+// over to its users.
 const AutomanagedLabel = "kube-aggregator.kubernetes.io/automanaged"
+
+// Values of AutomanagedLabel, kube-aggregator's.
+const (
+	AutomanagedOnStart = "onstart"
+	AutomanagedAlways  = "true"
+)
+
+// GroupVersionSource is a server of the chain whose group-versions come and
+// go while it runs: server/extensions' Server, whose CRD versions the
+// aggregator registers as local APIServices (Config.CustomResources).
+type GroupVersionSource interface {
+	// ServedGroupVersions returns the group-versions served now and a
+	// channel closed when they may have changed; synced is false while
+	// the source does not know yet what it serves (before its start).
+	ServedGroupVersions() (gvs []meta.GroupVersion, synced bool, changed <-chan struct{})
+}
 
 // priorities of the built-in groups apikit servers serve, as
 // kube-apiserver's apiVersionPriorities has them; other groups get
@@ -29,15 +49,30 @@ var priorities = map[meta.GroupVersion][2]int32{
 	{Group: "flowcontrol.apiserver.k8s.io", Version: "v1"}: {16100, 21},
 }
 
+// Priorities of a CRD version's APIService, kube-apiserver's
+// crdRegistrationController's: every version of a CRD group has the same,
+// so that kube-like version order decides among them.
+const (
+	crdGroupPriorityMinimum = 1000
+	crdVersionPriority      = 100
+)
+
 // localSpecs are the specs of the local APIServices of the chain's
-// group-versions.
-func localSpecs(groups []*server.APIGroupInfo) []APIServiceSpec {
+// group-versions, of the groups keep keeps (all when nil).
+func localSpecs(groups []*server.APIGroupInfo, keep func(*server.APIGroupInfo) bool) []APIServiceSpec {
 	var out []APIServiceSpec
 	for _, g := range groups {
+		if keep != nil && !keep(g) {
+			continue
+		}
 		for i, v := range g.Versions {
 			gv := meta.GroupVersion{Group: g.Name, Version: v.Version}
 			p, ok := priorities[gv]
-			if !ok {
+			switch {
+			case ok:
+			case g.Dynamic():
+				p = [2]int32{crdGroupPriorityMinimum, crdVersionPriority}
+			default:
 				p = [2]int32{1000, max(100-int32(i), 1)}
 			}
 			out = append(out, APIServiceSpec{Group: g.Name, Version: v.Version, GroupPriorityMinimum: p[0], VersionPriority: p[1]})
@@ -47,17 +82,19 @@ func localSpecs(groups []*server.APIGroupInfo) []APIServiceSpec {
 }
 
 // autoregister is the post-start hook kube-apiserver-autoregistration:
-// it makes a local APIService (labelled AutomanagedLabel: onstart) for
-// every group-version the chain serves, puts back the spec of one a user
-// changed, and deletes those of group-versions no longer served. Storage
-// that does not answer is retried for 30 seconds, as the RBAC bootstrap
-// does.
+// it makes a local APIService (labelled AutomanagedOnStart) for every
+// group-version the chain serves for its lifetime, puts back the spec of
+// one a user changed, and deletes those of group-versions no longer
+// served. Storage that does not answer is retried for 30 seconds, as the
+// RBAC bootstrap does. Then, with Config.CustomResources, it starts
+// registerCustomResources.
 func (a *Aggregator) autoregister(ctx context.Context) error {
+	builtIn := localSpecs(a.GenericServer.APIGroups(), func(g *server.APIGroupInfo) bool { return !g.Dynamic() })
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		err := a.reconcileLocal(ctx)
+		err := a.reconcileLocal(ctx, builtIn, AutomanagedOnStart)
 		if err == nil {
-			return nil
+			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("registering local APIServices: %w", err)
@@ -68,30 +105,100 @@ func (a *Aggregator) autoregister(ctx context.Context) error {
 		case <-time.After(time.Second):
 		}
 	}
+	if a.cfg.CustomResources != nil {
+		skip := make(map[meta.GroupVersion]bool, len(builtIn))
+		for _, s := range builtIn {
+			skip[s.GroupVersion()] = true
+		}
+		a.wg.Go(func() { a.registerCustomResources(ctx, skip) })
+	}
+	return nil
 }
 
-func (a *Aggregator) reconcileLocal(ctx context.Context) error {
-	want := map[string]bool{}
-	for _, spec := range localSpecs(a.GenericServer.APIGroups()) {
+// registerCustomResources keeps a local APIService (labelled
+// AutomanagedAlways) for every group-version Config.CustomResources
+// serves, as kube-apiserver's crdRegistrationController and autoregister
+// controller do: made when the source serves it, deleted when it no
+// longer does, put back when a user deletes or changes it. A group-version
+// of builtIn (registered on start) is left to that registration. It runs
+// until ctx ends; a failed round is retried after a second.
+func (a *Aggregator) registerCustomResources(ctx context.Context, builtIn map[meta.GroupVersion]bool) {
+	for {
+		gvs, synced, changed := a.cfg.CustomResources.ServedGroupVersions()
+		var retry <-chan time.Time
+		if synced {
+			var specs []APIServiceSpec
+			for _, gv := range gvs {
+				if !builtIn[gv] {
+					specs = append(specs, APIServiceSpec{Group: gv.Group, Version: gv.Version,
+						GroupPriorityMinimum: crdGroupPriorityMinimum, VersionPriority: crdVersionPriority})
+				}
+			}
+			if err := a.reconcileLocal(ctx, specs, AutomanagedAlways); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				a.cfg.Logger.Warn("aggregator: registering the APIServices of custom resources failed; retrying", "err", err)
+				retry = time.After(time.Second)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-a.autoregisterAgain:
+		case <-retry:
+		}
+	}
+}
+
+// registerAgain asks registerCustomResources for another round, after an
+// APIService it may keep changed or went.
+func (a *Aggregator) registerAgain() {
+	select {
+	case a.autoregisterAgain <- struct{}{}:
+	default:
+	}
+}
+
+// reconcileLocal makes the local APIService of each spec, labelled
+// AutomanagedLabel: label, or sets the spec and label of one that is
+// automanaged otherwise; and deletes the local APIServices labelled label
+// that are not among specs. APIServices without the label are their
+// users' and left alone.
+func (a *Aggregator) reconcileLocal(ctx context.Context, specs []APIServiceSpec, label string) error {
+	list, err := a.Store.List(ctx, "", meta.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing APIServices: %w", err)
+	}
+	current := make(map[string]*APIService, len(list.Items))
+	for _, e := range list.Items {
+		current[e.Object.Name] = e.Object
+	}
+	want := make(map[string]bool, len(specs))
+	for _, spec := range specs {
 		name := APIServiceName(spec.GroupVersion())
 		want[name] = true
-		cur, _, err := a.Store.Get(ctx, "", name, meta.GetOptions{})
+		cur := current[name]
 		switch {
-		case meta.IsNotFound(err):
+		case cur == nil:
 			obj := &APIService{
 				TypeMeta:   meta.TypeMeta{APIVersion: GroupName + "/" + Version, Kind: "APIService"},
-				ObjectMeta: meta.ObjectMeta{Name: name, Labels: map[string]string{AutomanagedLabel: "onstart"}},
+				ObjectMeta: meta.ObjectMeta{Name: name, Labels: map[string]string{AutomanagedLabel: label}},
 				Spec:       spec,
 			}
 			if _, err := a.Store.Create(ctx, "", obj, registry.WriteOptions{}); err != nil && !meta.IsAlreadyExists(err) {
 				return fmt.Errorf("creating APIService %s: %w", name, err)
 			}
-		case err != nil:
-			return fmt.Errorf("reading APIService %s: %w", name, err)
-		case cur.Labels[AutomanagedLabel] == "" || reflect.DeepEqual(cur.Spec, spec):
+		case cur.Labels[AutomanagedLabel] == "" || cur.Labels[AutomanagedLabel] == label && reflect.DeepEqual(cur.Spec, spec):
 			// A user's own APIService, or as it should be.
 		default:
 			_, _, err := a.Store.Update(ctx, "", name, func(_ context.Context, cur *APIService) (*APIService, error) {
+				if cur.Labels[AutomanagedLabel] == "" {
+					return cur, nil // handed over meanwhile
+				}
+				cur.Labels = maps.Clone(cur.Labels)
+				cur.Labels[AutomanagedLabel] = label
 				cur.Spec = spec
 				return cur, nil
 			}, registry.UpdateOptions{})
@@ -100,13 +207,8 @@ func (a *Aggregator) reconcileLocal(ctx context.Context) error {
 			}
 		}
 	}
-	list, err := a.Store.List(ctx, "", meta.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("listing APIServices: %w", err)
-	}
-	for _, e := range list.Items {
-		s := e.Object
-		if want[s.Name] || s.Spec.Service != nil || s.Labels[AutomanagedLabel] == "" {
+	for _, s := range current {
+		if want[s.Name] || s.Spec.Service != nil || s.Labels[AutomanagedLabel] != label {
 			continue
 		}
 		uid := s.UID

@@ -85,6 +85,9 @@ func (a *Aggregator) put(s *APIService) {
 		return
 	}
 	a.services[s.Name] = s
+	if s.Labels[AutomanagedLabel] == AutomanagedAlways {
+		a.registerAgain()
+	}
 	specChanged := old == nil || !reflect.DeepEqual(old.Spec, s.Spec)
 	var closing *backend
 	remerge := false
@@ -140,6 +143,7 @@ func hasCondition(s *APIService) bool { return s.Status.Condition(Available) != 
 
 // remove forgets a deleted APIService.
 func (a *Aggregator) remove(name string) {
+	a.registerAgain()
 	a.mu.Lock()
 	b := a.backends[name]
 	_, hadOpenAPI := a.remoteOA[name]

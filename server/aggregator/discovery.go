@@ -35,7 +35,7 @@ func (a *Aggregator) entries() []gvEntry {
 			name: s.Name, remote: s.Spec.Service != nil, available: s.IsAvailable(), hasAPIService: true})
 	}
 	a.mu.RUnlock()
-	for _, spec := range localSpecs(a.GenericServer.APIGroups()) {
+	for _, spec := range localSpecs(a.GenericServer.APIGroups(), nil) {
 		gv := spec.GroupVersion()
 		if !seen[gv] {
 			seen[gv] = true

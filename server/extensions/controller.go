@@ -359,5 +359,6 @@ func (c *controller) publish() {
 		}
 	}
 	c.generation++
-	c.s.served.Store(newState(crds, c.generation))
+	old := c.s.served.Swap(newState(crds, c.generation))
+	close(old.replaced)
 }
