@@ -98,3 +98,149 @@ func TestValidatingAdmissionPolicy(t *testing.T) {
 		}
 	})
 }
+
+const paramsPolicyYAML = `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: e2e-prefix
+spec:
+  paramKind:
+    apiVersion: v1
+    kind: ConfigMap
+  matchConstraints:
+    resourceRules:
+    - operations: ["CREATE"]
+      apiGroups: ["wardle.example.com"]
+      apiVersions: ["*"]
+      resources: ["flunders"]
+  validations:
+  - expression: "object.metadata.name.startsWith(params.data.prefix)"
+    messageExpression: "'flunder names must start with ' + params.data.prefix"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: e2e-prefix-selected
+spec:
+  policyName: e2e-prefix
+  validationActions: [Deny]
+  paramRef:
+    namespace: default
+    selector:
+      matchLabels:
+        app: prefixes
+  matchResources:
+    objectSelector:
+      matchLabels:
+        case: vap-params
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: e2e-prefix-missing
+spec:
+  policyName: e2e-prefix
+  validationActions: [Deny]
+  paramRef:
+    name: missing
+    parameterNotFoundAction: Deny
+  matchResources:
+    objectSelector:
+      matchLabels:
+        case: vap-missing
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: e2e-prod-namespaces
+spec:
+  matchConstraints:
+    resourceRules:
+    - operations: ["CREATE"]
+      apiGroups: ["wardle.example.com"]
+      apiVersions: ["*"]
+      resources: ["flunders"]
+  validations:
+  - expression: "namespaceObject.metadata.?labels.env.orValue('') != 'prod' || object.metadata.?labels.approved.orValue('') == 'yes'"
+    messageExpression: "'flunders in namespace ' + namespaceObject.metadata.name + ' need approval'"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: e2e-prod-namespaces
+spec:
+  policyName: e2e-prod-namespaces
+  validationActions: [Deny]
+`
+
+// refusedEventually creates input until the server refuses it with want
+// (a policy is in effect once the informers have it), then returns.
+func refusedEventually(t *testing.T, w *Wardle, input, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, errOut, err := w.kubectlStdinRaw(input, "create", "-f", "-")
+		if err != nil && strings.Contains(errOut, want) {
+			return
+		}
+		if err == nil {
+			// Passed before the policy took effect: remove it for the
+			// next try.
+			w.KubectlStdin(input, "delete", "-f", "-")
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("create: %v\n%s\nwant %q", err, errOut, want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestValidatingAdmissionPolicyParamsKubectl drives a policy whose
+// paramKind is the core group's ConfigMap through wardle --core-api with
+// kubectl: a binding whose paramRef selects two configmaps refuses a
+// Flunder with each one's message, one whose param is missing refuses
+// with kube-apiserver's configuration error, and a policy reading
+// namespaceObject's labels refuses Flunders in a labelled namespace only.
+func TestValidatingAdmissionPolicyParamsKubectl(t *testing.T) {
+	w := StartWardle(t, "--core-api", "--storage-backend=memory")
+	w.Kubectl("create", "configmap", "prefix-ok", "--from-literal=prefix=ok-")
+	w.Kubectl("label", "configmap", "prefix-ok", "app=prefixes")
+	w.Kubectl("create", "ns", "prod")
+	w.Kubectl("label", "ns", "prod", "env=prod")
+	w.KubectlStdin(paramsPolicyYAML, "apply", "-f", "-")
+	if out := w.Kubectl("get", "validatingadmissionpolicies", "e2e-prefix"); !strings.Contains(out, "e2e-prefix   1             v1/ConfigMap") {
+		t.Errorf("kubectl get validatingadmissionpolicies:\n%s", out)
+	}
+	if out := w.Kubectl("get", "validatingadmissionpolicybindings", "e2e-prefix-missing"); !strings.Contains(out, "e2e-prefix   */missing") {
+		t.Errorf("kubectl get validatingadmissionpolicybindings:\n%s", out)
+	}
+
+	flunder := func(name, c, ns string) string {
+		return fmt.Sprintf(caseFlunderYAML, name, c) + "  namespace: " + ns + "\n"
+	}
+	refusedEventually(t, w, flunder("bad", "vap-params", "default"),
+		`The flunders "bad" is invalid: : ValidatingAdmissionPolicy 'e2e-prefix' with binding 'e2e-prefix-selected' denied request: flunder names must start with ok-`)
+	w.KubectlStdin(flunder("ok-1", "vap-params", "default"), "create", "-f", "-")
+
+	// A second selected param: each is evaluated; the new one's prefix
+	// refuses what the first lets through.
+	w.Kubectl("create", "configmap", "prefix-ok-a", "--from-literal=prefix=ok-a")
+	w.Kubectl("label", "configmap", "prefix-ok-a", "app=prefixes")
+	refusedEventually(t, w, flunder("ok-2", "vap-params", "default"),
+		`ValidatingAdmissionPolicy 'e2e-prefix' with binding 'e2e-prefix-selected' denied request: flunder names must start with ok-a`)
+	w.KubectlStdin(flunder("ok-a1", "vap-params", "default"), "create", "-f", "-")
+
+	refusedEventually(t, w, flunder("ok-3", "vap-missing", "default"),
+		"ValidatingAdmissionPolicy 'e2e-prefix' with binding 'e2e-prefix-missing' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction")
+	// The param created, the binding passes what its prefix allows.
+	w.Kubectl("create", "configmap", "missing", "--from-literal=prefix=ok-")
+	poll(t, "the missing param found", func() (bool, string) {
+		_, errOut, err := w.kubectlStdinRaw(flunder("ok-4", "vap-missing", "default"), "create", "-f", "-")
+		return err == nil, errOut
+	})
+
+	refusedEventually(t, w, flunder("ok-5", "none", "prod"),
+		`The flunders "ok-5" is invalid: : ValidatingAdmissionPolicy 'e2e-prod-namespaces' with binding 'e2e-prod-namespaces' denied request: flunders in namespace prod need approval`)
+	w.KubectlStdin(strings.Replace(flunder("ok-6", "none", "prod"), "    case: none", "    case: none\n    approved: \"yes\"", 1), "create", "-f", "-")
+	w.KubectlStdin(flunder("ok-7", "none", "default"), "create", "-f", "-")
+}

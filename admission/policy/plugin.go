@@ -72,6 +72,10 @@ type decision struct {
 	message string
 	reason  meta.StatusReason
 	index   int
+	// config marks a configuration error (a paramKind not served, params
+	// missing), which denies whatever the validationActions; policyOnly
+	// one of the policy, not of a binding.
+	config, policyOnly bool
 }
 
 // failureValue is one entry of FailureAnnotation, in kube's field order.
@@ -101,13 +105,32 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 	annotations := map[string][]string{}
 	// One set of variables per version the write is matched in.
 	varsByVersion := map[meta.GroupVersionResource]map[string]any{}
+	// A policy's configuration error is reported once, not per binding.
+	configReported := map[string]bool{}
 	for _, b := range snap.bindings {
 		pol := snap.policies[b.b.Spec.PolicyName]
 		if pol == nil {
 			continue
 		}
-		decisions := p.evaluate(ctx, a, pol, b, varsByVersion, annotations)
+		decisions, err := p.evaluate(ctx, a, pol, b, snap.params[pol.policy.Name], varsByVersion, annotations)
+		if err != nil {
+			return err
+		}
 		for _, d := range decisions {
+			if d.config {
+				if d.policyOnly && configReported[pol.policy.Name] {
+					continue
+				}
+				configReported[pol.policy.Name] = true
+				if denied == nil {
+					binding := b.b.Name
+					if d.policyOnly {
+						binding = ""
+					}
+					denied = denial(a, pol.policy.Name, binding, d)
+				}
+				continue
+			}
 			if b.deny && denied == nil {
 				denied = denial(a, pol.policy.Name, b.b.Name, d)
 			}
@@ -165,6 +188,9 @@ func isClosed(c chan struct{}) bool {
 // message as its one cause.
 func denial(a *admission.Attributes, policy, binding string, d decision) error {
 	msg := fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: %s", policy, binding, d.message)
+	if binding == "" {
+		msg = fmt.Sprintf("ValidatingAdmissionPolicy '%s' denied request: %s", policy, d.message)
+	}
 	err := meta.NewForbidden(a.Resource.GroupResource(), a.Name, errors.New(msg))
 	reason := d.reason
 	if reason == "" {
@@ -252,45 +278,84 @@ func namedRulesMatch(rules []registration.NamedRuleWithOperations, a *admission.
 	return false
 }
 
-// evaluate runs one binding of pol on a and returns its failed
-// validations, errors included when the failurePolicy is Fail.
-func (p *Plugin) evaluate(ctx context.Context, a *admission.Attributes, pol *compiled, b *binding,
-	varsByVersion map[meta.GroupVersionResource]map[string]any, annotations map[string][]string) []decision {
+// evaluate runs one binding of pol on a, once per param its paramRef
+// selects, and returns its failed validations, errors included when the
+// failurePolicy is Fail. An error is a write to refuse as it is (its
+// namespace not found).
+func (p *Plugin) evaluate(ctx context.Context, a *admission.Attributes, pol *compiled, b *binding, ps *paramState,
+	varsByVersion map[meta.GroupVersionResource]map[string]any, annotations map[string][]string) ([]decision, error) {
 	failure := func(err error) []decision {
 		if pol.failOpen {
 			return nil
 		}
 		return []decision{{message: err.Error()}}
 	}
+	// configFailure is kube-apiserver's configuration error: it refuses
+	// the write whatever the binding's validationActions (unless the
+	// failurePolicy is Ignore), in the policy's name alone when it is the
+	// policy's.
+	configFailure := func(err error, ofBinding bool) []decision {
+		if pol.failOpen {
+			return nil
+		}
+		if ofBinding {
+			return []decision{{message: "failed to configure binding: " + err.Error(), config: true}}
+		}
+		return []decision{{message: "failed to configure policy: " + err.Error(), config: true, policyOnly: true}}
+	}
 	if pol.match == nil {
-		return nil
+		return nil, nil
 	}
 	v, err := p.matches(ctx, pol.match, a)
 	if err != nil {
-		return failure(err)
+		return failure(err), nil
 	}
 	if v == nil {
-		return nil
+		return nil, nil
+	}
+	if ps != nil && ps.err != nil {
+		return configFailure(ps.err, false), nil
 	}
 	if b.match != nil {
 		bv, err := p.matches(ctx, b.match, a)
 		if err != nil {
-			return failure(err)
+			return failure(err), nil
 		}
 		if bv == nil {
-			return nil
+			return nil, nil
 		}
 	}
+	params, err := ps.collect(ctx, b.b.Spec.ParamRef, a.Namespace)
+	if err != nil {
+		return configFailure(err, true), nil
+	}
 	if pol.err != nil {
-		return failure(pol.err)
+		return failure(pol.err), nil
 	}
-	if pol.policy.Spec.ParamKind != nil {
-		return failure(errors.New("paramKind is not supported by this server yet"))
+	nsObj, err := p.namespaceObject(ctx, a)
+	if err != nil {
+		return nil, err
 	}
+	var out []decision
+	for _, param := range params {
+		ds, err := p.evaluateParam(ctx, a, pol, v, param, nsObj, varsByVersion, annotations)
+		if err != nil {
+			return append(out, failure(err)...), nil
+		}
+		out = append(out, ds...)
+	}
+	return out, nil
+}
+
+// evaluateParam runs pol's expressions on a, matched in version v, with
+// one param (nil without) and namespace object.
+func (p *Plugin) evaluateParam(ctx context.Context, a *admission.Attributes, pol *compiled, v *version, param, nsObj map[string]any,
+	varsByVersion map[meta.GroupVersionResource]map[string]any, annotations map[string][]string) ([]decision, error) {
 	base, ok := varsByVersion[v.resource]
 	if !ok {
+		var err error
 		if base, err = webhook.ExpressionVars(a, v.kind, v.resource, v.toVersion); err != nil {
-			return failure(err)
+			return nil, err
 		}
 		varsByVersion[v.resource] = base
 	}
@@ -298,8 +363,15 @@ func (p *Plugin) evaluate(ctx context.Context, a *admission.Attributes, pol *com
 	for k, val := range base {
 		vars[k] = val
 	}
+	// A nil map would be an empty map to CEL: null is an untyped nil.
 	vars[cel.ParamsVarName] = nil
+	if param != nil {
+		vars[cel.ParamsVarName] = param
+	}
 	vars[cel.NamespaceObjectVarName] = nil
+	if nsObj != nil {
+		vars[cel.NamespaceObjectVarName] = nsObj
+	}
 	if p.cfg.Authorizer != nil {
 		vars[cel.AuthorizerVarName] = library.NewAuthorizer(ctx, p.cfg.Authorizer, a.User)
 		vars[cel.RequestResourceVarName] = library.NewResourceCheck(ctx, p.cfg.Authorizer, a.User, authz.Attributes{
@@ -343,11 +415,11 @@ func (p *Plugin) evaluate(ctx context.Context, a *admission.Attributes, pol *com
 			continue
 		}
 		if val == types.False {
-			return nil
+			return nil, nil
 		}
 	}
 	if len(condErrs) > 0 {
-		return failure(errors.Join(condErrs...))
+		return nil, errors.Join(condErrs...)
 	}
 	var out []decision
 	for i, val := range pol.validations {
@@ -392,7 +464,7 @@ func (p *Plugin) evaluate(ctx context.Context, a *admission.Attributes, pol *com
 			annotations[k] = append(annotations[k], s)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // fallbackMessage is the message of a failed validation without a usable

@@ -36,8 +36,14 @@ func ptr[T any](v T) *T { return &v }
 
 // newPolicy returns a defaulted policy on widgets with the validations.
 func newPolicy(name string, vs ...registration.Validation) *registration.ValidatingAdmissionPolicy {
+	return newParamPolicy(name, nil, vs...)
+}
+
+// newParamPolicy returns a defaulted policy on widgets with the
+// paramKind (nil: none) and validations.
+func newParamPolicy(name string, paramKind *registration.ParamKind, vs ...registration.Validation) *registration.ValidatingAdmissionPolicy {
 	p := &registration.ValidatingAdmissionPolicy{ObjectMeta: meta.ObjectMeta{Name: name, UID: name, Generation: 1},
-		Spec: registration.ValidatingAdmissionPolicySpec{
+		Spec: registration.ValidatingAdmissionPolicySpec{ParamKind: paramKind,
 			MatchConstraints: &registration.MatchResources{ResourceRules: []registration.NamedRuleWithOperations{{
 				RuleWithOperations: registration.RuleWithOperations{Operations: []registration.OperationType{registration.Create, registration.Update},
 					Rule: registration.Rule{APIGroups: []string{"example.com"}, APIVersions: []string{"v1"}, Resources: []string{"widgets"}}}}}},

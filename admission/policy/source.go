@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/cel-go/common/types"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/apikit-dev/apikit/cel"
 	"github.com/apikit-dev/apikit/informer"
 	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/registry"
 )
 
 // matcher is a MatchResources with its selectors parsed.
@@ -131,6 +133,9 @@ type binding struct {
 // snapshot is the policies and bindings in effect.
 type snapshot struct {
 	policies map[string]*compiled
+	// params are the paramKinds of the bound policies with one, by
+	// policy name.
+	params map[string]*paramState
 	// bindings are in name order; each names its policy.
 	bindings []*binding
 }
@@ -148,11 +153,17 @@ type Source struct {
 	cache    map[string]*compiled // by name
 	synced   chan struct{}
 	once     sync.Once
+	params   params
+	// resources is what startParams was given; nsResource the
+	// namespaces found in it.
+	resources  atomic.Pointer[Resources]
+	nsResource atomic.Pointer[registry.Resource]
 }
 
 // NewSource returns a Source that has not synced.
 func NewSource() *Source {
-	return &Source{cache: map[string]*compiled{}, synced: make(chan struct{})}
+	return &Source{cache: map[string]*compiled{}, synced: make(chan struct{}),
+		params: params{running: map[meta.GroupVersionKind]*paramInformer{}}}
 }
 
 // Synced closes once the Source holds both policies and bindings.
@@ -175,7 +186,7 @@ func (s *Source) SetBindings(bs []*registration.ValidatingAdmissionPolicyBinding
 }
 
 func (s *Source) rebuild() {
-	snap := &snapshot{policies: map[string]*compiled{}}
+	snap := &snapshot{policies: map[string]*compiled{}, params: map[string]*paramState{}}
 	cache := map[string]*compiled{}
 	for _, p := range s.policies {
 		c, ok := s.cache[p.Name]
@@ -196,6 +207,15 @@ func (s *Source) rebuild() {
 		}
 		snap.bindings = append(snap.bindings, nb)
 	}
+	// As kube-apiserver, only bound policies' paramKinds are watched.
+	used := map[meta.GroupVersionKind]bool{}
+	s.params.unresolved = false
+	for _, name := range boundPolicies(s.bindings) {
+		if c := snap.policies[name]; c != nil && c.policy.Spec.ParamKind != nil {
+			snap.params[name] = s.params.ensure(c.policy.Spec.ParamKind, used)
+		}
+	}
+	s.params.stopUnused(used)
 	s.snap.Store(snap)
 	if s.havePols && s.haveBnds {
 		s.once.Do(func() { close(s.synced) })
@@ -203,13 +223,18 @@ func (s *Source) rebuild() {
 }
 
 // Run keeps s equal to the policies and bindings in stores until ctx
-// ends: an informer per kind, each change applied at once.
-func (s *Source) Run(ctx context.Context, stores *registration.PolicyStores, log *slog.Logger) {
+// ends: an informer per kind, each change applied at once. Params are
+// read from resources (see RunParams); nil serves none.
+func (s *Source) Run(ctx context.Context, stores *registration.PolicyStores, resources Resources, log *slog.Logger) {
 	if log == nil {
 		log = slog.Default()
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	if resources != nil {
+		s.startParams(ctx, resources, log)
+		wg.Go(func() { s.runParams(ctx) })
+	}
 	var pi *informer.Informer[*registration.ValidatingAdmissionPolicy]
 	var bi *informer.Informer[*registration.ValidatingAdmissionPolicyBinding]
 	// The handlers run after the informer's store has the change; the
@@ -258,4 +283,48 @@ func (s *Source) Run(ctx context.Context, stores *registration.PolicyStores, log
 			bindings()
 		}
 	})
+}
+
+// RunParams reads the params of bound policies with a paramKind from
+// resources until ctx ends: an informer per paramKind, started when a
+// bound policy first names it, stopped when none does or its resource is
+// no longer served. A paramKind no resource serves is looked up again
+// every second (a CRD created after the policy), as kube-apiserver does.
+// Run calls it; call it alone for a Source kept by SetPolicies and
+// SetBindings.
+func (s *Source) RunParams(ctx context.Context, resources Resources, log *slog.Logger) {
+	if log == nil {
+		log = slog.Default()
+	}
+	s.startParams(ctx, resources, log)
+	s.runParams(ctx)
+}
+
+func (s *Source) startParams(ctx context.Context, resources Resources, log *slog.Logger) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.params.resources, s.params.ctx, s.params.log = resources, ctx, log
+	s.resources.Store(&resources)
+	s.rebuild()
+}
+
+func (s *Source) runParams(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			s.mu.Lock()
+			s.params.stopUnused(nil)
+			s.mu.Unlock()
+			s.params.wg.Wait()
+			return
+		case <-t.C:
+			s.mu.Lock()
+			if s.params.dropGone() || s.params.unresolved {
+				s.rebuild()
+			}
+			s.mu.Unlock()
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/apikit-dev/apikit/admission"
@@ -18,6 +19,7 @@ import (
 	authzreview "github.com/apikit-dev/apikit/authz/review"
 	"github.com/apikit-dev/apikit/flowcontrol"
 	"github.com/apikit-dev/apikit/flowcontrol/resources"
+	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/server"
 	"github.com/apikit-dev/apikit/storage"
@@ -202,7 +204,7 @@ func InstallAdmissionRegistration(s *server.GenericServer, f storage.Factory, sr
 			synced = append(synced, src.Synced())
 		}
 		if policies != nil {
-			go policies.Run(ctx, policyStores, log)
+			go policies.Run(ctx, policyStores, servedResources(s), log)
 			synced = append(synced, policies.Synced())
 		}
 		for _, c := range synced {
@@ -344,4 +346,28 @@ func InstallFlowControl(s *server.GenericServer, f storage.Factory, apf *flowcon
 		}, resources.DefaultCountPeriod, log)
 		return nil
 	})
+}
+
+// servedResources finds a kind among the resources s and its delegates
+// serve, looked up at each call: a CRD's custom resources are found once
+// the extensions server serves them.
+func servedResources(s *server.GenericServer) policy.ResourcesFunc {
+	return func(kind meta.GroupVersionKind) (registry.Resource, bool) {
+		for _, g := range s.APIGroups() {
+			if g.Name != kind.Group {
+				continue
+			}
+			for _, v := range g.Versions {
+				if v.Version != kind.Version {
+					continue
+				}
+				for _, r := range v.Resources {
+					if info := r.Info(); info.Kind == kind.Kind && !strings.Contains(info.Resource, "/") {
+						return r, true
+					}
+				}
+			}
+		}
+		return nil, false
+	}
 }
