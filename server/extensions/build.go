@@ -37,23 +37,37 @@ func (s *Server) build(crd *CustomResourceDefinition) (*servedCRD, error) {
 		schema *schema.Schema
 	}
 	var all []pending
+	var storageStrategy *crStrategy
+	var conv *webhookConverter
+	if c := crd.Spec.Conversion; c != nil && c.Strategy == WebhookConverter && c.Webhook != nil && c.Webhook.ClientConfig != nil {
+		conv = &webhookConverter{group: crd.Spec.Group, kind: names.Kind, listKind: names.ListKind, cc: *c.Webhook.ClientConfig,
+			resolver: s.resolver, clients: &s.clients, timeout: s.conversionTimeout}
+		for i := range crd.Spec.Versions {
+			if v := &crd.Spec.Versions[i]; v.Name == storageVersion {
+				if storageStrategy, _, err = versionStrategy(crd, v); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
 	for i := range crd.Spec.Versions {
 		v := &crd.Spec.Versions[i]
 		if !v.Served {
 			continue
 		}
-		var shape *schema.Schema
-		if v.Schema != nil && len(v.Schema.OpenAPIV3Schema) > 0 {
-			if shape, err = schema.FromOpenAPIV3(v.Schema.OpenAPIV3Schema); err != nil {
-				return nil, fmt.Errorf("extensions: schema of %s %s: %w", crd.Name, v.Name, err)
-			}
-		} else {
-			shape = &schema.Schema{Type: "object", Unknown: true}
+		strategy, shape, err := versionStrategy(crd, v)
+		if err != nil {
+			return nil, err
 		}
-		// The rules compiled when the CRD was written; a rule that does
-		// not compile now is left out (validation reported it).
-		rules, _ := cel.CompileSchema(shape, nil)
-		strategy := &crStrategy{schema: shape, rules: rules}
+		// With a conversion webhook, a version other than the storage
+		// version is kept by a store of storage-version objects (pruned,
+		// defaulted and validated by that version's schema after
+		// conversion); webhookVersion converts what crosses.
+		converted := conv != nil && storageStrategy != nil && v.Name != storageVersion
+		storeStrategy := strategy
+		if converted {
+			storeStrategy = storageStrategy
+		}
 		var status bool
 		if v.Subresources != nil && v.Subresources.Status != nil {
 			status = true
@@ -66,7 +80,7 @@ func (s *Server) build(crd *CustomResourceDefinition) (*servedCRD, error) {
 			Categories:        names.Categories,
 			NamespaceScoped:   crd.Spec.Scope == NamespaceScoped,
 			StorageVersion:    storageVersion,
-			Strategy:          strategy,
+			Strategy:          storeStrategy,
 			Storage:           st,
 			StatusSubresource: status,
 			NoAgeColumn:       true,
@@ -83,7 +97,7 @@ func (s *Server) build(crd *CustomResourceDefinition) (*servedCRD, error) {
 				// well, so that a default added to the schema later shows
 				// on objects stored before it, as kube-apiserver does.
 				c := o.deepCopy()
-				strategy.Default(c)
+				storeStrategy.Default(c)
 				return c, nil
 			},
 			// The CRD's revision: objects read through an older
@@ -92,6 +106,10 @@ func (s *Server) build(crd *CustomResourceDefinition) (*servedCRD, error) {
 		})
 		if err != nil {
 			return nil, err
+		}
+		if converted {
+			res = &webhookVersion{Resource: res, conv: conv, version: v.Name, storageVersion: storageVersion,
+				served: strategy, storage: storageStrategy}
 		}
 		res = decodingResource{Resource: res, schema: shape}
 		set := schema.NewSet()
@@ -144,6 +162,22 @@ func (s *Server) build(crd *CustomResourceDefinition) (*servedCRD, error) {
 		sc.versions[p.v.Name] = &servedVersion{resource: p.res, ws: ws, handler: h, definition: def}
 	}
 	return sc, nil
+}
+
+// versionStrategy reads a version's schema (any object without one) and
+// compiles its CEL rules into the version's strategy.
+func versionStrategy(crd *CustomResourceDefinition, v *CustomResourceDefinitionVersion) (*crStrategy, *schema.Schema, error) {
+	shape := &schema.Schema{Type: "object", Unknown: true}
+	if v.Schema != nil && len(v.Schema.OpenAPIV3Schema) > 0 {
+		var err error
+		if shape, err = schema.FromOpenAPIV3(v.Schema.OpenAPIV3Schema); err != nil {
+			return nil, nil, fmt.Errorf("extensions: schema of %s %s: %w", crd.Name, v.Name, err)
+		}
+	}
+	// The rules compiled when the CRD was written; a rule that does
+	// not compile now is left out (validation reported it).
+	rules, _ := cel.CompileSchema(shape, nil)
+	return &crStrategy{schema: shape, rules: rules}, shape, nil
 }
 
 // crStrategy prunes, defaults and validates custom resources by their

@@ -4,9 +4,12 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	iwebhook "github.com/apikit-dev/apikit/internal/webhook"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/server"
@@ -18,6 +21,19 @@ import (
 type Config struct {
 	// Logger defaults to the server's.
 	Logger *slog.Logger
+	// ServiceResolver reaches the conversion webhooks a CRD names by a
+	// Service (spec.conversion.webhook.clientConfig.service); the
+	// aggregator's resolvers (server/aggregator) are ones. Without it such
+	// conversions fail; webhooks named by a URL need none.
+	ServiceResolver ServiceResolver
+	// ConversionTimeout bounds one call of a conversion webhook; the
+	// default is kube-apiserver's 30 s.
+	ConversionTimeout time.Duration
+}
+
+// ServiceResolver finds where a port of a Service is reached.
+type ServiceResolver interface {
+	ResolveEndpoint(namespace, name string, port int32) (*url.URL, error)
 }
 
 // Server serves CustomResourceDefinitions and, for each CRD whose names
@@ -34,6 +50,12 @@ type Server struct {
 	storage storage.Factory
 	logger  *slog.Logger
 	next    http.Handler // the delegate chain, for paths no CRD serves
+
+	// resolver and clients reach conversion webhooks: the clients are
+	// shared by every CRD, so calls reuse connections across CRD changes.
+	resolver          ServiceResolver
+	clients           iwebhook.Clients
+	conversionTimeout time.Duration
 
 	// served is what the handler serves, replaced as a whole by the
 	// controller whenever a CRD changes.
@@ -75,6 +97,12 @@ func New(c server.CompletedConfig, delegate server.DelegationTarget, cfg Config)
 		storage:       c.Storage,
 		logger:        cfg.Logger,
 		next:          delegate.UnprotectedHandler(),
+
+		resolver:          cfg.ServiceResolver,
+		conversionTimeout: cfg.ConversionTimeout,
+	}
+	if s.conversionTimeout <= 0 {
+		s.conversionTimeout = defaultConversionTimeout
 	}
 	s.served.Store(newState(map[string]*servedCRD{}, 0))
 	s.ctrl = newController(s)

@@ -1,11 +1,14 @@
 package extensions
 
 import (
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/apikit-dev/apikit/admission/registration"
 	"github.com/apikit-dev/apikit/cel"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/schema"
@@ -26,11 +29,16 @@ var (
 // ValidateCustomResourceDefinition checks a new CRD as kube-apiserver
 // does, with its messages and field paths. Metadata is checked by the store.
 func ValidateCustomResourceDefinition(crd *CustomResourceDefinition) meta.FieldErrors {
+	return validateCRD(crd, true, false)
+}
+
+func validateCRD(crd *CustomResourceDefinition, requireAcceptedReview, allowInvalidCABundle bool) meta.FieldErrors {
 	var errs meta.FieldErrors
 	if want := crd.Spec.Names.Plural + "." + crd.Spec.Group; crd.Name != want {
 		errs = append(errs, meta.Invalid(meta.NewPath("metadata", "name"), crd.Name, `must be spec.names.plural+"."+spec.group`))
 	}
 	errs = append(errs, validateSpec(&crd.Spec, meta.NewPath("spec"))...)
+	errs = append(errs, validateConversion(crd.Spec.Conversion, requireAcceptedReview, allowInvalidCABundle, meta.NewPath("spec", "conversion"))...)
 	errs = append(errs, validateNames(&crd.Status.AcceptedNames, meta.NewPath("status", "acceptedNames"))...)
 	return errs
 }
@@ -39,7 +47,8 @@ func ValidateCustomResourceDefinition(crd *CustomResourceDefinition) meta.FieldE
 // stored one: what ValidateCustomResourceDefinition checks, the fields that
 // may not change, and status.storedVersions.
 func ValidateCustomResourceDefinitionUpdate(crd, old *CustomResourceDefinition) meta.FieldErrors {
-	errs := ValidateCustomResourceDefinition(crd)
+	requireAccepted, allowInvalidCABundle := conversionOptions(old)
+	errs := validateCRD(crd, requireAccepted, allowInvalidCABundle)
 	spec := meta.NewPath("spec")
 	if old.Status.IsTrue(Established) {
 		// These decide where and how objects are stored.
@@ -134,7 +143,6 @@ func validateSpec(spec *CustomResourceDefinitionSpec, p *meta.Path) meta.FieldEr
 	if spec.PreserveUnknownFields {
 		errs = append(errs, meta.Invalid(p.Child("preserveUnknownFields"), true, "cannot set to true, set x-kubernetes-preserve-unknown-fields to true in spec.versions[*].schema instead"))
 	}
-	errs = append(errs, validateConversion(spec.Conversion, p.Child("conversion"))...)
 	return errs
 }
 
@@ -336,30 +344,126 @@ func resolvePath(root *schema.Schema, path string) (*schema.Schema, error) {
 	return n, nil
 }
 
-func validateConversion(c *CustomResourceConversion, p *meta.Path) meta.FieldErrors {
+// acceptedConversionReviewVersions are the ConversionReview versions
+// apikit speaks: v1 only (kube-apiserver, which prefers it, also speaks
+// v1beta1).
+var acceptedConversionReviewVersions = []string{"v1"}
+
+// validateConversion checks spec.conversion as kube-apiserver does. Its
+// paths are those of kube's internal type, which its v1 API reports too:
+// spec.conversion.webhookClientConfig and
+// spec.conversion.conversionReviewVersions. requireAccepted asks for a
+// conversionReviewVersions naming v1 (on create, and on an update of a CRD
+// whose versions named it); allowInvalidCABundle lets an update keep a
+// caBundle that was already broken.
+func validateConversion(c *CustomResourceConversion, requireAccepted, allowInvalidCABundle bool, p *meta.Path) meta.FieldErrors {
 	if c == nil {
 		return nil
 	}
 	errs := enumString(p.Child("strategy"), string(c.Strategy), []string{string(NoneConverter), string(WebhookConverter)})
+	var cc *WebhookClientConfig
+	var versions []string
+	if c.Webhook != nil {
+		cc, versions = c.Webhook.ClientConfig, c.Webhook.ConversionReviewVersions
+	}
+	ccp := p.Child("webhookClientConfig")
 	if c.Strategy != WebhookConverter {
-		if c.Webhook != nil {
-			errs = append(errs, meta.Forbidden(p.Child("webhook"), "should not be set when strategy is not set to Webhook"))
+		if cc != nil {
+			errs = append(errs, meta.Forbidden(ccp, "should not be set when strategy is not set to Webhook"))
+		}
+		if len(versions) > 0 {
+			errs = append(errs, meta.Forbidden(p.Child("conversionReviewVersions"), "should not be set when strategy is not set to Webhook"))
 		}
 		return errs
 	}
-	wp := p.Child("webhook")
-	if c.Webhook == nil {
-		return append(errs, meta.Required(wp, "required when strategy is set to Webhook"))
-	}
-	cc := c.Webhook.ClientConfig
 	switch {
 	case cc == nil:
-		errs = append(errs, meta.Required(wp.Child("clientConfig"), "required when strategy is set to Webhook"))
+		errs = append(errs, meta.Required(ccp, "required when strategy is set to Webhook"))
 	case (cc.URL == nil) == (cc.Service == nil):
-		errs = append(errs, meta.Required(wp.Child("clientConfig"), "exactly one of url or service is required"))
+		errs = append(errs, meta.Required(ccp, "exactly one of url or service is required"))
+	case cc.URL != nil:
+		errs = append(errs, registration.ValidateWebhookURL(ccp.Child("url"), *cc.URL)...)
+	default:
+		s := cc.Service
+		errs = append(errs, registration.ValidateWebhookService(ccp.Child("service"),
+			&registration.ServiceReference{Namespace: s.Namespace, Name: s.Name, Path: s.Path, Port: s.Port})...)
 	}
-	if !slices.Contains(c.Webhook.ConversionReviewVersions, "v1") && !slices.Contains(c.Webhook.ConversionReviewVersions, "v1beta1") {
-		errs = append(errs, meta.Invalid(wp.Child("conversionReviewVersions"), c.Webhook.ConversionReviewVersions, "must include at least one of v1, v1beta1"))
+	if cc != nil && len(cc.CABundle) > 0 && !allowInvalidCABundle {
+		errs = append(errs, validateCABundle(ccp.Child("caBundle"), cc.CABundle)...)
+	}
+	return append(errs, validateConversionReviewVersions(versions, requireAccepted, p.Child("conversionReviewVersions"))...)
+}
+
+// validateCABundle is apiserver's ValidateCABundle: the bundle must hold
+// at least one PEM certificate that parses.
+func validateCABundle(p *meta.Path, bundle []byte) meta.FieldErrors {
+	rest, found := bundle, false
+	for {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			break
+		}
+		if block.Type != "CERTIFICATE" || len(block.Headers) != 0 {
+			continue
+		}
+		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+			return meta.FieldErrors{meta.Invalid(p, bundle, err.Error())}
+		}
+		found = true
+	}
+	if !found {
+		return meta.FieldErrors{meta.Invalid(p, bundle, "data does not contain any valid RSA or ECDSA certificates")}
+	}
+	return nil
+}
+
+// validateConversionReviewVersions is kube-apiserver's check of
+// conversionReviewVersions, against the versions apikit speaks.
+func validateConversionReviewVersions(versions []string, requireAccepted bool, p *meta.Path) meta.FieldErrors {
+	if len(versions) == 0 {
+		return meta.FieldErrors{meta.Required(p, "")}
+	}
+	var errs meta.FieldErrors
+	seen := map[string]bool{}
+	accepted := false
+	for i, v := range versions {
+		if seen[v] {
+			errs = append(errs, meta.Invalid(p.Index(i), v, "duplicate version"))
+			continue
+		}
+		seen[v] = true
+		for _, msg := range meta.ValidateDNS1035Label(v) {
+			errs = append(errs, meta.Invalid(p.Index(i), v, msg))
+		}
+		accepted = accepted || slices.Contains(acceptedConversionReviewVersions, v)
+	}
+	if requireAccepted && !accepted {
+		errs = append(errs, meta.Invalid(p, versions, "must include at least one of "+strings.Join(acceptedConversionReviewVersions, ", ")))
 	}
 	return errs
+}
+
+// conversionOptions are validateConversion's options for an update: a
+// CRD whose conversionReviewVersions named no accepted version (or none)
+// may keep them, and a caBundle that was broken, or any before the CRD
+// was established, may stay, as kube-apiserver allows.
+func conversionOptions(old *CustomResourceDefinition) (requireAccepted, allowInvalidCABundle bool) {
+	requireAccepted, allowInvalidCABundle = true, false
+	c := old.Spec.Conversion
+	if c == nil || c.Webhook == nil {
+		return requireAccepted, !old.Status.IsTrue(Established)
+	}
+	if vs := c.Webhook.ConversionReviewVersions; len(vs) > 0 && !slices.ContainsFunc(vs, func(v string) bool {
+		return slices.Contains(acceptedConversionReviewVersions, v)
+	}) {
+		requireAccepted = false
+	}
+	if !old.Status.IsTrue(Established) {
+		return requireAccepted, true
+	}
+	if cc := c.Webhook.ClientConfig; cc != nil && len(cc.CABundle) > 0 {
+		allowInvalidCABundle = len(validateCABundle(meta.NewPath("caBundle"), cc.CABundle)) > 0
+	}
+	return requireAccepted, allowInvalidCABundle
 }

@@ -92,15 +92,9 @@ func TestValidateCustomResourceDefinition(t *testing.T) {
 			`spec.versions[0].selectableFields[3].jsonPath: Invalid value: ".spec.shape": is an invalid path: does not refer to a valid field: .spec.shape`,
 			`spec.versions[0].selectableFields[4].jsonPath: Required value`,
 		}},
-		{"webhook conversion without webhook", func(c *CustomResourceDefinition) {
-			c.Spec.Conversion = &CustomResourceConversion{Strategy: WebhookConverter}
-		}, []string{`spec.conversion.webhook: Required value: required when strategy is set to Webhook`}},
 		{"bad conversion strategy", func(c *CustomResourceDefinition) {
 			c.Spec.Conversion = &CustomResourceConversion{Strategy: "Magic"}
 		}, []string{`spec.conversion.strategy: Unsupported value: "Magic": supported values: "None", "Webhook"`}},
-		{"webhook with None", func(c *CustomResourceDefinition) {
-			c.Spec.Conversion = &CustomResourceConversion{Strategy: NoneConverter, Webhook: &WebhookConversion{}}
-		}, []string{`spec.conversion.webhook: Forbidden: should not be set when strategy is not set to Webhook`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			crd := validCRD()
