@@ -9,8 +9,10 @@
 // those finalizers when server.Config.GarbageCollection is set.
 //
 // A Collector watches the metadata of every resource it is given with one
-// informer each; its state is what the informers hold, so a restart
-// rebuilds it from a fresh list. Owners are confirmed by a live read
+// informer each, starting and stopping informers as resources come and go
+// (Config.Discover; Install follows its server's chain through
+// server.GenericServer.WatchAPIGroups); its state is what the informers
+// hold, so a restart rebuilds it from a fresh list. Owners are confirmed by a live read
 // before a dependent is deleted: an informer that lags never makes a new
 // owner look gone.
 package gc

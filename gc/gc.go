@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/apikit-dev/apikit/informer"
@@ -26,6 +27,15 @@ type Config struct {
 	// (others of the same group and kind are skipped). Owners of kinds not
 	// here are never taken for gone.
 	Resources []registry.Resource
+	// Discover, when set, replaces Resources: the collector collects what
+	// it returns when it starts and again after every receive from
+	// Rediscover, starting an informer for each kind that came and
+	// stopping that of each kind that went (the custom resources of a
+	// CRD created or deleted). Install gives it the resources its
+	// server's chain serves (server.Resources of APIGroups) and
+	// WatchAPIGroups' signal.
+	Discover   func() []registry.Resource
+	Rediscover <-chan struct{}
 	// RetryInterval is how long a failed object waits before it is tried
 	// again; the default is one second.
 	RetryInterval time.Duration
@@ -36,21 +46,34 @@ type Config struct {
 // Collector is a garbage collector; see the package documentation. Run it
 // once.
 type Collector struct {
-	kinds   []*kind
-	byKind  map[meta.GroupKind]*kind
-	retry   time.Duration
-	logger  *slog.Logger
+	discover   func() []registry.Resource
+	rediscover <-chan struct{}
+	retry      time.Duration
+	logger     *slog.Logger
+
 	mu      sync.Mutex
+	byKind  map[meta.GroupKind]*kind // the kinds collected now
 	dirty   map[ref]bool
 	wake    chan struct{}
 	pending map[ref]bool // failed, tried again after retry
+
+	informers sync.WaitGroup // every kind's informer goroutine
 }
 
-// kind is one collected resource and its informer.
+// kind is one collected resource and its informer, from when it is
+// discovered until it is no longer served.
 type kind struct {
-	res registry.Resource
-	inf *informer.Informer[*meta.PartialObjectMetadata]
+	gk meta.GroupKind
+	// res is the resource's newest served form: a CRD's custom resources
+	// are served by a new registry.Resource after each change of the CRD,
+	// over the same storage, so its informer keeps running.
+	res  atomic.Pointer[registry.Resource]
+	inf  *informer.Informer[*meta.PartialObjectMetadata]
+	stop context.CancelFunc
+	done chan struct{} // closed when inf.Run returned
 }
+
+func (k *kind) resource() registry.Resource { return *k.res.Load() }
 
 // ref names one object of a collected kind.
 type ref struct {
@@ -62,12 +85,18 @@ type ref struct {
 // New returns a Collector of cfg's resources.
 func New(cfg Config) *Collector {
 	c := &Collector{
-		byKind:  map[meta.GroupKind]*kind{},
-		retry:   cfg.RetryInterval,
-		logger:  cfg.Logger,
-		dirty:   map[ref]bool{},
-		pending: map[ref]bool{},
-		wake:    make(chan struct{}, 1),
+		discover:   cfg.Discover,
+		rediscover: cfg.Rediscover,
+		retry:      cfg.RetryInterval,
+		logger:     cfg.Logger,
+		byKind:     map[meta.GroupKind]*kind{},
+		dirty:      map[ref]bool{},
+		pending:    map[ref]bool{},
+		wake:       make(chan struct{}, 1),
+	}
+	if c.discover == nil {
+		static := cfg.Resources
+		c.discover = func() []registry.Resource { return static }
 	}
 	if c.retry <= 0 {
 		c.retry = time.Second
@@ -75,37 +104,118 @@ func New(cfg Config) *Collector {
 	if c.logger == nil {
 		c.logger = slog.Default()
 	}
-	for _, res := range cfg.Resources {
+	return c
+}
+
+// newKind makes the kind of res and its informer, not yet running.
+func (c *Collector) newKind(gk meta.GroupKind, res registry.Resource) *kind {
+	k := &kind{gk: gk, done: make(chan struct{})}
+	k.res.Store(&res)
+	k.inf = informer.New(informer.Config[*meta.PartialObjectMetadata]{
+		Source: metadataSource{k: k},
+		Name:   res.Info().Resource + "." + gk.Group,
+		Logger: c.logger,
+		Indexers: map[string]informer.IndexFunc[*meta.PartialObjectMetadata]{
+			byUID: func(o *meta.PartialObjectMetadata) []string { return []string{o.UID} },
+			byOwner: func(o *meta.PartialObjectMetadata) []string {
+				out := make([]string, 0, len(o.OwnerReferences))
+				for _, r := range o.OwnerReferences {
+					out = append(out, r.UID)
+				}
+				return out
+			},
+		},
+		Handlers: informer.Handlers[*meta.PartialObjectMetadata]{
+			OnAdd:    func(o *meta.PartialObjectMetadata) { c.changed(k, o, false) },
+			OnUpdate: func(_, o *meta.PartialObjectMetadata) { c.changed(k, o, false) },
+			OnDelete: func(o *meta.PartialObjectMetadata) { c.changed(k, o, true) },
+		},
+	})
+	return k
+}
+
+// resync makes the kinds collected those of the resources discovered now:
+// an informer starts for each new kind, the informer of each kind no
+// longer served stops (and is waited for), and a kind still served reads
+// and writes through its newest resource.
+func (c *Collector) resync(ctx context.Context) {
+	want := map[meta.GroupKind]registry.Resource{}
+	for _, res := range c.discover() {
 		info := res.Info()
 		gk := meta.GroupKind{Group: info.GroupVersion.Group, Kind: info.Kind}
-		if c.byKind[gk] != nil || !info.Serves("list") || !info.Serves("watch") || !info.Serves("delete") {
+		if want[gk] != nil || !info.Serves("list") || !info.Serves("watch") || !info.Serves("delete") {
 			continue
 		}
-		k := &kind{res: res}
-		k.inf = informer.New(informer.Config[*meta.PartialObjectMetadata]{
-			Source: metadataSource{res: res},
-			Name:   info.Resource + "." + gk.Group,
-			Logger: c.logger,
-			Indexers: map[string]informer.IndexFunc[*meta.PartialObjectMetadata]{
-				byUID: func(o *meta.PartialObjectMetadata) []string { return []string{o.UID} },
-				byOwner: func(o *meta.PartialObjectMetadata) []string {
-					out := make([]string, 0, len(o.OwnerReferences))
-					for _, r := range o.OwnerReferences {
-						out = append(out, r.UID)
-					}
-					return out
-				},
-			},
-			Handlers: informer.Handlers[*meta.PartialObjectMetadata]{
-				OnAdd:    func(o *meta.PartialObjectMetadata) { c.changed(k, o, false) },
-				OnUpdate: func(_, o *meta.PartialObjectMetadata) { c.changed(k, o, false) },
-				OnDelete: func(o *meta.PartialObjectMetadata) { c.changed(k, o, true) },
-			},
-		})
-		c.kinds = append(c.kinds, k)
-		c.byKind[gk] = k
+		want[gk] = res
 	}
-	return c
+	var added, gone []*kind
+	c.mu.Lock()
+	for gk, k := range c.byKind {
+		if want[gk] == nil {
+			delete(c.byKind, gk)
+			gone = append(gone, k)
+		}
+	}
+	for gk, res := range want {
+		if k := c.byKind[gk]; k != nil {
+			k.res.Store(&res)
+			continue
+		}
+		k := c.newKind(gk, res)
+		c.byKind[gk] = k
+		added = append(added, k)
+	}
+	c.mu.Unlock()
+	for _, k := range gone {
+		k.stop()
+		<-k.done
+		c.logger.Debug("garbage collector: stopped collecting", "group", k.gk.Group, "kind", k.gk.Kind)
+	}
+	for _, k := range added {
+		kctx, cancel := context.WithCancel(ctx)
+		k.stop = cancel
+		c.informers.Go(func() {
+			defer close(k.done)
+			k.inf.Run(kctx)
+		})
+	}
+}
+
+// kinds are the kinds collected now.
+func (c *Collector) kinds() []*kind {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.kindsLocked()
+}
+
+func (c *Collector) kindsLocked() []*kind {
+	out := make([]*kind, 0, len(c.byKind))
+	for _, k := range c.byKind {
+		out = append(out, k)
+	}
+	return out
+}
+
+// collected reports whether k is still collected (not stopped, or
+// replaced by a kind of the same name discovered again).
+func (c *Collector) collected(k *kind) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.byKind[k.gk] == k
+}
+
+// errNotSynced defers an owner's orphaning or foreground deletion until
+// every informer has listed: one of a kind discovered a moment ago may
+// not yet hold all of its dependents.
+var errNotSynced = errors.New("waiting for the informers of new kinds to sync")
+
+func (c *Collector) synced() bool {
+	for _, k := range c.kinds() {
+		if !k.inf.HasSynced() {
+			return false
+		}
+	}
+	return true
 }
 
 // changed queues what a change of o may unblock: o itself, its dependents
@@ -118,12 +228,12 @@ func (c *Collector) changed(k *kind, o *meta.PartialObjectMetadata, deleted bool
 		c.dirty[ref{k, o.Namespace, o.Name}] = true
 	}
 	if deleted || o.DeletionTimestamp != nil {
-		for _, d := range c.dependents(o.UID) {
+		for _, d := range dependentsOf(c.kindsLocked(), o.UID) {
 			c.dirty[d] = true
 		}
 	}
 	for _, or := range o.OwnerReferences {
-		if owner, ok := c.cached(or, o.Namespace); ok {
+		if owner, ok := c.cachedLocked(or); ok {
 			c.dirty[owner] = true
 		}
 	}
@@ -134,9 +244,11 @@ func (c *Collector) changed(k *kind, o *meta.PartialObjectMetadata, deleted bool
 }
 
 // dependents are the cached objects with an owner reference to uid.
-func (c *Collector) dependents(uid string) []ref {
+func (c *Collector) dependents(uid string) []ref { return dependentsOf(c.kinds(), uid) }
+
+func dependentsOf(kinds []*kind, uid string) []ref {
 	var out []ref
-	for _, k := range c.kinds {
+	for _, k := range kinds {
 		for _, o := range k.inf.ByIndex(byOwner, uid) {
 			out = append(out, ref{k, o.Namespace, o.Name})
 		}
@@ -144,10 +256,9 @@ func (c *Collector) dependents(uid string) []ref {
 	return out
 }
 
-// cached finds the owner of a reference from an object in namespace ns
-// in the informers' caches.
-func (c *Collector) cached(or meta.OwnerReference, ns string) (ref, bool) {
-	k, ok := c.kindOf(or)
+// cachedLocked finds the owner of a reference in the informers' caches.
+func (c *Collector) cachedLocked(or meta.OwnerReference) (ref, bool) {
+	k, ok := c.byKind[groupKindOf(or)]
 	if !ok {
 		return ref{}, false
 	}
@@ -158,22 +269,26 @@ func (c *Collector) cached(or meta.OwnerReference, ns string) (ref, bool) {
 }
 
 func (c *Collector) kindOf(or meta.OwnerReference) (*kind, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k, ok := c.byKind[groupKindOf(or)]
+	return k, ok
+}
+
+func groupKindOf(or meta.OwnerReference) meta.GroupKind {
 	group, _, found := strings.Cut(or.APIVersion, "/")
 	if !found {
 		group = "" // "v1": the core group
 	}
-	k, ok := c.byKind[meta.GroupKind{Group: group, Kind: or.Kind}]
-	return k, ok
+	return meta.GroupKind{Group: group, Kind: or.Kind}
 }
 
-// Run runs the informers and processes changes until ctx ends.
+// Run runs the informers and processes changes until ctx ends; it
+// returns once every informer has stopped.
 func (c *Collector) Run(ctx context.Context) {
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for _, k := range c.kinds {
-		wg.Go(func() { k.inf.Run(ctx) })
-	}
-	for _, k := range c.kinds {
+	defer c.informers.Wait()
+	c.resync(ctx)
+	for _, k := range c.kinds() {
 		if err := k.inf.WaitForSync(ctx); err != nil {
 			return
 		}
@@ -184,6 +299,12 @@ func (c *Collector) Run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case _, ok := <-c.rediscover:
+			if !ok {
+				c.rediscover = nil // closed: no more changes
+			}
+			c.resync(ctx)
+			continue
 		case <-c.wake:
 		case <-retry.C:
 			c.mu.Lock()
@@ -202,7 +323,9 @@ func (c *Collector) Run(ctx context.Context) {
 				if ctx.Err() != nil {
 					return
 				}
-				c.logger.Warn("garbage collector: will retry", "resource", r.k.res.Info().Resource, "namespace", r.namespace, "name", r.name, "err", err)
+				if !errors.Is(err, errNotSynced) {
+					c.logger.Warn("garbage collector: will retry", "resource", r.k.resource().Info().Resource, "namespace", r.namespace, "name", r.name, "err", err)
+				}
 				c.mu.Lock()
 				c.pending[r] = true
 				c.mu.Unlock()
@@ -226,14 +349,19 @@ func (c *Collector) next() (ref, bool) {
 // gone.
 func (c *Collector) process(ctx context.Context, r ref) error {
 	o, ok := r.k.inf.Get(r.namespace, r.name)
-	if !ok {
+	if !ok || !c.collected(r.k) {
 		return nil
 	}
 	if o.DeletionTimestamp != nil {
+		orphan := slices.Contains(o.Finalizers, meta.FinalizerOrphanDependents)
+		foreground := slices.Contains(o.Finalizers, meta.FinalizerDeleteDependents)
+		if (orphan || foreground) && !c.synced() {
+			return errNotSynced
+		}
 		switch {
-		case slices.Contains(o.Finalizers, meta.FinalizerOrphanDependents):
+		case orphan:
 			return c.orphan(ctx, r, o)
-		case slices.Contains(o.Finalizers, meta.FinalizerDeleteDependents):
+		case foreground:
 			return c.foreground(ctx, r, o)
 		}
 	}
@@ -251,7 +379,7 @@ func (c *Collector) process(ctx context.Context, r ref) error {
 
 // read returns the stored metadata of the object r names (nil if gone).
 func (c *Collector) read(ctx context.Context, r ref) (*meta.ObjectMeta, error) {
-	it, err := r.k.res.Get(ctx, r.namespace, r.name, meta.GetOptions{})
+	it, err := r.k.resource().Get(ctx, r.namespace, r.name, meta.GetOptions{})
 	if meta.IsNotFound(err) {
 		return nil, nil
 	}
@@ -384,10 +512,10 @@ func (c *Collector) ownerState(ctx context.Context, or meta.OwnerReference, ns s
 	if !ok {
 		return ownerUnknown, nil
 	}
-	if !k.res.Info().NamespaceScoped {
+	if !k.resource().Info().NamespaceScoped {
 		ns = ""
 	}
-	it, err := k.res.Get(ctx, ns, or.Name, meta.GetOptions{})
+	it, err := k.resource().Get(ctx, ns, or.Name, meta.GetOptions{})
 	if meta.IsNotFound(err) {
 		return ownerGone, nil
 	}
@@ -414,7 +542,7 @@ func (c *Collector) delete(ctx context.Context, r ref, uid string, policy meta.D
 }
 
 func (c *Collector) deleteWith(ctx context.Context, r ref, pre *meta.Preconditions, policy meta.DeletionPropagation) error {
-	_, _, err := r.k.res.Delete(ctx, r.namespace, r.name, registry.DeleteOptions{
+	_, _, err := r.k.resource().Delete(ctx, r.namespace, r.name, registry.DeleteOptions{
 		Preconditions:     pre,
 		PropagationPolicy: &policy,
 		GarbageCollection: true,
@@ -431,9 +559,9 @@ func (c *Collector) deleteWith(ctx context.Context, r ref, pre *meta.Preconditio
 // update changes the metadata of the object r names; edit reports whether
 // it changed anything.
 func (c *Collector) update(ctx context.Context, r ref, edit func(m *meta.ObjectMeta) bool) error {
-	_, _, err := r.k.res.Update(ctx, r.namespace, r.name, func(_ context.Context, cur meta.Object) (meta.Object, error) {
+	_, _, err := r.k.resource().Update(ctx, r.namespace, r.name, func(_ context.Context, cur meta.Object) (meta.Object, error) {
 		if cur == nil {
-			return nil, meta.NewNotFound(meta.GroupResource{Group: r.k.res.Info().GroupVersion.Group, Resource: r.k.res.Info().Resource}, r.name)
+			return nil, meta.NewNotFound(meta.GroupResource{Group: r.k.resource().Info().GroupVersion.Group, Resource: r.k.resource().Info().Resource}, r.name)
 		}
 		if !edit(cur.GetObjectMeta()) {
 			return nil, errUnchanged

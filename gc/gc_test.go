@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -186,4 +188,139 @@ func TestDanglingOwner(t *testing.T) {
 	}
 	del(t, w.roots, "", "root", meta.DeletePropagationBackground)
 	w.gone(t, "kept")
+}
+
+// watchCounter counts the watches open on a resource: an informer that
+// stopped has none.
+type watchCounter struct {
+	registry.Resource
+	open atomic.Int32
+}
+
+func (w *watchCounter) Watch(ctx context.Context, ns string, opts meta.ListOptions) (<-chan registry.WatchEvent, error) {
+	ch, err := w.Resource.Watch(ctx, ns, opts)
+	if err != nil {
+		return nil, err
+	}
+	w.open.Add(1)
+	out := make(chan registry.WatchEvent)
+	go func() {
+		defer w.open.Add(-1)
+		defer close(out)
+		for e := range ch {
+			select {
+			case out <- e:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// TestKindsAtRunTime: a kind discovered while the collector runs (a CRD's
+// custom resources) is collected from then on, with owner references
+// between it and a kind collected from the start in both directions, and
+// its informer stops when it is no longer discovered.
+func TestKindsAtRunTime(t *testing.T) {
+	mem := memory.New(memory.WithBookmarkInterval(20*time.Millisecond), memory.WithCompactionInterval(0))
+	t.Cleanup(func() { _ = mem.Close() })
+	store := func(group, resource, kind string) *registry.Store[*thing] {
+		return registry.MustNewStore(registry.Options[*thing]{
+			Resource: meta.GroupResource{Group: group, Resource: resource}, Kind: kind, NamespaceScoped: true,
+			StorageVersion: "v1", Strategy: registry.DefaultStrategy[*thing]{}, Storage: mem,
+		})
+	}
+	things, widgets := store("example.com", "things", "Thing"), store("crd.example.com", "widgets", "Widget")
+	counted := &watchCounter{Resource: registry.Serve(widgets)}
+	var mu sync.Mutex
+	served := []registry.Resource{registry.Serve(things)}
+	rediscover := make(chan struct{})
+	c := gc.New(gc.Config{
+		Discover: func() []registry.Resource {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(served)
+		},
+		Rediscover:    rediscover,
+		RetryInterval: 50 * time.Millisecond,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	serve := func(res ...registry.Resource) {
+		mu.Lock()
+		served = res
+		mu.Unlock()
+		select {
+		case rediscover <- struct{}{}:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the collector does not take the rediscovery")
+		}
+	}
+	create := func(st *registry.Store[*thing], name, ownerKind string, owner *thing) *thing {
+		t.Helper()
+		o := &thing{ObjectMeta: meta.ObjectMeta{Name: name}}
+		if owner != nil {
+			apiVersion := "example.com/v1"
+			if ownerKind == "Widget" {
+				apiVersion = "crd.example.com/v1"
+			}
+			o.OwnerReferences = []meta.OwnerReference{{APIVersion: apiVersion, Kind: ownerKind, Name: owner.Name, UID: owner.UID}}
+		}
+		out, err := st.Create(ctx, "ns", o, registry.WriteOptions{})
+		if err != nil {
+			t.Fatalf("creating %s: %v", name, err)
+		}
+		return out
+	}
+	gone := func(st *registry.Store[*thing], name string) {
+		t.Helper()
+		eventually(t, name+" deleted", func() error {
+			if _, _, err := st.Get(ctx, "ns", name, meta.GetOptions{}); !meta.IsNotFound(err) {
+				return fmt.Errorf("still there (%v)", err)
+			}
+			return nil
+		})
+	}
+
+	// Made before widgets are served.
+	wOwner := create(widgets, "w-owner", "", nil)
+	create(things, "t-child", "Widget", wOwner)
+	tOwner := create(things, "t-owner", "", nil)
+	create(widgets, "w-child", "Thing", tOwner)
+	wOrphaner := create(widgets, "w-orphaner", "", nil)
+	create(things, "t-orphan", "Widget", wOrphaner)
+
+	serve(registry.Serve(things), counted)
+	eventually(t, "the widgets' informer watching", func() error {
+		if n := counted.open.Load(); n != 1 {
+			return fmt.Errorf("%d watches open", n)
+		}
+		return nil
+	})
+	// A built-in owning a custom resource.
+	del(t, things, "ns", "t-owner", meta.DeletePropagationBackground)
+	gone(widgets, "w-child")
+	// A custom resource owning a built-in.
+	del(t, widgets, "ns", "w-owner", meta.DeletePropagationBackground)
+	gone(things, "t-child")
+	// Orphaning across kinds (its dependent made long before, so that
+	// the collector has it: a dependent it has not seen yet when its
+	// owner is orphaned is collected, as kube's would be).
+	del(t, widgets, "ns", "w-orphaner", meta.DeletePropagationOrphan)
+	gone(widgets, "w-orphaner")
+	if o, _, err := things.Get(ctx, "ns", "t-orphan", meta.GetOptions{}); err != nil || len(o.OwnerReferences) != 0 {
+		t.Errorf("t-orphan: %v, ownerReferences %+v", err, o)
+	}
+
+	// No longer served: the informer stops.
+	serve(registry.Serve(things))
+	eventually(t, "the widgets' informer stopped", func() error {
+		if n := counted.open.Load(); n != 0 {
+			return fmt.Errorf("%d watches open", n)
+		}
+		return nil
+	})
 }

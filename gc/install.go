@@ -13,23 +13,34 @@ import (
 const HookName = "start-garbage-collector-controller"
 
 // Install adds a post-start hook to srv that runs a Collector, until the
-// server stops, over every resource srv and its delegates serve when it
-// starts. Set srv's Config.GarbageCollection too, so that deletes leave the
-// orphan and foregroundDeletion finalizers for it. Resources that appear
-// later (custom resources of CRDs created afterwards) are not collected.
+// server stops, over every resource srv and its delegates serve: those
+// served when it starts, and those that come and go later (the custom
+// resources of an extensions server behind srv, as its CRDs are created
+// and deleted), which srv.WatchAPIGroups tells it of. Set srv's
+// Config.GarbageCollection too (and the extensions server's), so that
+// deletes leave the orphan and foregroundDeletion finalizers for it.
 func Install(srv *server.GenericServer, logger *slog.Logger) error {
 	if logger == nil {
 		logger = slog.Default()
 	}
 	logger = logger.With("hook", HookName)
 	return srv.AddPostStartHook(HookName, func(ctx context.Context) error {
-		var resources []registry.Resource
-		for _, g := range srv.APIGroups() {
-			for _, v := range g.Versions {
-				resources = append(resources, v.Resources...)
+		changed := make(chan struct{}, 1)
+		stop := srv.WatchAPIGroups(func() {
+			select {
+			case changed <- struct{}{}:
+			default: // one pending rediscovery covers every change before it
 			}
-		}
-		go New(Config{Resources: resources, Logger: logger}).Run(ctx)
+		})
+		c := New(Config{
+			Discover:   func() []registry.Resource { return server.Resources(srv.APIGroups()) },
+			Rediscover: changed,
+			Logger:     logger,
+		})
+		go func() {
+			defer stop()
+			c.Run(ctx)
+		}()
 		return nil
 	})
 }

@@ -10,7 +10,7 @@ import (
 
 // metadataSource reads a served resource as object metadata, for an
 // informer.
-type metadataSource struct{ res registry.Resource }
+type metadataSource struct{ k *kind }
 
 func partial(it registry.Item) (*meta.PartialObjectMetadata, error) {
 	obj, err := it.Object()
@@ -21,7 +21,7 @@ func partial(it registry.Item) (*meta.PartialObjectMetadata, error) {
 }
 
 func (s metadataSource) List(ctx context.Context, ns string, opts meta.ListOptions) (*registry.ListResult[*meta.PartialObjectMetadata], error) {
-	l, err := s.res.List(ctx, ns, opts)
+	l, err := s.k.resource().List(ctx, ns, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -39,7 +39,7 @@ func (s metadataSource) List(ctx context.Context, ns string, opts meta.ListOptio
 // Watch converts the resource's events; its goroutine ends when the
 // resource's channel closes (ctx ending closes it) or ctx ends.
 func (s metadataSource) Watch(ctx context.Context, ns string, opts meta.ListOptions) (<-chan registry.Event[*meta.PartialObjectMetadata], error) {
-	in, err := s.res.Watch(ctx, ns, opts)
+	in, err := s.k.resource().Watch(ctx, ns, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -45,6 +45,13 @@ type DelegationTarget interface {
 	WebServices() []*restful.WebService
 	// NextDelegate is the server behind this one, nil at the end.
 	NextDelegate() DelegationTarget
+	// WatchAPIGroups has f called after every change of what APIGroups
+	// returns (a dynamic group's versions or resources came, changed or
+	// went, in this server or behind it) until stop is called: so a
+	// controller over every served resource (package gc,
+	// core/nsdeletion) follows custom resources. f runs on the goroutine
+	// that made the change and must not block.
+	WatchAPIGroups(f func()) (stop func())
 }
 
 // HealthChecks are the checks of the three health endpoints.
@@ -122,6 +129,7 @@ type GenericServer struct {
 	stopWatches      chan struct{}
 	stopOnce         sync.Once
 	runtime          *runtimeState
+	watchers         groupWatchers // WatchAPIGroups
 	// discoveryGroups, when set (SetDiscoveryGroups), is what /apis lists.
 	discoveryGroups atomic.Pointer[DiscoveryGroups]
 	// dynamicGroups, when set (SetDynamicGroups), adds groups served
@@ -148,6 +156,7 @@ func (emptyDelegate) HealthChecks() HealthChecks                       { return 
 func (emptyDelegate) APIGroups() []*APIGroupInfo                       { return nil }
 func (emptyDelegate) WebServices() []*restful.WebService               { return nil }
 func (emptyDelegate) NextDelegate() DelegationTarget                   { return nil }
+func (emptyDelegate) WatchAPIGroups(func()) func()                     { return func() {} }
 
 // Schemas returns the schemas of the resources this server serves, keyed
 // by their Go types (schema.Key).
@@ -189,6 +198,9 @@ func (c CompletedConfig) New(name string, delegate DelegationTarget) (*GenericSe
 			return nil, err
 		}
 	}
+	// A change behind this server is a change of its APIGroups too, for
+	// the servers in front of it and its own watchers.
+	delegate.WatchAPIGroups(s.DynamicGroupsChanged)
 	c.Metrics.RegisterObjectCounts((&objectCounts{s: s}).get)
 	s.unprotected = http.HandlerFunc(s.direct)
 	s.Handler = c.BuildHandlerChain(s.unprotected, s.chainConfig(c))

@@ -137,6 +137,7 @@ func (s *Server) build(crd *CustomResourceDefinition) (*servedCRD, error) {
 			MaxObjectBytes:      s.config.MaxObjectBytes,
 			MinRequestTimeout:   s.config.MinRequestTimeout,
 			StopWatches:         s.GenericServer.StopWatches(),
+			GarbageCollection:   s.config.GarbageCollection,
 		})
 		if p.v.Subresources != nil && p.v.Subresources.Scale != nil {
 			maxBody := s.config.MaxRequestBodyBytes

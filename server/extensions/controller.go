@@ -361,4 +361,7 @@ func (c *controller) publish() {
 	c.generation++
 	old := c.s.served.Swap(newState(crds, c.generation))
 	close(old.replaced)
+	// The garbage collector and the namespace controller of this chain
+	// follow the custom resources served.
+	c.s.GenericServer.DynamicGroupsChanged()
 }

@@ -25,11 +25,7 @@ type client struct {
 func startExtensions(t *testing.T) *client {
 	t.Helper()
 	env := testenv.Start(t, func(c *server.Config) (*server.GenericServer, error) {
-		completed, err := c.Complete()
-		if err != nil {
-			return nil, err
-		}
-		ext, err := extensions.New(completed, nil, extensions.Config{})
+		_, ext, err := newExtensions(c)
 		if err != nil {
 			return nil, err
 		}
@@ -41,6 +37,16 @@ func startExtensions(t *testing.T) *client {
 	}
 	hc.Timeout = 30 * time.Second
 	return &client{t: t, host: env.Host, c: hc}
+}
+
+// newExtensions builds an extensions server at the end of a chain.
+func newExtensions(c *server.Config) (server.CompletedConfig, *extensions.Server, error) {
+	completed, err := c.Complete()
+	if err != nil {
+		return server.CompletedConfig{}, nil, err
+	}
+	ext, err := extensions.New(completed, nil, extensions.Config{})
+	return completed, ext, err
 }
 
 // do sends a request and returns the status and body.
