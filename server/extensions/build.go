@@ -125,6 +125,7 @@ func (s *Server) build(crd *CustomResourceDefinition) (*servedCRD, error) {
 		root = &schema.Schema{Ref: key}
 		all = append(all, pending{v: v, res: res, set: set, schema: root})
 	}
+	chain := s.config.Admission.Without(s.config.DisabledAdmissionPlugins...)
 	for _, p := range all {
 		gv := meta.GroupVersion{Group: crd.Spec.Group, Version: p.v.Name}
 		ws := new(restful.WebService).Path("/apis/" + gv.String()).ApiVersion(gv.String())
@@ -132,7 +133,7 @@ func (s *Server) build(crd *CustomResourceDefinition) (*servedCRD, error) {
 			Resource:            p.res,
 			Schemas:             p.set,
 			Schema:              p.schema,
-			Admission:           s.config.Admission,
+			Admission:           chain,
 			MaxRequestBodyBytes: s.config.MaxRequestBodyBytes,
 			MaxObjectBytes:      s.config.MaxObjectBytes,
 			MinRequestTimeout:   s.config.MinRequestTimeout,
@@ -144,7 +145,7 @@ func (s *Server) build(crd *CustomResourceDefinition) (*servedCRD, error) {
 			if maxBody <= 0 {
 				maxBody = endpoints.DefaultMaxRequestBodyBytes
 			}
-			if err := installScale(ws, p.res, p.v.Subresources.Scale, maxBody); err != nil {
+			if err := installScale(ws, p.res, p.v.Subresources.Scale, maxBody, chain); err != nil {
 				return nil, fmt.Errorf("extensions: scale of %s %s: %w", crd.Name, p.v.Name, err)
 			}
 		}

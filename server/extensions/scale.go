@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 
 	restful "github.com/emicklei/go-restful/v3"
 	jsonpatch "github.com/evanphx/json-patch/v5"
 
+	"github.com/apikit-dev/apikit/admission"
+	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/request"
@@ -45,13 +48,18 @@ type scaleSubresource struct {
 	res                          registry.Resource
 	specPath, statusPath, labels jsonPath
 	gr                           meta.GroupResource
+	gvr                          meta.GroupVersionResource
 	maxBody                      int64
+	// admission runs on every write of the Scale, as kube-apiserver runs
+	// it on the scale subresource: with the Scale objects.
+	admission admission.Chain
 }
 
 // installScale adds the scale routes (get, update, patch) to ws.
-func installScale(ws *restful.WebService, res registry.Resource, cfg *CustomResourceSubresourceScale, maxBody int64) error {
+func installScale(ws *restful.WebService, res registry.Resource, cfg *CustomResourceSubresourceScale, maxBody int64, chain admission.Chain) error {
 	info := res.Info()
-	sc := &scaleSubresource{res: res, gr: meta.GroupResource{Group: info.GroupVersion.Group, Resource: info.Resource}, maxBody: maxBody}
+	sc := &scaleSubresource{res: res, gr: meta.GroupResource{Group: info.GroupVersion.Group, Resource: info.Resource},
+		gvr: info.GroupVersion.WithResource(info.Resource), maxBody: maxBody, admission: chain}
 	var err error
 	if sc.specPath, err = parseJSONPath(cfg.SpecReplicasPath); err != nil {
 		return err
@@ -166,6 +174,16 @@ func (sc *scaleSubresource) patch(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// attributes are the admission attributes of a write of the Scale: kind
+// autoscaling/v1 Scale, the custom resource's resource and the
+// subresource "scale", the new and the current Scale, as kube-apiserver
+// admits a scale update.
+func (sc *scaleSubresource) attributes(ctx context.Context, info *request.Info, s, old *Scale, dryRun bool) *admission.Attributes {
+	user, _ := authn.UserFrom(ctx)
+	return &admission.Attributes{Operation: admission.Update, Kind: scaleGV.WithKind("Scale"), Resource: sc.gvr, Subresource: "scale",
+		Namespace: info.Namespace, Name: info.Name, Object: s, OldObject: old, DryRun: dryRun, User: user}
+}
+
 // write updates the object's spec replicas from the Scale that change
 // makes of the current one; the write goes through the resource's store
 // (its strategy, its preconditions).
@@ -183,31 +201,44 @@ func (sc *scaleSubresource) write(w http.ResponseWriter, r *http.Request, change
 		return
 	}
 	var result *Scale
-	it, _, err := sc.res.Update(r.Context(), info.Namespace, info.Name, func(_ context.Context, current meta.Object) (meta.Object, error) {
+	dryRun := len(opts.DryRun) > 0
+	var warnings []string
+	it, _, err := sc.res.Update(r.Context(), info.Namespace, info.Name, func(ctx context.Context, current meta.Object) (meta.Object, error) {
 		if current == nil {
 			return nil, meta.NewNotFound(sc.gr, info.Name)
 		}
 		cur := current.(*Object)
+		old := sc.scaleOf(cur)
 		s, err := change(sc.scaleOf(cur), body)
 		if err != nil {
 			return nil, err
 		}
-		if s.Spec.Replicas < 0 {
-			return nil, meta.NewInvalid(meta.GroupKind{Group: "autoscaling", Kind: "Scale"}, info.Name, meta.FieldErrors{
-				meta.Invalid(meta.NewPath("spec", "replicas"), int64(s.Spec.Replicas), "must be greater than or equal to 0")})
+		warnings = warnings[:0] // a retried update admits again
+		if len(sc.admission) == 0 {
+			return sc.apply(cur, s, info.Name, &result)
 		}
-		if rv := s.ResourceVersion; rv != "" && rv != cur.ResourceVersion {
-			return nil, meta.NewConflict(sc.gr, info.Name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+		a := sc.attributes(ctx, info, s, old, dryRun)
+		ctx = admission.WithWarnings(ctx, func(msg string) { warnings = append(warnings, msg) })
+		if err := sc.admission.Admit(ctx, a); err != nil {
+			return nil, err
 		}
-		next := cur.deepCopy()
-		fields := next.Fields()
-		if err := sc.specPath.set(fields, int64(s.Spec.Replicas)); err != nil {
-			return nil, meta.NewBadRequest(err.Error())
+		admitted, ok := a.Object.(*Scale)
+		if !ok {
+			return nil, meta.NewInternalError(fmt.Errorf("admission made the Scale of %s a %T", info.Name, a.Object))
 		}
-		next.SetFields(fields)
-		result = s
+		s = admitted
+		next, err := sc.apply(cur, s, info.Name, &result)
+		if err != nil {
+			return nil, err
+		}
+		if err := sc.admission.Validate(ctx, a); err != nil {
+			return nil, err
+		}
 		return next, nil
-	}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{DryRun: len(opts.DryRun) > 0}})
+	}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{DryRun: dryRun}})
+	for _, msg := range warnings {
+		w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
+	}
 	if err != nil {
 		respond.Error(w, r, err)
 		return
@@ -218,4 +249,24 @@ func (sc *scaleSubresource) write(w http.ResponseWriter, r *http.Request, change
 		return
 	}
 	respond.Object(w, r, http.StatusOK, sc.scaleOf(obj.(*Object)))
+}
+
+// apply checks the Scale s and returns a copy of cur with its replicas,
+// noting s in result.
+func (sc *scaleSubresource) apply(cur *Object, s *Scale, name string, result **Scale) (*Object, error) {
+	if s.Spec.Replicas < 0 {
+		return nil, meta.NewInvalid(meta.GroupKind{Group: "autoscaling", Kind: "Scale"}, name, meta.FieldErrors{
+			meta.Invalid(meta.NewPath("spec", "replicas"), int64(s.Spec.Replicas), "must be greater than or equal to 0")})
+	}
+	if rv := s.ResourceVersion; rv != "" && rv != cur.ResourceVersion {
+		return nil, meta.NewConflict(sc.gr, name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+	}
+	next := cur.deepCopy()
+	fields := next.Fields()
+	if err := sc.specPath.set(fields, int64(s.Spec.Replicas)); err != nil {
+		return nil, meta.NewBadRequest(err.Error())
+	}
+	next.SetFields(fields)
+	*result = s
+	return next, nil
 }

@@ -1,0 +1,122 @@
+package extensions_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apikit-dev/apikit/admission"
+	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/server"
+	"github.com/apikit-dev/apikit/server/extensions"
+	"github.com/apikit-dev/apikit/testenv"
+)
+
+// scalePolicy is an admission plugin of the test: it records what it is
+// shown of scale writes, turns 100 replicas into 4 and refuses more
+// than 5.
+type scalePolicy struct {
+	admission.Handler
+	mu   sync.Mutex
+	seen []string
+}
+
+func (p *scalePolicy) note(step string, a *admission.Attributes) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s, _ := a.Object.(*extensions.Scale)
+	old, _ := a.OldObject.(*extensions.Scale)
+	if s == nil || old == nil {
+		p.seen = append(p.seen, fmt.Sprintf("%s %s %T", step, a.Subresource, a.Object))
+		return
+	}
+	p.seen = append(p.seen, fmt.Sprintf("%s %s %s %s %s %s/%s %d->%d", step, a.Operation, a.Kind, a.Resource, a.Subresource, a.Namespace, a.Name, old.Spec.Replicas, s.Spec.Replicas))
+}
+
+func (p *scalePolicy) Admit(_ context.Context, a *admission.Attributes) error {
+	p.note("admit", a)
+	if s, ok := a.Object.(*extensions.Scale); ok && s.Spec.Replicas == 100 {
+		s.Spec.Replicas = 4
+	}
+	return nil
+}
+
+func (p *scalePolicy) Validate(_ context.Context, a *admission.Attributes) error {
+	p.note("validate", a)
+	if s, ok := a.Object.(*extensions.Scale); ok && s.Spec.Replicas > 5 {
+		return meta.NewForbidden(meta.GroupResource{Group: a.Resource.Group, Resource: a.Resource.Resource}, a.Name, errors.New("at most 5 replicas"))
+	}
+	return nil
+}
+
+func (p *scalePolicy) take() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := p.seen
+	p.seen = nil
+	return out
+}
+
+// A write of /scale is admitted as kube-apiserver admits it: the Scale
+// objects, subresource "scale"; a mutation changes the replicas stored,
+// a refusal keeps them.
+func TestScaleAdmission(t *testing.T) {
+	policy := &scalePolicy{Handler: admission.Handler{Operations: []admission.Operation{admission.Update}}}
+	env := testenv.Start(t, func(c *server.Config) (*server.GenericServer, error) {
+		c.Admission = admission.Chain{policy}
+		completed, err := c.Complete()
+		if err != nil {
+			return nil, err
+		}
+		ext, err := extensions.New(completed, nil, extensions.Config{})
+		if err != nil {
+			return nil, err
+		}
+		return ext.GenericServer, nil
+	})
+	hc, err := env.HTTPClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc.Timeout = 30 * time.Second
+	c := &client{t: t, host: env.Host, c: hc}
+	c.must(201, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", widgetsCRD)
+	c.waitEstablished("widgets.example.com")
+	const widgets = "/apis/example.com/v1/namespaces/default/widgets"
+	eventually(t, "widgets served", func() string {
+		if code, b := c.do("GET", widgets, "", ""); code != 200 {
+			return fmt.Sprintf("%d %s", code, b)
+		}
+		return ""
+	})
+	c.must(201, "POST", widgets, "application/json", `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1"},"spec":{"replicas":2}}`)
+	policy.take()
+
+	c.must(200, "PATCH", widgets+"/w1/scale", "application/merge-patch+json", `{"spec":{"replicas":3}}`)
+	want := []string{
+		"admit UPDATE {autoscaling v1 Scale} {example.com v1 widgets} scale default/w1 2->3",
+		"validate UPDATE {autoscaling v1 Scale} {example.com v1 widgets} scale default/w1 2->3",
+	}
+	if got := policy.take(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("admission saw\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	code, body := c.do("PUT", widgets+"/w1/scale", "application/json", `{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"w1","namespace":"default"},"spec":{"replicas":7}}`)
+	if code != http.StatusForbidden || !strings.Contains(string(body), "at most 5 replicas") {
+		t.Errorf("PUT of 7 replicas: %d %s", code, body)
+	}
+	if sc := c.must(200, "GET", widgets+"/w1/scale", "", ""); fmt.Sprint(sc["spec"]) != "map[replicas:3]" {
+		t.Errorf("after the refusal: %v", sc["spec"])
+	}
+	sc := c.must(200, "PUT", widgets+"/w1/scale", "application/json", `{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"w1","namespace":"default"},"spec":{"replicas":100}}`)
+	if fmt.Sprint(sc["spec"]) != "map[replicas:4]" {
+		t.Errorf("the mutated Scale: %v", sc["spec"])
+	}
+	if w := c.must(200, "GET", widgets+"/w1", "", ""); fmt.Sprint(w["spec"]) != "map[replicas:4]" {
+		t.Errorf("stored after the mutation: %v", w["spec"])
+	}
+}
