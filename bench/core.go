@@ -192,6 +192,15 @@ func (r *runner) runCore(ctx context.Context, spec serverSpec, runNo int) (*serv
 		return nil, fmt.Errorf("%s: %w", spec.key, err)
 	}
 	fail := func(what string, err error) { l.fail(runNo, what, err) }
+	if r.profileDir != "" && runNo == 0 {
+		// Waited for before the server stops (deferred after its stop).
+		done := profile(ctx, c, r.profileSeconds, filepath.Join(r.profileDir, spec.key+".pprof"))
+		defer func() {
+			if err := <-done; err != nil {
+				fail("profile", err)
+			}
+		}()
+	}
 
 	n, w := r.p.n, r.p.workers
 	bufs := make([]bytes.Buffer, w)
@@ -227,6 +236,25 @@ func (r *runner) runCore(ctx context.Context, spec serverSpec, runNo int) (*serv
 		return nil, err
 	}
 	return res, ctx.Err()
+}
+
+// profile fetches a CPU profile of seconds from the server's
+// /debug/pprof/profile (both serve it to system:masters) into path; the
+// channel gets the outcome.
+func profile(ctx context.Context, c *apiClient, seconds int, path string) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		var buf bytes.Buffer
+		_, err := c.send(ctx, http.MethodGet, "/debug/pprof/profile?seconds="+strconv.Itoa(seconds), "", nil, http.StatusOK, &buf)
+		if err == nil {
+			err = os.WriteFile(path, buf.Bytes(), 0o644)
+		}
+		if err == nil {
+			logger.Printf("CPU profile: %s (go tool pprof -top %s)", path, path)
+		}
+		done <- err
+	}()
+	return done
 }
 
 // waitFor polls path until it answers 200, for up to limit.
@@ -487,6 +515,12 @@ func runCoreMode(ctx context.Context, o options, b *builder, work string, starte
 		return err
 	}
 	defer r.stop()
+	if o.profile != "" {
+		if err := os.MkdirAll(o.profile, 0o755); err != nil {
+			return fmt.Errorf("-profile: %w", err)
+		}
+		r.profileDir, r.profileSeconds = o.profile, o.profSecs
+	}
 	specs := []serverSpec{
 		wardleCoreSpec(progs[keyApikit], sa, strings.Fields(o.wardleArgs)),
 		kubeSpec(progs[keyKube], sa, strings.Fields(o.kubeArgs)),

@@ -45,6 +45,8 @@ type options struct {
 	// core runs the core mode: ConfigMaps beside kube-apiserver.
 	core     bool
 	kubeArgs string
+	profile  string
+	profSecs int
 }
 
 func parseFlags() (options, error) {
@@ -69,11 +71,13 @@ func parseFlags() (options, error) {
 	fs.StringVar(&o.only, "only", "", "run one server only (apikit, sample or, with -core, kube), for trying things; ratios are then n/a")
 	fs.BoolVar(&o.core, "core", false, "the core mode: ConfigMaps on examples/wardle --core-api beside kube-apiserver "+kubeVersion+" (builds it from tools/kube-apiserver, ~20 minutes cold) instead of Flunders beside the sample-apiserver")
 	fs.StringVar(&o.kubeArgs, "kube-args", "", "extra flags for kube-apiserver (-core), space separated")
+	fs.StringVar(&o.profile, "profile", "", "with -core: write a CPU profile of each server's first run, from its /debug/pprof, into this directory (apikit.pprof, kube.pprof)")
+	fs.IntVar(&o.profSecs, "profile-seconds", 30, "with -profile: the profile's length, from the creates on (the server runs until it ends)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return o, err
 	}
 	var errs []error
-	for name, v := range map[string]int{"-n": o.n, "-workers": o.workers, "-runs": o.runs, "-lists": o.lists, "-page": o.pageSize, "-watch-events": o.watchEvents} {
+	for name, v := range map[string]int{"-profile-seconds": o.profSecs, "-n": o.n, "-workers": o.workers, "-runs": o.runs, "-lists": o.lists, "-page": o.pageSize, "-watch-events": o.watchEvents} {
 		if v <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, not %d", name, v))
 		}

@@ -135,6 +135,10 @@ type runner struct {
 	pki     pkiFiles
 	tlsConf *tls.Config
 	dir     string
+	// profileDir, if set, gets a CPU profile of profileSeconds of each
+	// server's first run (the core mode's -profile).
+	profileDir     string
+	profileSeconds int
 }
 
 // live is a server a run started: its process, the load generator's
