@@ -199,8 +199,10 @@ func refusedEventually(t *testing.T, w *Wardle, input, want string) {
 // paramKind is the core group's ConfigMap through wardle --core-api with
 // kubectl: a binding whose paramRef selects two configmaps refuses a
 // Flunder with each one's message, one whose param is missing refuses
-// with kube-apiserver's configuration error, and a policy reading
-// namespaceObject's labels refuses Flunders in a labelled namespace only.
+// with kube-apiserver's configuration error, a policy reading
+// namespaceObject's labels refuses Flunders in a labelled namespace only,
+// and a policy naming a field Flunder lacks gets a status.typeChecking
+// warning (kubectl get -o yaml).
 func TestValidatingAdmissionPolicyParamsKubectl(t *testing.T) {
 	w := StartWardle(t, "--core-api", "--storage-backend=memory")
 	w.Kubectl("create", "configmap", "prefix-ok", "--from-literal=prefix=ok-")
@@ -243,4 +245,29 @@ func TestValidatingAdmissionPolicyParamsKubectl(t *testing.T) {
 		`The flunders "ok-5" is invalid: : ValidatingAdmissionPolicy 'e2e-prod-namespaces' with binding 'e2e-prod-namespaces' denied request: flunders in namespace prod need approval`)
 	w.KubectlStdin(strings.Replace(flunder("ok-6", "none", "prod"), "    case: none", "    case: none\n    approved: \"yes\"", 1), "create", "-f", "-")
 	w.KubectlStdin(flunder("ok-7", "none", "default"), "create", "-f", "-")
+
+	// A field Flunder does not have: the policy is stored, and the type
+	// checker writes a warning to its status.
+	w.KubectlStdin(typoPolicyYAML, "apply", "-f", "-")
+	want := "wardle.example.com/v1beta1, Kind=Flunder: ERROR: <input>:1:7: undefined field 'nope'"
+	poll(t, "status.typeChecking", func() (bool, string) {
+		out := w.Kubectl("get", "validatingadmissionpolicy", "e2e-typo", "-o", "yaml")
+		return strings.Contains(out, "typeChecking:") && strings.Contains(out, want) &&
+			strings.Contains(out, "fieldRef: spec.validations[0].expression") && strings.Contains(out, "observedGeneration: 1"), out
+	})
 }
+
+const typoPolicyYAML = `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: e2e-typo
+spec:
+  matchConstraints:
+    resourceRules:
+    - operations: ["CREATE"]
+      apiGroups: ["wardle.example.com"]
+      apiVersions: ["v1beta1"]
+      resources: ["flunders"]
+  validations:
+  - expression: "object.nope == 'x'"
+`

@@ -18,19 +18,14 @@ import (
 )
 
 // Resources finds the resources a server serves: those a policy's
-// paramKind names, and the namespaces whose objects namespaceObject shows.
+// paramKind names, the namespaces whose objects namespaceObject shows, and
+// those whose schemas type-check a policy.
 type Resources interface {
 	// ResourceFor returns the resource that serves kind, false when none
 	// does (yet: a CRD's kind may appear later).
 	ResourceFor(kind meta.GroupVersionKind) (registry.Resource, bool)
-}
-
-// ResourcesFunc is a function as a Resources.
-type ResourcesFunc func(kind meta.GroupVersionKind) (registry.Resource, bool)
-
-// ResourceFor implements Resources.
-func (f ResourcesFunc) ResourceFor(kind meta.GroupVersionKind) (registry.Resource, bool) {
-	return f(kind)
+	// ResourceOf returns the resource served as gvr, false when none is.
+	ResourceOf(gvr meta.GroupVersionResource) (registry.Resource, bool)
 }
 
 // param is a parameter object as the expressions see it: its JSON value,

@@ -67,6 +67,15 @@ func (s *served) ResourceFor(k meta.GroupVersionKind) (registry.Resource, bool) 
 	return nil, false
 }
 
+func (s *served) ResourceOf(gvr meta.GroupVersionResource) (registry.Resource, bool) {
+	for _, k := range []meta.GroupVersionKind{configMapKind, rootKind, namespaceKind} {
+		if r, ok := s.ResourceFor(k); ok && r.Info().Resource == gvr.Resource && r.Info().GroupVersion == gvr.GroupVersion() {
+			return r, true
+		}
+	}
+	return nil, false
+}
+
 func (s *served) configMap(t *testing.T, ns, name string, labels, data map[string]string) {
 	t.Helper()
 	if _, err := s.configMaps.Create(context.Background(), ns, &configmaps.ConfigMap{

@@ -224,7 +224,9 @@ func (s *Source) rebuild() {
 
 // Run keeps s equal to the policies and bindings in stores until ctx
 // ends: an informer per kind, each change applied at once. Params are
-// read from resources (see RunParams); nil serves none.
+// read from resources (see RunParams), and each policy's generation is
+// type-checked against the schemas of the resources it matches into its
+// status (TypeCheck); nil resources serve no params and check nothing.
 func (s *Source) Run(ctx context.Context, stores *registration.PolicyStores, resources Resources, log *slog.Logger) {
 	if log == nil {
 		log = slog.Default()
@@ -237,6 +239,8 @@ func (s *Source) Run(ctx context.Context, stores *registration.PolicyStores, res
 	}
 	var pi *informer.Informer[*registration.ValidatingAdmissionPolicy]
 	var bi *informer.Informer[*registration.ValidatingAdmissionPolicyBinding]
+	// changed wakes the type checker when the policies change.
+	changed := make(chan struct{}, 1)
 	// The handlers run after the informer's store has the change; the
 	// lock keeps a List taken earlier from being stored after a later one.
 	var mu sync.Mutex
@@ -245,6 +249,10 @@ func (s *Source) Run(ctx context.Context, stores *registration.PolicyStores, res
 		defer mu.Unlock()
 		if pi.HasSynced() {
 			s.SetPolicies(pi.List())
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
 		}
 	}
 	bindings := func() {
@@ -270,6 +278,9 @@ func (s *Source) Run(ctx context.Context, stores *registration.PolicyStores, res
 			OnDelete: func(*registration.ValidatingAdmissionPolicyBinding) { bindings() },
 		},
 	})
+	if resources != nil {
+		wg.Go(func() { runTypeChecking(ctx, stores.Policies, pi.List, resources, changed, log) })
+	}
 	wg.Go(func() { pi.Run(ctx) })
 	wg.Go(func() { bi.Run(ctx) })
 	// The first list may be empty and call no handler.

@@ -30,6 +30,9 @@ func NewPolicyStores(f storage.Factory) (*PolicyStores, error) {
 		Kind:           "ValidatingAdmissionPolicy",
 		Categories:     []string{"api-extensions"},
 		StorageVersion: Version,
+		// status.typeChecking is written through /status, as kube's
+		// type-checking controller writes it.
+		StatusSubresource: true,
 		Strategy: strategy[*ValidatingAdmissionPolicy]{defaults: SetPolicyDefaults,
 			validate: ValidatePolicy, validateUpdate: ValidatePolicyUpdate},
 		Storage: ps,

@@ -35,8 +35,8 @@ type ValidatingAdmissionPolicySpec struct {
 	Variables        []Variable         `json:"variables,omitempty"`
 }
 
-// ValidatingAdmissionPolicyStatus is the policy's type checking and
-// conditions; apikit leaves typeChecking empty (see docs/admission.md).
+// ValidatingAdmissionPolicyStatus is the policy's type checking (written
+// by package admission/policy) and conditions.
 type ValidatingAdmissionPolicyStatus struct {
 	ObservedGeneration int64         `json:"observedGeneration,omitempty"`
 	TypeChecking       *TypeChecking `json:"typeChecking,omitempty"`

@@ -366,6 +366,10 @@ var (
 // New returns an empty object that decodes by the schema.
 func (r decodingResource) New() meta.Object { return &Object{schema: r.schema} }
 
+// Schema returns the version's schema, which type-checks admission
+// policies (admission/policy.Schemaed).
+func (r decodingResource) Schema() *schema.Schema { return r.schema }
+
 // ToServed converts a stored object to the served version.
 func (r decodingResource) ToServed(stored meta.Object) (meta.Object, error) {
 	return r.Resource.(registry.VersionConverter).ToServed(stored)

@@ -204,7 +204,7 @@ func InstallAdmissionRegistration(s *server.GenericServer, f storage.Factory, sr
 			synced = append(synced, src.Synced())
 		}
 		if policies != nil {
-			go policies.Run(ctx, policyStores, servedResources(s), log)
+			go policies.Run(ctx, policyStores, servedResources{s}, log)
 			synced = append(synced, policies.Synced())
 		}
 		for _, c := range synced {
@@ -348,26 +348,38 @@ func InstallFlowControl(s *server.GenericServer, f storage.Factory, apf *flowcon
 	})
 }
 
-// servedResources finds a kind among the resources s and its delegates
+// servedResources finds resources among those s and its delegates
 // serve, looked up at each call: a CRD's custom resources are found once
 // the extensions server serves them.
-func servedResources(s *server.GenericServer) policy.ResourcesFunc {
-	return func(kind meta.GroupVersionKind) (registry.Resource, bool) {
-		for _, g := range s.APIGroups() {
-			if g.Name != kind.Group {
+type servedResources struct{ s *server.GenericServer }
+
+// find returns the first resource of group and version that match
+// accepts; subresources are not resources here.
+func (r servedResources) find(group, version string, match func(registry.ResourceInfo) bool) (registry.Resource, bool) {
+	for _, g := range r.s.APIGroups() {
+		if g.Name != group {
+			continue
+		}
+		for _, v := range g.Versions {
+			if v.Version != version {
 				continue
 			}
-			for _, v := range g.Versions {
-				if v.Version != kind.Version {
-					continue
-				}
-				for _, r := range v.Resources {
-					if info := r.Info(); info.Kind == kind.Kind && !strings.Contains(info.Resource, "/") {
-						return r, true
-					}
+			for _, res := range v.Resources {
+				if info := res.Info(); !strings.Contains(info.Resource, "/") && match(info) {
+					return res, true
 				}
 			}
 		}
-		return nil, false
 	}
+	return nil, false
+}
+
+// ResourceFor implements policy.Resources.
+func (r servedResources) ResourceFor(kind meta.GroupVersionKind) (registry.Resource, bool) {
+	return r.find(kind.Group, kind.Version, func(i registry.ResourceInfo) bool { return i.Kind == kind.Kind })
+}
+
+// ResourceOf implements policy.Resources.
+func (r servedResources) ResourceOf(gvr meta.GroupVersionResource) (registry.Resource, bool) {
+	return r.find(gvr.Group, gvr.Version, func(i registry.ResourceInfo) bool { return i.Resource == gvr.Resource })
 }
