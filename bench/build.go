@@ -86,9 +86,12 @@ func (b *builder) goBuild(dir string, env []string, args ...string) error {
 }
 
 // wardle builds examples/wardle, stripped, from the working tree.
-func (b *builder) wardle() (string, error) {
-	bin := filepath.Join(b.cache, "wardle")
-	if err := b.goBuild(b.repo, []string{"GOWORK=off"}, "-ldflags="+stripLinkerFlag, "-o", bin, "./examples/wardle"); err != nil {
+func (b *builder) wardle() (string, error) { return b.example("wardle") }
+
+// example builds examples/<name>, stripped, from the working tree.
+func (b *builder) example(name string) (string, error) {
+	bin := filepath.Join(b.cache, name)
+	if err := b.goBuild(b.repo, []string{"GOWORK=off"}, "-ldflags="+stripLinkerFlag, "-o", bin, "./examples/"+name); err != nil {
 		return "", err
 	}
 	return bin, nil
@@ -143,6 +146,42 @@ func (b *builder) kubeProgram(p kubeProgram) (string, error) {
 		return "", fmt.Errorf("caching the %s binary: %w", p.what, err)
 	}
 	return bin, nil
+}
+
+// buildPair builds what a mode with the peer of key peerKey runs: etcd,
+// apikit's server (-wardle-bin, or what apikit builds) and the peer's, but
+// the server -only leaves out (-only apikit needs no 20-minute build of
+// the peer to try something on apikit's side); and inspects the servers.
+func (b *builder) buildPair(o options, peerKey string, apikit, peer func() (string, error)) (binaries, map[string]string, map[string]binaryInfo, error) {
+	var bins binaries
+	var err error
+	if bins.etcd, err = b.etcd(); err != nil {
+		return bins, nil, nil, err
+	}
+	if bins.etcdVersion, err = etcdVersion(bins.etcd); err != nil {
+		return bins, nil, nil, err
+	}
+	progs := map[string]string{}
+	if o.only != keyApikit {
+		if progs[peerKey], err = peer(); err != nil {
+			return bins, nil, nil, err
+		}
+	}
+	if o.only != peerKey {
+		progs[keyApikit] = o.wardleBin
+		if o.wardleBin == "" {
+			if progs[keyApikit], err = apikit(); err != nil {
+				return bins, nil, nil, err
+			}
+		}
+	}
+	infos := map[string]binaryInfo{}
+	for key, bin := range progs {
+		if infos[key], err = inspect(bin); err != nil {
+			return bins, nil, nil, err
+		}
+	}
+	return bins, progs, infos, nil
 }
 
 // etcd returns the etcd server tools/etcd pins, built into the cache the

@@ -192,15 +192,7 @@ func (r *runner) runCore(ctx context.Context, spec serverSpec, runNo int) (*serv
 		return nil, fmt.Errorf("%s: %w", spec.key, err)
 	}
 	fail := func(what string, err error) { l.fail(runNo, what, err) }
-	if r.profileDir != "" && runNo == 0 {
-		// Waited for before the server stops (deferred after its stop).
-		done := profile(ctx, c, r.profileSeconds, filepath.Join(r.profileDir, spec.key+".pprof"))
-		defer func() {
-			if err := <-done; err != nil {
-				fail("profile", err)
-			}
-		}()
-	}
+	defer r.profileRun(ctx, l, spec, runNo)()
 
 	n, w := r.p.n, r.p.workers
 	bufs := make([]bytes.Buffer, w)
@@ -411,19 +403,7 @@ func markdownCoreRun(in coreReportInput) string {
 // page's contents) under coreDocHeader, keeping its earlier runs; a page
 // without the section gets it at its end.
 func mergeCoreDoc(old, run string) string {
-	before, earlier := old, ""
-	if i := strings.Index(old, coreSectionMarker); i >= 0 {
-		before = old[:i]
-		if j := strings.Index(old[i:], coreRunMarker); j >= 0 {
-			earlier = old[i+j:]
-		}
-	}
-	doc := strings.TrimRight(before, "\n") + "\n\n" + coreSectionMarker + "\n" +
-		strings.TrimRight(coreDocHeader, "\n") + "\n\n" + strings.TrimRight(run, "\n") + "\n"
-	if earlier != "" {
-		doc += "\n" + strings.TrimRight(earlier, "\n") + "\n"
-	}
-	return doc
+	return mergeSection(old, coreSectionMarker, coreRunMarker, coreDocHeader, run)
 }
 
 // coreDocHeader introduces the core mode's runs in docs/benchmarks.md.
@@ -476,35 +456,9 @@ authorize before RBAC and flow control exempts on both. Each figure:
 // runCoreMode is the benchmark's core mode: it builds what it runs, runs
 // wardle --core-api and kube-apiserver o.runs times each, and reports.
 func runCoreMode(ctx context.Context, o options, b *builder, work string, started time.Time) error {
-	var bins binaries
-	var err error
-	if bins.etcd, err = b.etcd(); err != nil {
+	bins, progs, infos, err := b.buildPair(o, keyKube, b.wardle, b.kubeAPIServer)
+	if err != nil {
 		return err
-	}
-	if bins.etcdVersion, err = etcdVersion(bins.etcd); err != nil {
-		return err
-	}
-	// -only apikit needs no kube-apiserver: no 20-minute build to try
-	// something on apikit's side.
-	progs := map[string]string{}
-	if o.only != keyApikit {
-		if progs[keyKube], err = b.kubeAPIServer(); err != nil {
-			return err
-		}
-	}
-	if o.only != keyKube {
-		progs[keyApikit] = o.wardleBin
-		if o.wardleBin == "" {
-			if progs[keyApikit], err = b.wardle(); err != nil {
-				return err
-			}
-		}
-	}
-	infos := map[string]binaryInfo{}
-	for key, bin := range progs {
-		if infos[key], err = inspect(bin); err != nil {
-			return err
-		}
 	}
 	sa, err := writeServiceAccountKeys(work)
 	if err != nil {
@@ -515,12 +469,6 @@ func runCoreMode(ctx context.Context, o options, b *builder, work string, starte
 		return err
 	}
 	defer r.stop()
-	if o.profile != "" {
-		if err := os.MkdirAll(o.profile, 0o755); err != nil {
-			return fmt.Errorf("-profile: %w", err)
-		}
-		r.profileDir, r.profileSeconds = o.profile, o.profSecs
-	}
 	specs := []serverSpec{
 		wardleCoreSpec(progs[keyApikit], sa, strings.Fields(o.wardleArgs)),
 		kubeSpec(progs[keyKube], sa, strings.Fields(o.kubeArgs)),

@@ -25,6 +25,26 @@ const (
 	collection = "/apis/wardle.example.com/v1beta1/namespaces/" + namespace + "/flunders"
 )
 
+// objectType is a resource of Flunder-shaped objects (spec.flunderReference
+// and spec.referenceType) in the default namespace: wardle's Flunders, or
+// the CRD mode's custom resources of the same shape.
+type objectType struct {
+	apiVersion, kind string
+	collection       string // the default namespace's collection path
+	// stored is where the objects are in etcd, below the server's prefix.
+	stored string
+	// setup, if not nil, runs on a server once it is ready, before the
+	// first request for the objects, and says how long the server took to
+	// serve them (the CRD mode: from creating the CRD).
+	setup func(ctx context.Context, c *apiClient) (setupTimes, error)
+}
+
+// flunders are the Flunders both wardle and the sample-apiserver serve.
+var flunders = objectType{
+	apiVersion: "wardle.example.com/v1beta1", kind: "Flunder",
+	collection: collection, stored: "/wardle.example.com/flunders/",
+}
+
 // apiClient is the load generator's connection to one API server: plain
 // net/http over HTTP/2 with the benchmark's client certificate, sending
 // pre-encoded bodies, so that it costs both servers' runs the same.
@@ -142,34 +162,34 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // flunderName is the name of the i-th benchmark object.
 func flunderName(i int) string { return fmt.Sprintf("flunder-%05d", i) }
 
-// createBody is the JSON of the i-th Flunder, as both servers accept it.
-func createBody(name string, i int) []byte {
-	return fmt.Appendf(nil, `{"apiVersion":"wardle.example.com/v1beta1","kind":"Flunder",`+
+// createBody is the JSON of the i-th object, as both servers accept it.
+func (t objectType) createBody(name string, i int) []byte {
+	return fmt.Appendf(nil, `{"apiVersion":%q,"kind":%q,`+
 		`"metadata":{"name":%q,"namespace":%q,"labels":{"app":"bench","index":"%d"}},`+
-		`"spec":{"flunderReference":"flunder-ref-%05d","referenceType":"Flunder"}}`, name, namespace, i, i)
+		`"spec":{"flunderReference":"flunder-ref-%05d","referenceType":"Flunder"}}`, t.apiVersion, t.kind, name, namespace, i, i)
 }
 
-// updateBody is the i-th Flunder with a changed spec and a label more, at
+// updateBody is the i-th object with a changed spec and a label more, at
 // resourceVersion rv (Flunders refuse unconditional updates).
-func updateBody(name string, i int, rv string) []byte {
-	return fmt.Appendf(nil, `{"apiVersion":"wardle.example.com/v1beta1","kind":"Flunder",`+
+func (t objectType) updateBody(name string, i int, rv string) []byte {
+	return fmt.Appendf(nil, `{"apiVersion":%q,"kind":%q,`+
 		`"metadata":{"name":%q,"namespace":%q,"resourceVersion":%q,"labels":{"app":"bench","index":"%d","updated":"true"}},`+
-		`"spec":{"flunderReference":"flunder-updated-%05d","referenceType":"Flunder"}}`, name, namespace, rv, i, i)
+		`"spec":{"flunderReference":"flunder-updated-%05d","referenceType":"Flunder"}}`, t.apiVersion, t.kind, name, namespace, rv, i, i)
 }
 
 // applyPath is the server-side apply of the named Flunder as the manager
 // "bench". force: the Flunder's create and update made the load
 // generator's Update manager own every field, so applying a new value
 // conflicts without it (409), on both servers.
-func applyPath(name string) string {
-	return collection + "/" + name + "?fieldManager=bench&force=true"
+func (t objectType) applyPath(name string) string {
+	return t.collection + "/" + name + "?fieldManager=bench&force=true"
 }
 
 // applyBody is the server-side apply configuration of the i-th Flunder:
 // its identity and one spec field, changed from what updateBody set.
-func applyBody(name string, i int) []byte {
-	return fmt.Appendf(nil, `{"apiVersion":"wardle.example.com/v1beta1","kind":"Flunder",`+
-		`"metadata":{"name":%q,"namespace":%q},"spec":{"flunderReference":%q}}`, name, namespace, appliedReference(i))
+func (t objectType) applyBody(name string, i int) []byte {
+	return fmt.Appendf(nil, `{"apiVersion":%q,"kind":%q,`+
+		`"metadata":{"name":%q,"namespace":%q},"spec":{"flunderReference":%q}}`, t.apiVersion, t.kind, name, namespace, appliedReference(i))
 }
 
 // appliedReference is the spec.flunderReference applyBody sets.
@@ -299,13 +319,13 @@ type watchEvent struct {
 	Object objectMeta `json:"object"`
 }
 
-// watchLatency opens a watch on the Flunders from resourceVersion rv, then
-// creates events Flunders one after another and measures, for each, the
+// watchLatency opens a watch on the objects of t from resourceVersion rv,
+// then creates events of them one after another and measures, for each, the
 // time from sending its create to receiving its ADDED event.
-func (c *apiClient) watchLatency(ctx context.Context, rv string, events int) ([]time.Duration, error) {
+func (c *apiClient) watchLatency(ctx context.Context, t objectType, rv string, events int) ([]time.Duration, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	path := collection + "?watch=true&resourceVersion=" + url.QueryEscape(rv)
+	path := t.collection + "?watch=true&resourceVersion=" + url.QueryEscape(rv)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
 	if err != nil {
 		return nil, fmt.Errorf("watch: %w", err)
@@ -353,9 +373,9 @@ func (c *apiClient) watchLatency(ctx context.Context, rv string, events int) ([]
 	var createErr error
 	for i := range events {
 		name := watchName(i)
-		body := createBody(name, i)
+		body := t.createBody(name, i)
 		sent[i] = time.Now().UnixNano()
-		if err := c.do(ctx, http.MethodPost, collection, body, http.StatusCreated, &buf); err != nil {
+		if err := c.do(ctx, http.MethodPost, t.collection, body, http.StatusCreated, &buf); err != nil {
 			createErr = err
 			break
 		}

@@ -51,7 +51,7 @@ func TestCountItems(t *testing.T) {
 }
 
 func TestBodies(t *testing.T) {
-	for _, b := range [][]byte{createBody(flunderName(7), 7), updateBody(flunderName(7), 7, "123")} {
+	for _, b := range [][]byte{flunders.createBody(flunderName(7), 7), flunders.updateBody(flunderName(7), 7, "123")} {
 		var f struct {
 			Kind     string `json:"kind"`
 			Metadata struct {
@@ -66,7 +66,7 @@ func TestBodies(t *testing.T) {
 			t.Fatalf("unexpected body %s", b)
 		}
 	}
-	if !bytes.Contains(updateBody("x", 1, "123"), []byte(`"resourceVersion":"123"`)) {
+	if !bytes.Contains(flunders.updateBody("x", 1, "123"), []byte(`"resourceVersion":"123"`)) {
 		t.Fatal("update body lacks the resourceVersion")
 	}
 }
@@ -204,7 +204,7 @@ func newFakeClient(t *testing.T, http2 bool) *apiClient {
 
 func TestWatchLatency(t *testing.T) {
 	c := newFakeClient(t, true)
-	lat, err := c.watchLatency(context.Background(), "1", 50)
+	lat, err := c.watchLatency(context.Background(), flunders, "1", 50)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func TestSendGzip(t *testing.T) {
 func TestApply(t *testing.T) {
 	c := newFakeClient(t, true)
 	var buf bytes.Buffer
-	if _, err := c.send(context.Background(), http.MethodPatch, applyPath(flunderName(3)), applyType, applyBody(flunderName(3), 3), http.StatusOK, &buf); err != nil {
+	if _, err := c.send(context.Background(), http.MethodPatch, flunders.applyPath(flunderName(3)), applyType, flunders.applyBody(flunderName(3), 3), http.StatusOK, &buf); err != nil {
 		t.Fatal(err)
 	}
 	var f struct {

@@ -6,6 +6,11 @@
 //
 //	cd bench && go run . -out ../docs/benchmarks.md -label "what changed"
 //
+// With -crd it runs one CRD's custom resources on examples/chain's
+// extensions server beside k8s.io/apiextensions-apiserver instead (crd.go):
+//
+//	cd bench && go run . -crd -out ../docs/benchmarks.md -label "what changed"
+//
 // It is a module of its own, outside apikit's tests: ./test.sh never runs
 // it. `go test ./...` here tests the harness's statistics and parsing
 // only. The peer is built from bench/sampleapiserver, a module of its own
@@ -47,6 +52,10 @@ type options struct {
 	kubeArgs string
 	profile  string
 	profSecs int
+	// crd runs the CRD mode: custom resources beside the
+	// apiextensions-apiserver.
+	crd     bool
+	extArgs string
 }
 
 func parseFlags() (options, error) {
@@ -68,10 +77,12 @@ func parseFlags() (options, error) {
 	fs.StringVar(&o.wardleArgs, "wardle-args", "", "extra flags for wardle, space separated")
 	fs.StringVar(&o.sampleArgs, "sample-args", "", "extra flags for the sample-apiserver, space separated")
 	fs.StringVar(&o.wardleBin, "wardle-bin", "", "run this wardle binary instead of building examples/wardle (one built with a CPU profile, say); its size and modules are reported as apikit's")
-	fs.StringVar(&o.only, "only", "", "run one server only (apikit, sample or, with -core, kube), for trying things; ratios are then n/a")
+	fs.StringVar(&o.only, "only", "", "run one server only (apikit, sample or, with -core, kube, with -crd, apiextensions), for trying things; ratios are then n/a")
 	fs.BoolVar(&o.core, "core", false, "the core mode: ConfigMaps on examples/wardle --core-api beside kube-apiserver "+kubeVersion+" (builds it from tools/kube-apiserver, ~20 minutes cold) instead of Flunders beside the sample-apiserver")
 	fs.StringVar(&o.kubeArgs, "kube-args", "", "extra flags for kube-apiserver (-core), space separated")
-	fs.StringVar(&o.profile, "profile", "", "with -core: write a CPU profile of each server's first run, from its /debug/pprof, into this directory (apikit.pprof, kube.pprof)")
+	fs.BoolVar(&o.crd, "crd", false, "the CRD mode: custom resources on examples/chain's extensions server beside k8s.io/apiextensions-apiserver "+apiextensionsVersion+" (builds it from bench/apiextensionsapiserver, ~15 minutes cold) instead of Flunders beside the sample-apiserver")
+	fs.StringVar(&o.extArgs, "apiextensions-args", "", "extra flags for the apiextensions-apiserver (-crd), space separated")
+	fs.StringVar(&o.profile, "profile", "", "write a CPU profile of each server's first run, from its /debug/pprof, into this directory (apikit.pprof and the peer's: sample.pprof, kube.pprof or apiextensions.pprof)")
 	fs.IntVar(&o.profSecs, "profile-seconds", 30, "with -profile: the profile's length, from the creates on (the server runs until it ends)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return o, err
@@ -86,8 +97,13 @@ func parseFlags() (options, error) {
 		errs = append(errs, errors.New("-n and -watch-events are at most 99999 (object names have five digits)"))
 	}
 	peer := keySample
-	if o.core {
+	switch {
+	case o.core && o.crd:
+		errs = append(errs, errors.New("-core and -crd are two modes: one at a time"))
+	case o.core:
 		peer = keyKube
+	case o.crd:
+		peer = keyExt
 	}
 	if o.only != "" && o.only != keyApikit && o.only != peer {
 		errs = append(errs, fmt.Errorf("-only must be %s or %s", keyApikit, peer))
@@ -138,6 +154,9 @@ func run() error {
 	}
 	if o.core {
 		return runCoreMode(ctx, o, b, work, started)
+	}
+	if o.crd {
+		return runCRDMode(ctx, o, b, work, started)
 	}
 	bins, err := b.buildAll(o.wardleBin == "")
 	if err != nil {
@@ -213,6 +232,11 @@ func (o options) write(merge func(old string) string) error {
 // newRunner makes the PKI both servers share and starts etcd, which the
 // runner's stop stops.
 func newRunner(ctx context.Context, o options, work string, bins binaries) (*runner, error) {
+	if o.profile != "" {
+		if err := os.MkdirAll(o.profile, 0o755); err != nil {
+			return nil, fmt.Errorf("-profile: %w", err)
+		}
+	}
 	pki, tlsConf, err := makePKI(work)
 	if err != nil {
 		return nil, err
@@ -222,7 +246,8 @@ func newRunner(ctx context.Context, o options, work string, bins binaries) (*run
 		return nil, err
 	}
 	logger.Printf("etcd %s at %s (pid %d)", bins.etcdVersion, etcd.endpoint, etcd.proc.pid())
-	return &runner{p: o.params, etcd: etcd, pki: pki, tlsConf: tlsConf, dir: work}, nil
+	return &runner{p: o.params, etcd: etcd, pki: pki, tlsConf: tlsConf, dir: work,
+		profileDir: o.profile, profileSeconds: o.profSecs}, nil
 }
 
 // stop stops etcd.

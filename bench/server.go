@@ -126,6 +126,9 @@ type serverRun struct {
 	watch       []time.Duration
 	valueSize   int
 	errs        []string
+	// setup is how long the objects' setup took, if any
+	// (objectType.setup).
+	setup setupTimes
 }
 
 // runner runs the phases against a server.
@@ -136,9 +139,24 @@ type runner struct {
 	tlsConf *tls.Config
 	dir     string
 	// profileDir, if set, gets a CPU profile of profileSeconds of each
-	// server's first run (the core mode's -profile).
+	// server's first run (the core and CRD modes' -profile).
 	profileDir     string
 	profileSeconds int
+}
+
+// profileRun starts, on the first run with -profile, a CPU profile of the
+// server from now on; the function it returns waits for the profile,
+// before the server stops (defer it after the server's stop).
+func (r *runner) profileRun(ctx context.Context, l *live, spec serverSpec, runNo int) func() {
+	if r.profileDir == "" || runNo != 0 {
+		return func() {}
+	}
+	done := profile(ctx, l.c, r.profileSeconds, filepath.Join(r.profileDir, spec.key+".pprof"))
+	return func() {
+		if err := <-done; err != nil {
+			l.fail(runNo, "profile", err)
+		}
+	}
 }
 
 // live is a server a run started: its process, the load generator's
@@ -218,10 +236,16 @@ func (l *live) measureStart(ctx context.Context, started time.Time, settle time.
 	return err
 }
 
-// run starts spec's server on an empty etcd prefix, measures everything
-// on it, and stops it. A failed phase is recorded in the result, and the
-// phases that need its objects are skipped.
+// run is runObjects with the Flunders.
 func (r *runner) run(ctx context.Context, spec serverSpec, runNo int) (*serverRun, error) {
+	return r.runObjects(ctx, spec, runNo, flunders)
+}
+
+// runObjects starts spec's server on an empty etcd prefix, measures
+// everything on it with objects of t, and stops it. A failed phase is
+// recorded in the result, and the phases that need its objects are
+// skipped.
+func (r *runner) runObjects(ctx context.Context, spec serverSpec, runNo int, t objectType) (*serverRun, error) {
 	l, err := r.start(ctx, spec, runNo)
 	if err != nil {
 		return nil, err
@@ -229,9 +253,15 @@ func (r *runner) run(ctx context.Context, spec serverSpec, runNo int) (*serverRu
 	defer l.stop()
 	c, res, pid := l.c, l.res, l.proc.pid()
 	fail := func(what string, err error) { l.fail(runNo, what, err) }
+	if t.setup != nil {
+		if res.setup, err = t.setup(ctx, c); err != nil {
+			return nil, fmt.Errorf("%s: %w", spec.key, err)
+		}
+	}
+	defer r.profileRun(ctx, l, spec, runNo)()
 	// One request sets up the HTTP/2 connection the phases share.
 	var buf bytes.Buffer
-	if err := c.do(ctx, http.MethodGet, collection+"?limit=1", nil, http.StatusOK, &buf); err != nil {
+	if err := c.do(ctx, http.MethodGet, t.collection+"?limit=1", nil, http.StatusOK, &buf); err != nil {
 		return nil, fmt.Errorf("%s: first LIST: %w", spec.key, err)
 	}
 
@@ -242,12 +272,12 @@ func (r *runner) run(ctx context.Context, spec serverSpec, runNo int) (*serverRu
 	creates := make([][]byte, n)
 	for i := range n {
 		names[i] = flunderName(i)
-		creates[i] = createBody(names[i], i)
+		creates[i] = t.createBody(names[i], i)
 	}
 
 	res.create, err = r.measure(ctx, pid, n, w, func(ctx context.Context, wk, i int) error {
 		b := &bufs[wk]
-		if err := c.do(ctx, http.MethodPost, collection, creates[i], http.StatusCreated, b); err != nil {
+		if err := c.do(ctx, http.MethodPost, t.collection, creates[i], http.StatusCreated, b); err != nil {
 			return err
 		}
 		var m objectMeta
@@ -261,57 +291,57 @@ func (r *runner) run(ctx context.Context, spec serverSpec, runNo int) (*serverRu
 		fail("create", err)
 		return res, nil
 	}
-	// A Flunder's key, not the first key under the prefix: apikit stores
+	// An object's key, not the first key under the prefix: apikit stores
 	// its RBAC and flow-control objects there too.
-	if res.valueSize, err = r.etcd.valueSize(ctx, spec.prefix+"/wardle.example.com/flunders/"); err != nil {
+	if res.valueSize, err = r.etcd.valueSize(ctx, spec.prefix+t.stored); err != nil {
 		fail("stored size", err)
 	}
 
 	res.get, err = r.measure(ctx, pid, n, w, func(ctx context.Context, wk, i int) error {
-		return c.do(ctx, http.MethodGet, collection+"/"+names[i], nil, http.StatusOK, &bufs[wk])
+		return c.do(ctx, http.MethodGet, t.collection+"/"+names[i], nil, http.StatusOK, &bufs[wk])
 	})
 	if err != nil {
 		fail("get", err)
 	}
 
-	if res.list, err = r.lists(ctx, c, pid, collection, 0, n, countItems); err != nil {
+	if res.list, err = r.lists(ctx, c, pid, t.collection, 0, n, countItems); err != nil {
 		fail("list", err)
 	}
-	if res.paged, err = r.lists(ctx, c, pid, collection, r.p.pageSize, n, countItems); err != nil {
+	if res.paged, err = r.lists(ctx, c, pid, t.collection, r.p.pageSize, n, countItems); err != nil {
 		fail("paged list", err)
 	}
 	if res.loadedRSS, err = rss(pid); err != nil {
 		return nil, err
 	}
 
-	if err := c.do(ctx, http.MethodGet, collection+"?limit=1", nil, http.StatusOK, &buf); err != nil {
+	if err := c.do(ctx, http.MethodGet, t.collection+"?limit=1", nil, http.StatusOK, &buf); err != nil {
 		fail("watch", err)
 	} else if rv, _, err := listMeta(buf.Bytes()); err != nil {
 		fail("watch", err)
-	} else if res.watch, err = c.watchLatency(ctx, rv, r.p.watchEvents); err != nil {
+	} else if res.watch, err = c.watchLatency(ctx, t, rv, r.p.watchEvents); err != nil {
 		fail("watch", err)
 	}
 
 	res.update, err = r.measure(ctx, pid, n, w, func(ctx context.Context, wk, i int) error {
-		return c.do(ctx, http.MethodPut, collection+"/"+names[i], updateBody(names[i], i, rvs[i]), http.StatusOK, &bufs[wk])
+		return c.do(ctx, http.MethodPut, t.collection+"/"+names[i], t.updateBody(names[i], i, rvs[i]), http.StatusOK, &bufs[wk])
 	})
 	if err != nil {
 		fail("update", err)
 	}
 	res.apply, err = r.measure(ctx, pid, n, w, func(ctx context.Context, wk, i int) error {
-		_, err := c.send(ctx, http.MethodPatch, applyPath(names[i]), applyType, applyBody(names[i], i), http.StatusOK, &bufs[wk])
+		_, err := c.send(ctx, http.MethodPatch, t.applyPath(names[i]), applyType, t.applyBody(names[i], i), http.StatusOK, &bufs[wk])
 		return err
 	})
 	if err != nil {
 		fail("apply", err)
-	} else if err := c.do(ctx, http.MethodGet, collection+"/"+names[n-1], nil, http.StatusOK, &buf); err != nil {
+	} else if err := c.do(ctx, http.MethodGet, t.collection+"/"+names[n-1], nil, http.StatusOK, &buf); err != nil {
 		fail("apply check", err)
 	} else if err := checkApplied(buf.Bytes(), n-1); err != nil {
 		res.apply = nil
 		fail("apply check", err)
 	}
 	res.delete, err = r.measure(ctx, pid, n, w, func(ctx context.Context, wk, i int) error {
-		return c.do(ctx, http.MethodDelete, collection+"/"+names[i], nil, http.StatusOK, &bufs[wk])
+		return c.do(ctx, http.MethodDelete, t.collection+"/"+names[i], nil, http.StatusOK, &bufs[wk])
 	})
 	if err != nil {
 		fail("delete", err)
