@@ -99,29 +99,29 @@ func (o *Object) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads a custom resource: apiVersion and kind must be
 // strings and metadata an object, as kube-apiserver requires.
+//
+// The top level is split into raw values first, so that metadata (most of
+// a stored object's bytes: managedFields) is decoded once, into its Go
+// type, and the other fields into JSON values; every read from storage and
+// every write decodes objects.
 func (o *Object) UnmarshalJSON(data []byte) error {
-	v, err := structural.DecodeJSON(data)
-	if err != nil {
-		return err
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		if _, ok := err.(*json.UnmarshalTypeError); ok {
+			return errNotObject
+		}
+		return fmt.Errorf("decoding JSON: %w", err)
 	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return errors.New("a custom resource must be a JSON object")
+	if top == nil {
+		return errNotObject // null
 	}
 	*o = Object{schema: o.schema}
-	defer func() {
-		if o.schema != nil {
-			m := o.Fields()
-			o.pruned = structural.Prune(o.schema, m, true)
-			structural.Default(o.schema, m)
-			o.SetFields(m)
-		}
-	}()
-	for k, v := range m {
+	for k, raw := range top {
+		null := string(raw) == "null"
 		switch k {
 		case "apiVersion", "kind":
-			s, ok := v.(string)
-			if !ok && v != nil {
+			var s string
+			if !null && json.Unmarshal(raw, &s) != nil {
 				return fmt.Errorf("%s must be a string", k)
 			}
 			if k == "kind" {
@@ -130,32 +130,44 @@ func (o *Object) UnmarshalJSON(data []byte) error {
 				o.APIVersion = s
 			}
 		case "metadata":
-			if v == nil {
+			if null {
 				continue
 			}
-			if _, ok := v.(map[string]any); !ok {
+			if raw[0] != '{' {
 				return errors.New("metadata must be an object")
 			}
 			// Metadata has a Go type: fields it lacks are dropped, as
 			// kube-apiserver prunes unknown metadata fields.
-			raw, err := json.Marshal(v)
-			if err != nil {
-				return err
-			}
 			if err := json.Unmarshal(raw, &o.ObjectMeta); err != nil {
 				return fmt.Errorf("metadata: %w", err)
 			}
-		case "status":
-			o.Status = v
 		default:
+			v, err := structural.DecodeJSON(raw)
+			if err != nil {
+				return err
+			}
+			if k == "status" {
+				o.Status = v
+				continue
+			}
 			if o.Content == nil {
 				o.Content = map[string]any{}
 			}
 			o.Content[k] = v
 		}
 	}
+	if o.schema != nil {
+		m := o.Fields()
+		o.pruned = structural.Prune(o.schema, m, true)
+		structural.Default(o.schema, m)
+		o.SetFields(m)
+	}
 	return nil
 }
+
+// errNotObject is the error of a custom resource that is not a JSON
+// object.
+var errNotObject = errors.New("a custom resource must be a JSON object")
 
 // Fields returns the object as one JSON value (without metadata, which
 // has its Go type): the form schemas validate, default and prune.
