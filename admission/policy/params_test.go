@@ -34,7 +34,7 @@ var (
 	rootKind      = meta.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Root"}
 )
 
-func newServed(t *testing.T, withNamespaces bool) *served {
+func newServed(t testing.TB, withNamespaces bool) *served {
 	t.Helper()
 	mem := memory.New(memory.WithBookmarkInterval(20*time.Millisecond), memory.WithCompactionInterval(0))
 	t.Cleanup(func() { _ = mem.Close() })
