@@ -542,6 +542,23 @@ func TestConversionWebhookServed(t *testing.T) {
 		t.Errorf("patch stored: %v", got)
 	}
 
+	// Server-side apply in v2.
+	req, _ := http.NewRequest("PATCH", c.host+v2+"/w3?fieldManager=test", strings.NewReader(`{"apiVersion":"example.com/v2","kind":"Widget","metadata":{"name":"w3"},"spec":{"colour":"teal"}}`))
+	req.Header.Set("Content-Type", "application/apply-patch+yaml")
+	resp0, err := c.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b0, _ := io.ReadAll(resp0.Body)
+	resp0.Body.Close()
+	if resp0.StatusCode != 201 || !strings.Contains(string(b0), `"colour":"teal"`) {
+		t.Errorf("server-side apply in v2: %d %s", resp0.StatusCode, b0)
+	}
+	if got := c.must(200, "GET", v1+"/w3", ""); specOf(got) != "map[color:teal]" {
+		t.Errorf("applied in v2, stored: %v", got)
+	}
+	c.must(200, "DELETE", v2+"/w3", "")
+
 	// A watch in v2.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
