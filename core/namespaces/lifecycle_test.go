@@ -3,13 +3,19 @@ package namespaces_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/apikit-dev/apikit/admission"
 	"github.com/apikit-dev/apikit/core/namespaces"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
+	"github.com/apikit-dev/apikit/storage"
+	"github.com/apikit-dev/apikit/storage/cacher"
+	"github.com/apikit-dev/apikit/storage/memory"
 )
 
 // cm is an object of a namespaced resource for the plugin to admit.
@@ -141,5 +147,104 @@ func TestEnsureSystemNamespaces(t *testing.T) {
 	}
 	if ns, _, _ := store.Get(ctx, "", "default", meta.GetOptions{}); ns.Labels["mine"] != "yes" {
 		t.Errorf("default was replaced: %v", ns.Labels)
+	}
+}
+
+// recordingStorage records the options of every Get.
+type recordingStorage struct {
+	storage.Interface
+	mu   sync.Mutex
+	gets []storage.GetOptions
+}
+
+func (r *recordingStorage) Get(ctx context.Context, key string, opts storage.GetOptions) (storage.KeyValue, error) {
+	r.mu.Lock()
+	r.gets = append(r.gets, opts)
+	r.mu.Unlock()
+	return r.Interface.Get(ctx, key, opts)
+}
+
+// take returns the Gets so far and forgets them.
+func (r *recordingStorage) take() []storage.GetOptions {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	gets := r.gets
+	r.gets = nil
+	return gets
+}
+
+// TestLifecycleReadsAtAnyRevision: the plugin reads an existing namespace
+// at any revision (a watch cache's copy), not consistently, which cost a
+// round trip to etcd and a progress notification on every create; only a
+// namespace the first read does not find is looked up consistently.
+func TestLifecycleReadsAtAnyRevision(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.New()
+	t.Cleanup(func() { _ = mem.Close() })
+	rec := &recordingStorage{Interface: mem}
+	store, err := namespaces.New(storage.Shared(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Create(ctx, "", &namespaces.Namespace{ObjectMeta: meta.ObjectMeta{Name: "active"}}, registry.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	plugin := namespaces.Lifecycle(store).(admission.Mutator)
+	admit := func(ns string) error {
+		rec.take()
+		return plugin.Admit(ctx, &admission.Attributes{Operation: admission.Create, Resource: meta.GroupVersionResource{Version: "v1", Resource: "configmaps"},
+			Kind: meta.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: ns, Name: "a", Object: &cm{ObjectMeta: meta.ObjectMeta{Name: "a"}}})
+	}
+
+	if err := admit("active"); err != nil {
+		t.Fatal(err)
+	}
+	if gets := rec.take(); len(gets) != 1 || gets[0].MinRevision == 0 {
+		t.Fatalf("create in an existing namespace read it with %+v; want one read at any revision (MinRevision > 0), no consistent one", gets)
+	}
+
+	if err := admit("missing"); !meta.IsNotFound(err) {
+		t.Fatalf("create in a missing namespace: %v", err)
+	}
+	if gets := rec.take(); len(gets) != 2 || gets[0].MinRevision == 0 || gets[1].MinRevision != 0 {
+		t.Fatalf("create in a missing namespace read it with %+v; want a read at any revision, then a consistent one", gets)
+	}
+}
+
+// TestLifecycleWatchCacheReadsOwnWrites: through a watch cache, a namespace
+// just created admits objects and one just deleted refuses them, with no
+// wait: the cache serves a read not older than the newest write through
+// it.
+func TestLifecycleWatchCacheReadsOwnWrites(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.New()
+	t.Cleanup(func() { _ = mem.Close() })
+	f := cacher.NewFactory(storage.Shared(mem), storage.WatchCacheConfig{Enabled: true})
+	t.Cleanup(func() { _ = f.Close() })
+	store, err := namespaces.New(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plugin := namespaces.Lifecycle(store).(admission.Mutator)
+	for i := range 20 {
+		name := fmt.Sprintf("ns-%d", i)
+		attrs := func() *admission.Attributes {
+			return &admission.Attributes{Operation: admission.Create, Resource: meta.GroupVersionResource{Version: "v1", Resource: "configmaps"},
+				Kind: meta.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, Namespace: name, Name: "a", Object: &cm{ObjectMeta: meta.ObjectMeta{Name: "a"}}}
+		}
+		if _, err := store.Create(ctx, "", &namespaces.Namespace{ObjectMeta: meta.ObjectMeta{Name: name}}, registry.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := plugin.Admit(ctx, attrs()); err != nil {
+			t.Fatalf("create in %s just created: %v", name, err)
+		}
+		// The kubernetes finalizer keeps it, Terminating.
+		if _, _, err := store.Delete(ctx, "", name, registry.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		err := plugin.Admit(ctx, attrs())
+		if want := "unable to create new content in namespace " + name + " because it is being terminated"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("create in %s just deleted: %v; want %q", name, err, want)
+		}
 	}
 }
