@@ -96,9 +96,10 @@ func New(c Config) (*API, error) {
 // kube-apiserver runs it first.
 func (a *API) NamespaceLifecycle() admission.Plugin { return namespaces.Lifecycle(a.Namespaces) }
 
-// AddNamespaceContent names namespaced resources of other APIs (of this
-// server or others of its chain) whose objects a namespace's deletion
-// deletes too, beside the core group's own. Call it before Install.
+// AddNamespaceContent names namespaced resources whose objects a
+// namespace's deletion deletes too, beside those the server Install is
+// given and its delegates serve (found on every pass, custom resources
+// included): resources served elsewhere. Call it before Install.
 func (a *API) AddNamespaceContent(c ...nsdeletion.Content) { a.content = append(a.content, c...) }
 
 // Install serves the groups on s: the core group at /api/v1,
@@ -108,7 +109,8 @@ func (a *API) AddNamespaceContent(c ...nsdeletion.Content) { a.content = append(
 // core/event-ttl that deletes expired events, and core/namespace-defaults
 // that keeps the default ServiceAccount and the kube-root-ca.crt ConfigMap
 // in every namespace (package nsdefaults), and core/namespace-controller
-// that empties and then removes deleted namespaces (package nsdeletion). The service-account
+// that empties and then removes deleted namespaces (package nsdeletion)
+// of every namespaced resource s and the servers behind it serve. The service-account
 // authenticator, when the server has one, then checks each token's
 // service account in this server's storage.
 func (a *API) Install(s *server.GenericServer) error {
@@ -152,9 +154,10 @@ func (a *API) Install(s *server.GenericServer) error {
 	}); err != nil {
 		return err
 	}
-	deletion := nsdeletion.Config{Namespaces: a.Namespaces,
-		Content: append([]nsdeletion.Content{nsdeletion.Store(a.ConfigMaps), nsdeletion.Store(a.Secrets),
-			nsdeletion.Store(a.ServiceAccounts), nsdeletion.Store(a.Events.Core), nsdeletion.Store(a.Leases)}, a.content...),
+	// The core group's resources and every other namespaced one s and its
+	// delegates serve, found again on every pass (custom resources come
+	// and go), with what AddNamespaceContent named.
+	deletion := nsdeletion.Config{Namespaces: a.Namespaces, Content: a.content, Discover: nsdeletion.Served(s),
 		Log: slog.Default().With("hook", "core/namespace-controller")}
 	if err := s.AddPostStartHook("core/namespace-controller", func(ctx context.Context) error {
 		go nsdeletion.Run(ctx, deletion)

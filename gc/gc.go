@@ -36,6 +36,11 @@ type Config struct {
 	// WatchAPIGroups' signal.
 	Discover   func() []registry.Resource
 	Rediscover <-chan struct{}
+	// Complete, when set, reports whether Discover returns every kind
+	// served (APIGroupsSynced of a server): until it does, owners being
+	// deleted with the orphan or foregroundDeletion finalizer wait, since
+	// their dependents of a kind not yet discovered are not yet known.
+	Complete func() bool
 	// RetryInterval is how long a failed object waits before it is tried
 	// again; the default is one second.
 	RetryInterval time.Duration
@@ -48,6 +53,7 @@ type Config struct {
 type Collector struct {
 	discover   func() []registry.Resource
 	rediscover <-chan struct{}
+	complete   func() bool
 	retry      time.Duration
 	logger     *slog.Logger
 
@@ -87,6 +93,7 @@ func New(cfg Config) *Collector {
 	c := &Collector{
 		discover:   cfg.Discover,
 		rediscover: cfg.Rediscover,
+		complete:   cfg.Complete,
 		retry:      cfg.RetryInterval,
 		logger:     cfg.Logger,
 		byKind:     map[meta.GroupKind]*kind{},
@@ -205,11 +212,15 @@ func (c *Collector) collected(k *kind) bool {
 }
 
 // errNotSynced defers an owner's orphaning or foreground deletion until
-// every informer has listed: one of a kind discovered a moment ago may
-// not yet hold all of its dependents.
+// every kind is discovered (Config.Complete) and every informer has
+// listed: one of a kind discovered a moment ago may not yet hold all of
+// its dependents.
 var errNotSynced = errors.New("waiting for the informers of new kinds to sync")
 
 func (c *Collector) synced() bool {
+	if c.complete != nil && !c.complete() {
+		return false
+	}
 	for _, k := range c.kinds() {
 		if !k.inf.HasSynced() {
 			return false

@@ -324,3 +324,67 @@ func TestKindsAtRunTime(t *testing.T) {
 		return nil
 	})
 }
+
+// TestWaitsForCompleteDiscovery: while Complete says some kinds are not yet
+// discovered (the chain's custom resources not yet served), an owner
+// deleted with the orphan finalizer waits, so that its dependents of
+// those kinds are orphaned, not collected, once they are.
+func TestWaitsForCompleteDiscovery(t *testing.T) {
+	mem := memory.New(memory.WithBookmarkInterval(20*time.Millisecond), memory.WithCompactionInterval(0))
+	t.Cleanup(func() { _ = mem.Close() })
+	store := func(group, resource, kind string) *registry.Store[*thing] {
+		return registry.MustNewStore(registry.Options[*thing]{
+			Resource: meta.GroupResource{Group: group, Resource: resource}, Kind: kind, NamespaceScoped: true,
+			StorageVersion: "v1", Strategy: registry.DefaultStrategy[*thing]{}, Storage: mem,
+		})
+	}
+	things, widgets := store("example.com", "things", "Thing"), store("crd.example.com", "widgets", "Widget")
+	var mu sync.Mutex
+	served := []registry.Resource{registry.Serve(things)}
+	var complete atomic.Bool
+	rediscover := make(chan struct{}, 1)
+	c := gc.New(gc.Config{
+		Discover: func() []registry.Resource {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(served)
+		},
+		Rediscover:    rediscover,
+		Complete:      complete.Load,
+		RetryInterval: 50 * time.Millisecond,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	owner, err := things.Create(ctx, "ns", &thing{ObjectMeta: meta.ObjectMeta{Name: "owner"}}, registry.WriteOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := widgets.Create(ctx, "ns", &thing{ObjectMeta: meta.ObjectMeta{Name: "dependent", OwnerReferences: []meta.OwnerReference{
+		{APIVersion: "example.com/v1", Kind: "Thing", Name: "owner", UID: owner.UID}}}}, registry.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	del(t, things, "ns", "owner", meta.DeletePropagationOrphan)
+	time.Sleep(500 * time.Millisecond) // ten retries: a collector that does not wait removes the finalizer
+	if _, _, err := things.Get(ctx, "ns", "owner", meta.GetOptions{}); err != nil {
+		t.Fatalf("the owner went before every kind was discovered: %v", err)
+	}
+
+	mu.Lock()
+	served = []registry.Resource{registry.Serve(things), registry.Serve(widgets)}
+	mu.Unlock()
+	complete.Store(true)
+	rediscover <- struct{}{}
+	eventually(t, "owner deleted", func() error {
+		if _, _, err := things.Get(ctx, "ns", "owner", meta.GetOptions{}); !meta.IsNotFound(err) {
+			return fmt.Errorf("still there (%v)", err)
+		}
+		return nil
+	})
+	d, _, err := widgets.Get(ctx, "ns", "dependent", meta.GetOptions{})
+	if err != nil || len(d.OwnerReferences) != 0 {
+		t.Errorf("dependent: %v %+v, want orphaned", err, d)
+	}
+}

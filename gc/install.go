@@ -35,6 +35,7 @@ func Install(srv *server.GenericServer, logger *slog.Logger) error {
 		c := New(Config{
 			Discover:   func() []registry.Resource { return server.Resources(srv.APIGroups()) },
 			Rediscover: changed,
+			Complete:   srv.APIGroupsSynced,
 			Logger:     logger,
 		})
 		go func() {

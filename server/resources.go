@@ -35,6 +35,22 @@ func (s *GenericServer) WatchAPIGroups(f func()) (stop func()) {
 // CRDs, so that the garbage collector and the namespace controller of a
 // server further out follow custom resources as they come and go.
 func (s *GenericServer) DynamicGroupsChanged() {
+	s.dynamicSynced.Store(true)
+	s.notifyAPIGroups()
+}
+
+// APIGroupsSynced implements DelegationTarget: this server's dynamic
+// groups, if it has any, have been told once (DynamicGroupsChanged), and
+// its delegates' are synced.
+func (s *GenericServer) APIGroupsSynced() bool {
+	if s.dynamicGroups.Load() != nil && !s.dynamicSynced.Load() {
+		return false
+	}
+	return s.delegate.APIGroupsSynced()
+}
+
+// notifyAPIGroups calls the watchers of this server's groups.
+func (s *GenericServer) notifyAPIGroups() {
 	s.mu.Lock()
 	funcs := make([]func(), 0, len(s.watchers.funcs))
 	for _, f := range s.watchers.funcs {

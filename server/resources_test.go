@@ -11,7 +11,8 @@ import (
 
 // TestWatchAPIGroups: a dynamic group that comes and goes behind a server
 // is told to the watchers of that server and of the server in front of it,
-// whose APIGroups (and server.Resources) then have it, until stop.
+// whose APIGroups (and server.Resources) then have it, until stop; the
+// chain's groups are synced once the dynamic ones were first told.
 func TestWatchAPIGroups(t *testing.T) {
 	inner := newServer(t, "inner", nil)
 	outer := newServer(t, "outer", inner)
@@ -42,6 +43,9 @@ func TestWatchAPIGroups(t *testing.T) {
 	stopInner := inner.WatchAPIGroups(func() { innerCalls.Add(1) })
 	defer stopInner()
 
+	if outer.APIGroupsSynced() {
+		t.Error("synced before the dynamic groups were told")
+	}
 	static := []string{"widgets.static.example.com/v1", "gadgets.static.example.com/v1", "widgets.static.example.com/v1beta1"}
 	if got := resources(); !slices.Equal(got, static) {
 		t.Fatalf("before: %v, want %v", got, static)
@@ -51,6 +55,9 @@ func TestWatchAPIGroups(t *testing.T) {
 	mu.Unlock()
 	inner.DynamicGroupsChanged()
 	want := append(slices.Clone(static), "widgets.dynamic.example.com/v1", "gadgets.dynamic.example.com/v1", "widgets.dynamic.example.com/v1beta1")
+	if !outer.APIGroupsSynced() || !inner.APIGroupsSynced() {
+		t.Error("not synced after the dynamic groups were told")
+	}
 	if outerCalls.Load() != 1 || innerCalls.Load() != 1 {
 		t.Fatalf("calls outer %d inner %d, want 1 each", outerCalls.Load(), innerCalls.Load())
 	}

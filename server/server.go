@@ -52,6 +52,12 @@ type DelegationTarget interface {
 	// core/nsdeletion) follows custom resources. f runs on the goroutine
 	// that made the change and must not block.
 	WatchAPIGroups(f func()) (stop func())
+	// APIGroupsSynced reports whether APIGroups has every group this
+	// server and those behind it serve since they started: false while
+	// a server of dynamic groups has yet to serve those it stored (the
+	// extensions server, until its CRDs are served), when a controller
+	// over every served resource must not take a missing one for absent.
+	APIGroupsSynced() bool
 }
 
 // HealthChecks are the checks of the three health endpoints.
@@ -133,8 +139,10 @@ type GenericServer struct {
 	// discoveryGroups, when set (SetDiscoveryGroups), is what /apis lists.
 	discoveryGroups atomic.Pointer[DiscoveryGroups]
 	// dynamicGroups, when set (SetDynamicGroups), adds groups served
-	// outside InstallAPIGroup.
+	// outside InstallAPIGroup; dynamicSynced is set by the first
+	// DynamicGroupsChanged.
 	dynamicGroups atomic.Pointer[func() []*APIGroupInfo]
+	dynamicSynced atomic.Bool
 	// dynamicOpenAPI, when set (SetDynamicOpenAPI), adds documents.
 	dynamicOpenAPI atomic.Pointer[OpenAPISource]
 }
@@ -157,6 +165,7 @@ func (emptyDelegate) APIGroups() []*APIGroupInfo                       { return 
 func (emptyDelegate) WebServices() []*restful.WebService               { return nil }
 func (emptyDelegate) NextDelegate() DelegationTarget                   { return nil }
 func (emptyDelegate) WatchAPIGroups(func()) func()                     { return func() {} }
+func (emptyDelegate) APIGroupsSynced() bool                            { return true }
 
 // Schemas returns the schemas of the resources this server serves, keyed
 // by their Go types (schema.Key).
@@ -200,7 +209,7 @@ func (c CompletedConfig) New(name string, delegate DelegationTarget) (*GenericSe
 	}
 	// A change behind this server is a change of its APIGroups too, for
 	// the servers in front of it and its own watchers.
-	delegate.WatchAPIGroups(s.DynamicGroupsChanged)
+	delegate.WatchAPIGroups(s.notifyAPIGroups)
 	c.Metrics.RegisterObjectCounts((&objectCounts{s: s}).get)
 	s.unprotected = http.HandlerFunc(s.direct)
 	s.Handler = c.BuildHandlerChain(s.unprotected, s.chainConfig(c))
@@ -311,7 +320,9 @@ func (s *GenericServer) APIGroups() []*APIGroupInfo {
 // a handler of its own (the extensions server's custom resources, see
 // Handle), describes them so; their versions' subresources come from
 // APIVersionInfo.DescribeRoutes. f must be cheap and safe for concurrent
-// use: discovery calls it per request.
+// use: discovery calls it per request. The server calls
+// DynamicGroupsChanged once f returns the groups it stored (until then
+// APIGroupsSynced is false) and after every change.
 func (s *GenericServer) SetDynamicGroups(f func() []*APIGroupInfo) {
 	s.dynamicGroups.Store(&f)
 }

@@ -7,6 +7,7 @@ package nsdeletion
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/apikit-dev/apikit/core/namespaces"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
+	"github.com/apikit-dev/apikit/server"
 )
 
 // Content is one namespaced resource whose objects a namespace's deletion
@@ -32,31 +34,46 @@ type Content interface {
 }
 
 // Store is a Content over a registry store.
-func Store[T meta.Object](s *registry.Store[T]) Content { return storeContent[T]{s} }
+func Store[T meta.Object](s *registry.Store[T]) Content { return Resource(registry.Serve(s)) }
 
-type storeContent[T meta.Object] struct{ s *registry.Store[T] }
+// Resource is a Content over a served resource: a built-in's, or a custom
+// resource's of an extensions server.
+func Resource(res registry.Resource) Content { return resourceContent{res} }
 
-func (c storeContent[T]) Resource() meta.GroupResource { return c.s.Resource() }
+type resourceContent struct{ res registry.Resource }
 
-func (c storeContent[T]) DeleteAll(ctx context.Context, ns string) (int, []string, error) {
-	list, err := c.s.List(ctx, ns, meta.ListOptions{})
+func (c resourceContent) Resource() meta.GroupResource {
+	info := c.res.Info()
+	return meta.GroupResource{Group: info.GroupVersion.Group, Resource: info.Resource}
+}
+
+func (c resourceContent) DeleteAll(ctx context.Context, ns string) (int, []string, error) {
+	gr := c.Resource()
+	list, err := c.res.List(ctx, ns, meta.ListOptions{})
 	if err != nil {
-		return 0, nil, fmt.Errorf("listing %s: %w", c.s.Resource(), err)
+		return 0, nil, fmt.Errorf("listing %s: %w", gr, err)
 	}
 	remaining := 0
 	var finalizers []string
-	for _, e := range list.Items {
-		m := e.Object.GetObjectMeta()
+	for _, it := range list.Items {
+		obj, err := it.Object()
+		if err != nil {
+			return 0, nil, fmt.Errorf("decoding %s in %s: %w", gr, ns, err)
+		}
+		m := obj.GetObjectMeta()
 		if m.DeletionTimestamp == nil {
-			obj, deleted, err := c.s.Delete(ctx, ns, m.Name, registry.DeleteOptions{})
+			left, deleted, err := c.res.Delete(ctx, ns, m.Name, registry.DeleteOptions{})
 			if meta.IsNotFound(err) {
 				continue
 			}
 			if err != nil {
-				return 0, nil, fmt.Errorf("deleting %s %s/%s: %w", c.s.Resource(), ns, m.Name, err)
+				return 0, nil, fmt.Errorf("deleting %s %s/%s: %w", gr, ns, m.Name, err)
 			}
 			if deleted {
 				continue
+			}
+			if obj, err = left.Object(); err != nil {
+				return 0, nil, fmt.Errorf("decoding %s %s/%s: %w", gr, ns, m.Name, err)
 			}
 			m = obj.GetObjectMeta()
 		}
@@ -73,8 +90,19 @@ func (c storeContent[T]) DeleteAll(ctx context.Context, ns string) (int, []strin
 // Config is what the controller works on.
 type Config struct {
 	Namespaces *registry.Store[*namespaces.Namespace]
-	// Content is every namespaced resource the server serves.
+	// Content are namespaced resources whose objects a namespace's
+	// deletion deletes.
 	Content []Content
+	// Discover, when set, is called on every pass over a namespace, as
+	// kube's namespace controller rediscovers the resources each time:
+	// the Content it returns is deleted too (a resource in both, once),
+	// so resources that came after the start (custom resources) are. An
+	// error says the list may miss some (a server of the chain has not
+	// yet served the custom resources it stored): what it returned is
+	// deleted, the error is the NamespaceDeletionDiscoveryFailure
+	// condition's message, and the namespace is kept until a pass
+	// without one.
+	Discover func() ([]Content, error)
 	// Log receives failures; nil is slog.Default().
 	Log *slog.Logger
 	// Resync is how often a Terminating namespace with content left is
@@ -173,11 +201,18 @@ func (c *Config) sync(ctx context.Context, ns string) (again bool, err error) {
 	if n.DeletionTimestamp == nil || !slices.Contains(n.Spec.Finalizers, namespaces.FinalizerKubernetes) {
 		return false, nil
 	}
+	content := c.Content
+	var discoveryErr error
+	if c.Discover != nil {
+		var found []Content
+		found, discoveryErr = c.Discover()
+		content = union(content, found)
+	}
 	var failures []string
 	remaining := map[string]int{}
 	finalizers := map[string]int{}
 	total := 0
-	for _, r := range c.Content {
+	for _, r := range content {
 		left, fins, err := r.DeleteAll(ctx, ns)
 		if err != nil {
 			failures = append(failures, err.Error())
@@ -194,6 +229,9 @@ func (c *Config) sync(ctx context.Context, ns string) (again bool, err error) {
 	conds := []namespaces.NamespaceCondition{
 		{Type: ConditionDiscoveryFailure, Status: "False", Reason: "ResourcesDiscovered", Message: "All resources successfully discovered"},
 		{Type: ConditionGroupVersionParsing, Status: "False", Reason: "ParsedGroupVersions", Message: "All legacy kube types successfully parsed"},
+	}
+	if discoveryErr != nil {
+		conds[0] = namespaces.NamespaceCondition{Type: ConditionDiscoveryFailure, Status: "True", Reason: "DiscoveryFailed", Message: discoveryErr.Error()}
 	}
 	if len(failures) > 0 {
 		sort.Strings(failures)
@@ -220,7 +258,7 @@ func (c *Config) sync(ctx context.Context, ns string) (again bool, err error) {
 	if err := c.setConditions(ctx, ns, conds); err != nil {
 		return true, err
 	}
-	if len(failures) > 0 || total > 0 {
+	if len(failures) > 0 || total > 0 || discoveryErr != nil {
 		return true, nil
 	}
 	_, _, err = c.Namespaces.Update(ctx, "", ns, func(_ context.Context, cur *namespaces.Namespace) (*namespaces.Namespace, error) {
@@ -231,6 +269,19 @@ func (c *Config) sync(ctx context.Context, ns string) (again bool, err error) {
 		return true, fmt.Errorf("finalizing namespace %s: %w", ns, err)
 	}
 	return false, nil
+}
+
+// union is a's content and then b's of resources a does not have.
+func union(a, b []Content) []Content {
+	seen := make(map[meta.GroupResource]bool, len(a)+len(b))
+	out := make([]Content, 0, len(a)+len(b))
+	for _, c := range append(slices.Clip(a), b...) {
+		if gr := c.Resource(); !seen[gr] {
+			seen[gr] = true
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // counts is "a has 2 resource instances, b has 1 resource instances" in
@@ -268,4 +319,28 @@ func (c *Config) setConditions(ctx context.Context, ns string, conds []namespace
 		return fmt.Errorf("setting namespace %s's conditions: %w", ns, err)
 	}
 	return nil
+}
+
+// errNotSynced is the discovery failure while a server of the chain has
+// not yet served the resources it stored.
+var errNotSynced = errors.New("unable to retrieve the complete list of server APIs: the custom resources stored are not yet served")
+
+// Served discovers every namespaced resource srv and the servers behind it
+// serve now (server.Resources of APIGroups: built-ins, and custom
+// resources of an extensions server while their CRDs are), one version of
+// each, for Config.Discover; an error while srv.APIGroupsSynced is false.
+func Served(srv server.DelegationTarget) func() ([]Content, error) {
+	return func() ([]Content, error) {
+		var err error
+		if !srv.APIGroupsSynced() {
+			err = errNotSynced
+		}
+		var out []Content
+		for _, res := range server.Resources(srv.APIGroups()) {
+			if info := res.Info(); info.NamespaceScoped && info.Serves("list") && info.Serves("delete") {
+				out = append(out, Resource(res))
+			}
+		}
+		return union(nil, out), err
+	}
 }

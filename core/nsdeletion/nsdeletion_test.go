@@ -2,6 +2,7 @@ package nsdeletion_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -101,5 +102,97 @@ func TestDeletesContentThenNamespace(t *testing.T) {
 	})
 	if _, _, err := cms.Get(ctx, "kept", "plain", meta.GetOptions{}); err != nil {
 		t.Errorf("another namespace's configmap: %v", err)
+	}
+}
+
+// TestDiscoveredContent: resources Discover finds on a pass are emptied
+// too (a custom resource served after the start); while it reports an
+// error the namespace stays, with kube's DiscoveryFailed condition.
+func TestDiscoveredContent(t *testing.T) {
+	mem := memory.New()
+	t.Cleanup(func() { _ = mem.Close() })
+	f := storage.Shared(mem)
+	nss, err := namespaces.New(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cms, err := configmaps.New(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	widgets := registry.MustNewStore(registry.Options[*meta.PartialObjectMetadata]{
+		Resource: meta.GroupResource{Group: "crd.example.com", Resource: "widgets"}, Kind: "Widget", NamespaceScoped: true,
+		StorageVersion: "v1", Strategy: registry.DefaultStrategy[*meta.PartialObjectMetadata]{}, Storage: mem,
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, err := nss.Create(ctx, "", &namespaces.Namespace{ObjectMeta: meta.ObjectMeta{Name: "doomed"}}, registry.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cms.Create(ctx, "doomed", &configmaps.ConfigMap{ObjectMeta: meta.ObjectMeta{Name: "cm", Namespace: "doomed"}}, registry.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := widgets.Create(ctx, "doomed", &meta.PartialObjectMetadata{ObjectMeta: meta.ObjectMeta{Name: "w", Namespace: "doomed"}}, registry.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	found, discoveryErr := []nsdeletion.Content{nsdeletion.Store(cms)}, errors.New("widgets not yet served")
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		nsdeletion.Run(ctx, nsdeletion.Config{Namespaces: nss, Resync: 50 * time.Millisecond,
+			Discover: func() ([]nsdeletion.Content, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				return found, discoveryErr
+			}})
+	})
+	defer func() { cancel(); wg.Wait() }()
+	if _, _, err := nss.Delete(ctx, "", "doomed", registry.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually := func(what string, cond func() (bool, any)) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			ok, saw := cond()
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("after 30s: %s; saw %v", what, saw)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	eventually("the discovery failure", func() (bool, any) {
+		ns, _, err := nss.Get(ctx, "", "doomed", meta.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, c := range ns.Status.Conditions {
+			if c.Type == "NamespaceDeletionDiscoveryFailure" {
+				return c.Status == "True" && c.Reason == "DiscoveryFailed" && c.Message == "widgets not yet served", c
+			}
+		}
+		return false, ns.Status.Conditions
+	})
+	if _, _, err := cms.Get(ctx, "doomed", "cm", meta.GetOptions{}); !meta.IsNotFound(err) {
+		t.Errorf("configmap: %v, want deleted", err)
+	}
+	if _, _, err := widgets.Get(ctx, "doomed", "w", meta.GetOptions{}); err != nil {
+		t.Errorf("widget: %v, want kept (not discovered yet)", err)
+	}
+	if _, _, err := nss.Get(ctx, "", "doomed", meta.GetOptions{}); err != nil {
+		t.Fatalf("the namespace went while discovery failed: %v", err)
+	}
+
+	mu.Lock()
+	found, discoveryErr = []nsdeletion.Content{nsdeletion.Store(cms), nsdeletion.Store(widgets)}, nil
+	mu.Unlock()
+	eventually("the namespace gone", func() (bool, any) {
+		_, _, err := nss.Get(ctx, "", "doomed", meta.GetOptions{})
+		return meta.IsNotFound(err), err
+	})
+	if _, _, err := widgets.Get(ctx, "doomed", "w", meta.GetOptions{}); !meta.IsNotFound(err) {
+		t.Errorf("widget: %v, want deleted with its namespace", err)
 	}
 }

@@ -51,6 +51,9 @@ func TestChainFollowsCustomResources(t *testing.T) {
 	if got := served(); len(got) != 0 {
 		t.Fatalf("served before the CRD: %v", got)
 	}
+	if !front.APIGroupsSynced() {
+		t.Error("the chain's groups are not synced once the server is ready")
+	}
 	const crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 	c.must(201, "POST", crds, "application/json", widgetsCRD)
 	c.waitEstablished("widgets.example.com")

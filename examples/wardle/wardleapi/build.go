@@ -3,7 +3,6 @@ package wardleapi
 import (
 	"github.com/apikit-dev/apikit/admission"
 	"github.com/apikit-dev/apikit/core"
-	"github.com/apikit-dev/apikit/core/nsdeletion"
 	"github.com/apikit-dev/apikit/gc"
 	"github.com/apikit-dev/apikit/server"
 )
@@ -59,7 +58,6 @@ func BuildWith(c *server.Config, withCore bool) (*server.GenericServer, error) {
 		return nil, err
 	}
 	if coreAPI != nil {
-		coreAPI.AddNamespaceContent(nsdeletion.Store(api.Flunders))
 		if err := coreAPI.Install(srv); err != nil {
 			return nil, err
 		}
