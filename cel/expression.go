@@ -68,13 +68,23 @@ type Compiler struct {
 
 // NewCompiler returns a Compiler for the given variables.
 func NewCompiler(vars ...Variable) (*Compiler, error) {
+	return newCompiler(nil, nil, vars)
+}
+
+// newCompiler builds a Compiler whose type provider is wrap's of the base
+// environment's (nil: the base's), with the extra options.
+func newCompiler(wrap func(types.Provider) types.Provider, extra []cel.EnvOption, vars []Variable) (*Compiler, error) {
 	base, err := BaseEnv()
 	if err != nil {
 		return nil, err
 	}
-	dt := &declTypes{base: base.CELTypeProvider(), objects: map[string]*declType{}}
+	provider := base.CELTypeProvider()
+	if wrap != nil {
+		provider = wrap(provider)
+	}
+	dt := &declTypes{base: provider, objects: map[string]*declType{}}
 	c := &Compiler{decls: map[string]*declType{}}
-	opts := dt.envOptions()
+	opts := append(dt.envOptions(), extra...)
 	seen := map[string]bool{}
 	for _, v := range vars {
 		if seen[v.Name] {

@@ -143,19 +143,7 @@ func validatePolicySpec(name string, spec *ValidatingAdmissionPolicySpec, ignore
 			return compileInto(c, expr, types.BoolType, ep)
 		})...)
 	}
-	for i, v := range spec.Variables {
-		vp := p.Child("variables").Index(i)
-		if strings.TrimSpace(v.Name) == "" {
-			errs = append(errs, meta.Required(vp.Child("name"), "name is not specified"))
-		} else if !isCELIdentifier(v.Name) {
-			errs = append(errs, meta.Invalid(vp.Child("name"), v.Name, "name is not a valid CEL identifier"))
-		}
-		if strings.TrimSpace(v.Expression) == "" {
-			errs = append(errs, meta.Required(vp.Child("expression"), "expression is not specified"))
-		} else {
-			errs = append(errs, compileInto(c, v.Expression, nil, vp.Child("expression"))...)
-		}
-	}
+	errs = append(errs, validateVariables(c, spec.Variables, p.Child("variables"))...)
 	if len(spec.Validations) == 0 && len(spec.AuditAnnotations) == 0 {
 		const detail = "validations or auditAnnotations must contain at least one item"
 		return append(errs, meta.Required(p.Child("validations"), detail), meta.Required(p.Child("auditAnnotations"), detail))
@@ -184,6 +172,25 @@ func validatePolicySpec(name string, spec *ValidatingAdmissionPolicySpec, ignore
 			errs = append(errs, meta.TooLong(ap.Child("valueExpression"), "", 5*1024))
 		default:
 			errs = append(errs, compileInto(c, a.ValueExpression, nil, ap.Child("valueExpression"))...)
+		}
+	}
+	return errs
+}
+
+// validateVariables checks a policy's variables, each compiled by c.
+func validateVariables(c *cel.Compiler, vars []Variable, p *meta.Path) meta.FieldErrors {
+	var errs meta.FieldErrors
+	for i, v := range vars {
+		vp := p.Index(i)
+		if strings.TrimSpace(v.Name) == "" {
+			errs = append(errs, meta.Required(vp.Child("name"), "name is not specified"))
+		} else if !isCELIdentifier(v.Name) {
+			errs = append(errs, meta.Invalid(vp.Child("name"), v.Name, "name is not a valid CEL identifier"))
+		}
+		if strings.TrimSpace(v.Expression) == "" {
+			errs = append(errs, meta.Required(vp.Child("expression"), "expression is not specified"))
+		} else {
+			errs = append(errs, compileInto(c, v.Expression, nil, vp.Child("expression"))...)
 		}
 	}
 	return errs
