@@ -10,6 +10,7 @@ import (
 	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/metrics"
+	"github.com/apikit-dev/apikit/schema"
 )
 
 // Operation is the kind of write being admitted.
@@ -57,6 +58,11 @@ type Attributes struct {
 	Equivalents []Equivalent
 	DryRun      bool
 	User        *authn.User
+	// Schemas and Schema are the shape of the requested version (Schema a
+	// reference into Schemas), by which MutatingAdmissionPolicy merges its
+	// apply configurations; nil when the resource has none.
+	Schemas *schema.Set
+	Schema  *schema.Schema
 }
 
 // Equivalent is a resource's other served version.

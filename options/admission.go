@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
+	"github.com/apikit-dev/apikit/admission/mutatingpolicy"
 	"github.com/apikit-dev/apikit/admission/policy"
 	"github.com/apikit-dev/apikit/admission/webhook"
 	"github.com/apikit-dev/apikit/authz"
@@ -49,12 +50,15 @@ type AdmissionOptions struct {
 	// Policies is the Source of the ValidatingAdmissionPolicy plugin;
 	// nil when it is disabled.
 	Policies *policy.Source
-	storage  storage.Factory
+	// MutatingPolicies is the Source of the MutatingAdmissionPolicy
+	// plugin; nil when it is disabled.
+	MutatingPolicies *mutatingpolicy.Source
+	storage          storage.Factory
 }
 
 // NewAdmissionOptions returns the defaults: the webhook plugins enabled.
 func NewAdmissionOptions() *AdmissionOptions {
-	return &AdmissionOptions{Plugins: []string{webhook.MutatingPluginName, policy.PluginName, webhook.ValidatingPluginName}}
+	return &AdmissionOptions{Plugins: []string{mutatingpolicy.PluginName, webhook.MutatingPluginName, policy.PluginName, webhook.ValidatingPluginName}}
 }
 
 // AddFlags adds kube-apiserver's admission flags.
@@ -106,15 +110,23 @@ func (o *AdmissionOptions) ApplyTo(c *server.Config) error {
 	if err != nil {
 		return err
 	}
+	// The server's authorizer is read when an expression asks it: the
+	// authorization options may be applied after these.
+	byServer := authz.Func(func(ctx context.Context, a authz.Attributes) (authz.Decision, string, error) {
+		if c.Authorizer == nil {
+			return authz.DecisionNoOpinion, "", errors.New("the server has no authorizer")
+		}
+		return c.Authorizer.Authorize(ctx, a)
+	})
+	if !slices.Contains(o.DisablePlugins, mutatingpolicy.PluginName) {
+		src, p, err := system.AdmissionMutatingPolicies(mutatingpolicy.Config{Authorizer: byServer})
+		if err != nil {
+			return err
+		}
+		o.MutatingPolicies = src
+		c.Admission = append(c.Admission, p)
+	}
 	if !slices.Contains(o.DisablePlugins, policy.PluginName) {
-		// The server's authorizer is read when an expression asks it:
-		// the authorization options may be applied after these.
-		byServer := authz.Func(func(ctx context.Context, a authz.Attributes) (authz.Decision, string, error) {
-			if c.Authorizer == nil {
-				return authz.DecisionNoOpinion, "", errors.New("the server has no authorizer")
-			}
-			return c.Authorizer.Authorize(ctx, a)
-		})
 		src, vap, err := system.AdmissionPolicies(policy.Config{Authorizer: byServer})
 		if err != nil {
 			return err
@@ -157,10 +169,10 @@ func (o *AdmissionOptions) ApplyTo(c *server.Config) error {
 // configurations, policies and bindings), followed by the webhook and
 // policy plugins.
 func (o *AdmissionOptions) InstallSystemAPIs(s *server.GenericServer) error {
-	if o.Webhooks == nil && o.Policies == nil {
+	if o.Webhooks == nil && o.Policies == nil && o.MutatingPolicies == nil {
 		return nil
 	}
-	return system.InstallAdmissionRegistration(s, o.storage, o.Webhooks, o.Policies)
+	return system.InstallAdmissionRegistration(s, o.storage, o.Webhooks, o.Policies, o.MutatingPolicies)
 }
 
 // admissionConfiguration is apiserver.config.k8s.io/v1's

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/apikit-dev/apikit/admission"
+	"github.com/apikit-dev/apikit/admission/mutatingpolicy"
 	"github.com/apikit-dev/apikit/admission/policy"
 	"github.com/apikit-dev/apikit/admission/webhook"
 	"github.com/apikit-dev/apikit/server"
@@ -78,8 +79,9 @@ plugins:
 	if err := o.ApplyTo(c); err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Admission) != 3 || o.Webhooks == nil || o.Policies == nil || admission.NameOf(c.Admission[0]) != policy.PluginName {
-		t.Errorf("plugins %v, sources %v %v", c.Admission, o.Webhooks, o.Policies)
+	if len(c.Admission) != 4 || o.Webhooks == nil || o.Policies == nil || o.MutatingPolicies == nil ||
+		admission.NameOf(c.Admission[0]) != mutatingpolicy.PluginName || admission.NameOf(c.Admission[1]) != policy.PluginName {
+		t.Errorf("plugins %v, sources %v %v %v", c.Admission, o.Webhooks, o.Policies, o.MutatingPolicies)
 	}
 
 	relative := write("relative.yaml", "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: ValidatingAdmissionWebhook\n  configuration:\n    apiVersion: apiserver.config.k8s.io/v1\n    kind: WebhookAdmissionConfiguration\n    kubeConfigFile: webhooks.kubeconfig\n")
@@ -96,16 +98,16 @@ plugins:
 // disabled compiled-in plugin is left out by the server.
 func TestDisableAdmissionPlugins(t *testing.T) {
 	o := NewAdmissionOptions()
-	o.DisablePlugins = []string{webhook.MutatingPluginName, webhook.ValidatingPluginName, policy.PluginName, "BanFlunder"}
+	o.DisablePlugins = []string{webhook.MutatingPluginName, webhook.ValidatingPluginName, policy.PluginName, mutatingpolicy.PluginName, "BanFlunder"}
 	c := &server.Config{Storage: storage.Shared(memory.New())}
 	if err := o.ApplyTo(c); err != nil {
 		t.Fatal(err)
 	}
-	if len(c.Admission) != 0 || o.Webhooks != nil || o.Policies != nil {
+	if len(c.Admission) != 0 || o.Webhooks != nil || o.Policies != nil || o.MutatingPolicies != nil {
 		t.Errorf("plugins %v with the webhook and policy plugins disabled", c.Admission)
 	}
 	only := NewAdmissionOptions()
-	only.DisablePlugins = []string{webhook.MutatingPluginName, webhook.ValidatingPluginName}
+	only.DisablePlugins = []string{webhook.MutatingPluginName, webhook.ValidatingPluginName, mutatingpolicy.PluginName}
 	oc := &server.Config{Storage: storage.Shared(memory.New())}
 	if err := only.ApplyTo(oc); err != nil {
 		t.Fatal(err)

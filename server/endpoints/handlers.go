@@ -151,7 +151,7 @@ func (s *Scope) admissionFuncs(ctx context.Context, w http.ResponseWriter, op ad
 		}
 		return &admission.Attributes{Operation: op, Kind: s.gvk, Resource: s.gvr, Subresource: subresource,
 			Namespace: namespace, Name: n, Object: obj, OldObject: old, ToVersion: toVersion, ToStorage: toStorage,
-			Equivalents: s.equivalents, DryRun: dryRun, User: user}
+			Equivalents: s.equivalents, DryRun: dryRun, User: user, Schemas: s.Schemas, Schema: s.Schema}
 	}
 	admit = func(ctx context.Context, obj, old meta.Object) error {
 		return s.Admission.Admit(admission.WithWarnings(ctx, warn), attrs(obj, old))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apikit-dev/apikit/admission"
+	"github.com/apikit-dev/apikit/admission/mutatingpolicy"
 	"github.com/apikit-dev/apikit/admission/policy"
 	"github.com/apikit-dev/apikit/admission/registration"
 	"github.com/apikit-dev/apikit/admission/webhook"
@@ -51,6 +52,10 @@ type Config struct {
 	// the Source of the ValidatingAdmissionPolicy plugin equal to the
 	// stored policies and bindings.
 	Policies *policy.Source
+	// MutatingPolicies, when set, serves admissionregistration.k8s.io and
+	// keeps the Source of the MutatingAdmissionPolicy plugin equal to the
+	// stored mutating policies and bindings.
+	MutatingPolicies *mutatingpolicy.Source
 }
 
 // AdmissionPolicies returns kube-apiserver's ValidatingAdmissionPolicy
@@ -62,6 +67,21 @@ func AdmissionPolicies(cfg policy.Config) (*policy.Source, *policy.Plugin, error
 		cfg.Source = policy.NewSource()
 	}
 	p, err := policy.New(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg.Source, p, nil
+}
+
+// AdmissionMutatingPolicies returns kube-apiserver's
+// MutatingAdmissionPolicy plugin, configured by cfg, and the Source that
+// InstallAdmissionRegistration keeps up to date (cfg.Source, set to a new
+// one when nil).
+func AdmissionMutatingPolicies(cfg mutatingpolicy.Config) (*mutatingpolicy.Source, *mutatingpolicy.Plugin, error) {
+	if cfg.Source == nil {
+		cfg.Source = mutatingpolicy.NewSource()
+	}
+	p, err := mutatingpolicy.New(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -141,9 +161,14 @@ func Defaults(cfg *server.Config) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
-	// kube-apiserver's order: the policies before the validating webhooks.
-	cfg.Admission = append(cfg.Admission, plugins[0], vap, plugins[1])
-	return Config{Storage: cfg.Storage, Authorizer: cfg.Authorizer, RuleResolver: r.Authorizer, RBAC: r, APF: apf, Webhooks: src, Policies: psrc}, nil
+	msrc, map_, err := AdmissionMutatingPolicies(mutatingpolicy.Config{Authorizer: cfg.Authorizer})
+	if err != nil {
+		return Config{}, err
+	}
+	// kube-apiserver's order: each kind of policy before its webhooks.
+	cfg.Admission = append(cfg.Admission, map_, plugins[0], vap, plugins[1])
+	return Config{Storage: cfg.Storage, Authorizer: cfg.Authorizer, RuleResolver: r.Authorizer, RBAC: r, APF: apf, Webhooks: src, Policies: psrc,
+		MutatingPolicies: msrc}, nil
 }
 
 // Install serves the system APIs c names on s, the outermost server of
@@ -165,22 +190,23 @@ func Install(s *server.GenericServer, c Config) error {
 			return err
 		}
 	}
-	if c.Webhooks != nil || c.Policies != nil {
-		return InstallAdmissionRegistration(s, c.Storage, c.Webhooks, c.Policies)
+	if c.Webhooks != nil || c.Policies != nil || c.MutatingPolicies != nil {
+		return InstallAdmissionRegistration(s, c.Storage, c.Webhooks, c.Policies, c.MutatingPolicies)
 	}
 	return nil
 }
 
 // InstallAdmissionRegistration serves admissionregistration.k8s.io/v1's
 // MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
-// ValidatingAdmissionPolicy and ValidatingAdmissionPolicyBinding from f's
+// ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+// MutatingAdmissionPolicy and MutatingAdmissionPolicyBinding from f's
 // storage and adds the post-start hook
 // start-kube-apiserver-admission-initializer: it keeps src (the webhook
-// configurations) and policies (the policies and bindings), each when not
-// nil, equal to the stored objects until the server stops (a change is in
-// effect once this server's watch delivers it), and is done once both
-// have synced.
-func InstallAdmissionRegistration(s *server.GenericServer, f storage.Factory, src *webhook.Source, policies *policy.Source) error {
+// configurations), policies and mutating (the policies and bindings),
+// each when not nil, equal to the stored objects until the server stops
+// (a change is in effect once this server's watch delivers it), and is
+// done once all have synced.
+func InstallAdmissionRegistration(s *server.GenericServer, f storage.Factory, src *webhook.Source, policies *policy.Source, mutating *mutatingpolicy.Source) error {
 	if f == nil {
 		return errors.New("admission webhooks: the server has no storage for their configurations")
 	}
@@ -192,7 +218,12 @@ func InstallAdmissionRegistration(s *server.GenericServer, f storage.Factory, sr
 	if err != nil {
 		return fmt.Errorf("admissionregistration.k8s.io: %w", err)
 	}
+	mutatingStores, err := registration.NewMutatingPolicyStores(f)
+	if err != nil {
+		return fmt.Errorf("admissionregistration.k8s.io: %w", err)
+	}
 	resources := append(stores.Resources(), policyStores.Resources()...)
+	resources = append(resources, mutatingStores.Resources()...)
 	if err := s.InstallAPIGroup(server.NewAPIGroupInfo(registration.GroupName).AddVersion(registration.Version, resources...)); err != nil {
 		return err
 	}
@@ -206,6 +237,10 @@ func InstallAdmissionRegistration(s *server.GenericServer, f storage.Factory, sr
 		if policies != nil {
 			go policies.Run(ctx, policyStores, servedResources{s}, log)
 			synced = append(synced, policies.Synced())
+		}
+		if mutating != nil {
+			go mutating.Run(ctx, mutatingStores, log)
+			synced = append(synced, mutating.Synced())
 		}
 		for _, c := range synced {
 			select {
