@@ -423,7 +423,9 @@ cd bench && go run . -core -out ../docs/benchmarks.md -label "what changed"
 ` + "```" + `
 
 ` + "`-kube-args`" + ` adds kube-apiserver flags, ` + "`-wardle-args`" + ` wardle's;
-` + "`-n`" + `, ` + "`-workers`" + `, ` + "`-runs`" + `, ` + "`-lists`" + `, ` + "`-page`" + `, ` + "`-keep`" + ` as above;
+` + "`-profile DIR`" + ` writes a CPU profile of each server's first run from its
+/debug/pprof (` + "`-profile-seconds`" + `, 30, from the creates on);
+` + "`-n`" + `, ` + "`-workers`" + `, ` + "`-runs`" + `, ` + "`-lists`" + `, ` + "`-page`" + `, ` + "`-keep`" + `, ` + "`-only`" + ` as above;
 ` + "`$APIKIT_KUBE_APISERVER`" + ` names a prebuilt kube-apiserver.
 
 Both servers get the same serving certificate, client CA, service-account
