@@ -15,6 +15,7 @@ import (
 	"github.com/apikit-dev/apikit/authz"
 	"github.com/apikit-dev/apikit/authz/review"
 	"github.com/apikit-dev/apikit/certs"
+	"github.com/apikit-dev/apikit/internal/ttlcache"
 )
 
 // remote is a SubjectAccessReview server answering with answer.
@@ -62,6 +63,13 @@ func TestAuthorize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The cache's clock moves only when the test says, so that a loaded
+	// machine's pauses do not expire answers early.
+	var elapsed atomic.Int64
+	start := time.Now()
+	a.answers = ttlcache.New[string, review.SubjectAccessReviewStatus](cacheSize, func() time.Time {
+		return start.Add(time.Duration(elapsed.Load()))
+	})
 	attrs := func(name string) authz.Attributes {
 		return authz.Attributes{User: &authn.User{Name: name, UID: "u1", Groups: []string{"g"}, Extra: map[string][]string{"scopes": {"a"}}},
 			Verb: "get", ResourceRequest: true, APIGroup: "wardle.example.com", APIVersion: "v1beta1", Resource: "flunders",
@@ -94,7 +102,7 @@ func TestAuthorize(t *testing.T) {
 	if calls.Load() != n {
 		t.Errorf("cached answers asked again: %d calls, want %d", calls.Load(), n)
 	}
-	time.Sleep(100 * time.Millisecond)
+	elapsed.Add(int64(100 * time.Millisecond))
 	for _, u := range []string{"allowed", "denied"} {
 		if _, _, err := a.Authorize(context.Background(), attrs(u)); err != nil {
 			t.Fatal(err)

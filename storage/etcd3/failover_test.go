@@ -176,8 +176,9 @@ func TestFrozenMember(t *testing.T) {
 	// Connections are made on first use: warm them all up, as a server
 	// that has been running has, or the frozen member's would never be
 	// ready and the balancer would never pick it.
+	// (With uids, as in TestWatchLeavesFrozenMember.)
 	for i := range 9 {
-		if _, err := s.Create(ctx, fmt.Sprintf("/warm%d", i), []byte("{}")); err != nil {
+		if _, err := s.Create(ctx, fmt.Sprintf("/warm%d", i), fmt.Appendf(nil, `{"metadata":{"uid":"w%d"}}`, i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -344,8 +345,11 @@ func TestWatchLeavesFrozenMember(t *testing.T) {
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	for i := range 9 { // warm up every member's connection
-		if _, err := s.Create(ctx, fmt.Sprintf("/warm%d", i), []byte("{}")); err != nil {
+	// Warm up every member's connection. The values carry uids, so that a
+	// create whose answer a loaded machine delays past the attempt timeout
+	// is recognised as the store's own when it is retried.
+	for i := range 9 {
+		if _, err := s.Create(ctx, fmt.Sprintf("/warm%d", i), fmt.Appendf(nil, `{"metadata":{"uid":"w%d"}}`, i)); err != nil {
 			t.Fatal(err)
 		}
 	}
