@@ -271,3 +271,105 @@ spec:
   validations:
   - expression: "object.nope == 'x'"
 `
+
+const limitCRDYAML = `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: limits.example.com
+spec:
+  group: example.com
+  scope: Cluster
+  names: {plural: limits, singular: limit, kind: Limit}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              maxReplicas: {type: integer}
+`
+
+const limitPoliciesYAML = `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: e2e-limits
+spec:
+  paramKind: {apiVersion: example.com/v1, kind: Limit}
+  matchConstraints:
+    resourceRules:
+    - operations: ["CREATE"]
+      apiGroups: ["example.com"]
+      apiVersions: ["v1"]
+      resources: ["widgets"]
+  validations:
+  - expression: "object.spec.replicas <= params.spec.maxReplicas"
+    messageExpression: "'replicas must be at most ' + string(params.spec.maxReplicas)"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: e2e-limits
+spec:
+  policyName: e2e-limits
+  validationActions: [Deny]
+  paramRef: {name: small}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: e2e-limits-typo
+spec:
+  paramKind: {apiVersion: example.com/v1, kind: Limit}
+  matchConstraints:
+    resourceRules:
+    - operations: ["CREATE"]
+      apiGroups: ["example.com"]
+      apiVersions: ["v1"]
+      resources: ["widgets"]
+  validations:
+  - expression: "object.spec.replicas <= params.spec.maxReplica"
+`
+
+// TestValidatingAdmissionPolicyCRDParamsKubectl: a policy whose paramKind
+// is a CRD created after it, on the custom resources of another CRD,
+// through the chain (extensions server first) with kubectl: kube's
+// configuration error while the kind is not served, then while its param
+// is missing, then the param's limit refusing a Widget; a typo in a field
+// of the CRD-typed params shows in status.typeChecking.
+func TestValidatingAdmissionPolicyCRDParamsKubectl(t *testing.T) {
+	w := startChain(t)
+	w.KubectlStdin(widgetCRDYAML, "apply", "-f", "-")
+	w.Kubectl("wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=60s")
+	w.KubectlStdin(limitPoliciesYAML, "apply", "-f", "-")
+
+	widget := func(name string, replicas int) string {
+		return fmt.Sprintf("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: %s, namespace: default}\nspec: {replicas: %d}\n", name, replicas)
+	}
+	refusedEventually(t, w, widget("w1", 1),
+		`ValidatingAdmissionPolicy 'e2e-limits' denied request: failed to configure policy: failed to find resource referenced by paramKind: 'example.com/v1, Kind=Limit'`)
+
+	w.KubectlStdin(limitCRDYAML, "apply", "-f", "-")
+	w.Kubectl("wait", "--for=condition=Established", "crd/limits.example.com", "--timeout=60s")
+	refusedEventually(t, w, widget("w1", 1),
+		"ValidatingAdmissionPolicy 'e2e-limits' with binding 'e2e-limits' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction")
+
+	w.KubectlStdin("apiVersion: example.com/v1\nkind: Limit\nmetadata: {name: small}\nspec: {maxReplicas: 3}\n", "apply", "-f", "-")
+	refusedEventually(t, w, widget("w2", 5),
+		`ValidatingAdmissionPolicy 'e2e-limits' with binding 'e2e-limits' denied request: replicas must be at most 3`)
+	w.KubectlStdin(widget("w3", 3), "create", "-f", "-")
+
+	// The type checker typed params by the Limit CRD's schema once it was
+	// served: the policy is checked again at its next generation.
+	w.Kubectl("patch", "validatingadmissionpolicy", "e2e-limits-typo", "--type=json",
+		`-p=[{"op":"add","path":"/spec/validations/-","value":{"expression":"true"}}]`)
+	want := "example.com/v1, Kind=Widget: ERROR: <input>:1:36: undefined field 'maxReplica'"
+	poll(t, "status.typeChecking", func() (bool, string) {
+		out := w.Kubectl("get", "validatingadmissionpolicy", "e2e-limits-typo", "-o", "yaml")
+		return strings.Contains(out, want) && strings.Contains(out, "observedGeneration: 2"), out
+	})
+}
