@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -63,7 +64,10 @@ func (s *Server) build(crd *CustomResourceDefinition) (*servedCRD, error) {
 		// version is kept by a store of storage-version objects (pruned,
 		// defaulted and validated by that version's schema after
 		// conversion); webhookVersion converts what crosses.
-		converted := conv != nil && storageStrategy != nil && v.Name != storageVersion
+		// The storage version too is converted when objects may be stored
+		// in another version.
+		converted := conv != nil && storageStrategy != nil &&
+			(v.Name != storageVersion || slices.ContainsFunc(crd.Status.StoredVersions, func(s string) bool { return s != storageVersion }))
 		storeStrategy := strategy
 		if converted {
 			storeStrategy = storageStrategy
@@ -97,7 +101,11 @@ func (s *Server) build(crd *CustomResourceDefinition) (*servedCRD, error) {
 				// well, so that a default added to the schema later shows
 				// on objects stored before it, as kube-apiserver does.
 				c := o.deepCopy()
-				storeStrategy.Default(c)
+				// An object stored in another version is defaulted once
+				// converted (webhookVersion), not by this schema.
+				if conv == nil || c.storedVersion(crd.Spec.Group, storageVersion) == storageVersion {
+					storeStrategy.Default(c)
+				}
 				return c, nil
 			},
 			// The CRD's revision: objects read through an older

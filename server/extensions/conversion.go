@@ -115,11 +115,12 @@ func gvkString(group, version, kind string) string {
 	return group + "/" + version + ", Kind=" + kind
 }
 
-// convert sends objs, all in version from, to the webhook and returns them
-// in version to, in order; list says they are a list's items (one review
-// for all of them, and kube's list messages). Errors carry kube-apiserver's
-// messages; the caller decides the Status.
-func (c *webhookConverter) convert(ctx context.Context, objs []*Object, from, to string, list bool) ([]*Object, error) {
+// convert sends objs, each in its version of froms, to the webhook and
+// returns them in version to, in order; list says they are a list's items
+// (one review for all of them, and kube's list messages), from is the
+// version the messages name. Errors carry kube-apiserver's messages; the
+// caller decides the Status.
+func (c *webhookConverter) convert(ctx context.Context, objs []*Object, froms []string, to, from string, list bool) ([]*Object, error) {
 	if len(objs) == 0 {
 		return nil, nil
 	}
@@ -128,12 +129,11 @@ func (c *webhookConverter) convert(ctx context.Context, objs []*Object, from, to
 		kind = c.listKind
 	}
 	in := gvkString(c.group, from, kind)
-	fromAPI := meta.GroupVersion{Group: c.group, Version: from}.String()
 	toAPI := meta.GroupVersion{Group: c.group, Version: to}.String()
 	raws := make([]json.RawMessage, len(objs))
 	size := 0
 	for i, o := range objs {
-		b, err := o.reviewJSON(fromAPI)
+		b, err := o.reviewJSON(meta.GroupVersion{Group: c.group, Version: froms[i]}.String())
 		if err != nil {
 			return nil, fmt.Errorf("conversion webhook for %s failed: encoding %s: %w", in, o.Name, err)
 		}
@@ -402,21 +402,49 @@ var (
 	_ registry.StorageConverter = (*webhookVersion)(nil)
 )
 
-// toServed converts objects read from storage to the served version.
+// toServed converts objects read from storage to the served version, in
+// one review: those stored in another version (their stored version
+// decides, see Object.storedVersion); the others are defaulted copies.
 func (r *webhookVersion) toServed(ctx context.Context, objs []*Object, list bool) ([]*Object, error) {
-	out, err := r.conv.convert(ctx, objs, r.storageVersion, r.version, list)
+	out := make([]*Object, len(objs))
+	var pending []*Object
+	var froms []string
+	var at []int
+	for i, o := range objs {
+		from := o.storedVersion(r.conv.group, r.storageVersion)
+		if from == r.version {
+			c := o.deepCopy()
+			r.served.Default(c)
+			out[i] = c
+			continue
+		}
+		pending, froms, at = append(pending, o), append(froms, from), append(at, i)
+	}
+	if len(pending) == 0 {
+		return out, nil
+	}
+	in := r.storageVersion
+	if !list {
+		in = froms[0]
+	}
+	conv, err := r.conv.convert(ctx, pending, froms, r.version, in, list)
 	if err != nil {
 		return nil, err
 	}
-	for _, o := range out {
+	for j, o := range conv {
 		r.served.Default(o)
+		out[at[j]] = o
 	}
 	return out, nil
 }
 
 // toStorage converts an object of the served version to the storage one.
 func (r *webhookVersion) toStorage(ctx context.Context, obj *Object) (*Object, error) {
-	out, err := r.conv.convert(ctx, []*Object{obj}, r.version, r.storageVersion, false)
+	if r.version == r.storageVersion {
+		obj.decodedAPIVersion = "" // what is written is in the storage version
+		return obj, nil
+	}
+	out, err := r.conv.convert(ctx, []*Object{obj}, []string{r.version}, r.storageVersion, r.version, false)
 	if err != nil {
 		return nil, meta.NewInternalError(err)
 	}
@@ -452,23 +480,34 @@ func (r *webhookVersion) ToStorage(served meta.Object) (meta.Object, error) {
 	return r.toStorage(ctx, o)
 }
 
-// items converts items read from storage into items of the served version.
+// items converts items read from storage into items of the served
+// version. Items stored in the served version when it is the storage
+// version are the registry's own, whose JSON comes from the memo.
 func (r *webhookVersion) items(ctx context.Context, in []registry.Item, list bool) ([]registry.Item, error) {
-	objs := make([]*Object, len(in))
+	out := make([]registry.Item, len(in))
+	var objs []*Object
+	var at []int
 	for i, it := range in {
 		o, err := it.Object()
 		if err != nil {
 			return nil, err
 		}
-		objs[i] = o.(*Object)
+		obj := o.(*Object)
+		if r.version == r.storageVersion && obj.storedVersion(r.conv.group, r.storageVersion) == r.version {
+			out[i] = it
+			continue
+		}
+		objs, at = append(objs, obj), append(at, i)
+	}
+	if len(objs) == 0 {
+		return out, nil
 	}
 	conv, err := r.toServed(ctx, objs, list)
 	if err != nil {
 		return nil, readFailed(err)
 	}
-	out := make([]registry.Item, len(conv))
-	for i, o := range conv {
-		out[i] = registry.NewItem(o)
+	for j, o := range conv {
+		out[at[j]] = registry.NewItem(o)
 	}
 	return out, nil
 }
@@ -545,6 +584,9 @@ func (r *webhookVersion) Watch(ctx context.Context, ns string, opts meta.ListOpt
 // converted, as kube-apiserver validates a custom resource in the
 // request's version.
 func (r *webhookVersion) validate(ctx context.Context, obj, old *Object) error {
+	if r.version == r.storageVersion {
+		return nil // the store validates in this version
+	}
 	var errs meta.FieldErrors
 	if old == nil {
 		errs = r.served.Validate(ctx, obj)

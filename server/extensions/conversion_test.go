@@ -302,7 +302,7 @@ func TestWebhookConverterBatchesLists(t *testing.T) {
 	for i := range 100 {
 		in = append(in, widget(fmt.Sprintf("w%d", i), "red"))
 	}
-	out, err := c.convert(context.Background(), in, "v1", "v2", true)
+	out, err := c.convert(context.Background(), in, repeat("v1", len(in)), "v2", "v1", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestWebhookConverterBatchesLists(t *testing.T) {
 	}
 	// Without the CA the webhook's certificate is not trusted.
 	c.cc.CABundle = nil
-	_, err = c.convert(context.Background(), in[:1], "v1", "v2", false)
+	_, err = c.convert(context.Background(), in[:1], []string{"v1"}, "v2", "v1", false)
 	if err == nil || !strings.HasPrefix(err.Error(), "conversion webhook for example.com/v1, Kind=Widget failed: Post \""+url+"?timeout=10s\": tls: ") {
 		t.Errorf("untrusted webhook: %v", err)
 	}
@@ -331,14 +331,14 @@ func TestWebhookConverterService(t *testing.T) {
 	c := &webhookConverter{group: "example.com", kind: "Widget", listKind: "WidgetList",
 		cc:      WebhookClientConfig{Service: &ServiceReference{Namespace: "ns", Name: "conv", Path: &path}, CABundle: ca},
 		clients: &iwebhook.Clients{}, timeout: 10 * time.Second}
-	_, err := c.convert(context.Background(), []*Object{widget("w1", "red")}, "v1", "v2", false)
+	_, err := c.convert(context.Background(), []*Object{widget("w1", "red")}, []string{"v1"}, "v2", "v1", false)
 	if want := "conversion webhook for example.com/v1, Kind=Widget failed: no service resolver: this server cannot call webhooks behind a Service"; err == nil || err.Error() != want {
 		t.Errorf("no resolver: %v", err)
 	}
 	c.resolver = resolverFunc(func(ns, name string, port int32) (*url.URL, error) {
 		return nil, errors.New(`service "conv" not found`)
 	})
-	_, err = c.convert(context.Background(), []*Object{widget("w1", "red")}, "v1", "v2", false)
+	_, err = c.convert(context.Background(), []*Object{widget("w1", "red")}, []string{"v1"}, "v2", "v1", false)
 	if want := `conversion webhook for example.com/v1, Kind=Widget failed: service "conv" not found`; err == nil || err.Error() != want {
 		t.Errorf("no service: %v", err)
 	}
@@ -351,7 +351,7 @@ func TestWebhookConverterService(t *testing.T) {
 		asked = fmt.Sprintf("%s/%s:%d", ns, name, port)
 		return &url.URL{Scheme: "https", Host: u.Host}, nil
 	})
-	out, err := c.convert(context.Background(), []*Object{widget("w1", "red")}, "v1", "v2", false)
+	out, err := c.convert(context.Background(), []*Object{widget("w1", "red")}, []string{"v1"}, "v2", "v1", false)
 	if err != nil || asked != "ns/conv:443" || h.reviews.Load() != 1 || fmt.Sprint(out[0].Content) != "map[spec:map[colour:red]]" {
 		t.Errorf("through the resolver (%s): %v %v", asked, out, err)
 	}
@@ -465,20 +465,12 @@ func (c *serverClient) must(code int, method, path, body string) map[string]any 
 
 func specOf(m map[string]any) string { return fmt.Sprint(m["spec"]) }
 
-// Objects cross versions through the webhook: written in v2 and stored
-// in v1, read in either, a LIST in one review, a watch, a Table of v2's
-// columns; a write invalid in v2 is refused in v2's terms, and a webhook
-// that is down gives kube-apiserver's errors.
-func TestConversionWebhookServed(t *testing.T) {
-	h := &renameConverter{}
-	var down atomic.Bool
-	url, ca := startWebhook(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if down.Load() {
-			http.Error(w, "down", http.StatusServiceUnavailable)
-			return
-		}
-		h.ServeHTTP(w, r)
-	}))
+const v1, v2 = "/apis/example.com/v1/namespaces/default/widgets", "/apis/example.com/v2/namespaces/default/widgets"
+
+// startConverting starts an extensions server serving twoVersionCRD
+// converted by the webhook at url, and waits until v2 is served.
+func startConverting(t *testing.T, url string, ca []byte) *serverClient {
+	t.Helper()
 	env := testenv.Start(t, func(c *server.Config) (*server.GenericServer, error) {
 		completed, err := c.Complete()
 		if err != nil {
@@ -497,17 +489,46 @@ func TestConversionWebhookServed(t *testing.T) {
 	hc.Timeout = 60 * time.Second
 	c := &serverClient{t: t, host: env.Host, c: hc}
 	c.must(201, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", twoVersionCRD(url, ca))
-	const v1, v2 = "/apis/example.com/v1/namespaces/default/widgets", "/apis/example.com/v2/namespaces/default/widgets"
+	c.poll("v2 served", func() string {
+		if code, m := c.do("GET", v2, ""); code != 200 {
+			return fmt.Sprint(code, m)
+		}
+		return ""
+	})
+	return c
+}
+
+// poll calls f until it returns "" or 30 s pass.
+func (c *serverClient) poll(what string, f func() string) {
+	c.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if code, _ := c.do("GET", v2, ""); code == 200 {
-			break
+		msg := f()
+		if msg == "" {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("v2 not served")
+			c.t.Fatalf("%s: %s", what, msg)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Objects cross versions through the webhook: written in v2 and stored
+// in v1, read in either, a LIST in one review, a watch, a Table of v2's
+// columns; a write invalid in v2 is refused in v2's terms, and a webhook
+// that is down gives kube-apiserver's errors.
+func TestConversionWebhookServed(t *testing.T) {
+	h := &renameConverter{}
+	var down atomic.Bool
+	url, ca := startWebhook(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	c := startConverting(t, url, ca)
 
 	w := c.must(201, "POST", v2, `{"apiVersion":"example.com/v2","kind":"Widget","metadata":{"name":"w1"},"spec":{"colour":"red","extra":1}}`)
 	if w["apiVersion"] != "example.com/v2" || specOf(w) != "map[colour:red]" {
@@ -685,5 +706,68 @@ func BenchmarkConvertedList(b *testing.B) {
 			// The server's, the client's and the webhook's CPU: one process.
 			b.ReportMetric(float64(processCPU()-start)/float64(b.N)/1e6, "cpu-ms/op")
 		})
+	}
+}
+
+// repeat returns n copies of v.
+func repeat(v string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = v
+	}
+	return out
+}
+
+// Objects stored in an earlier storage version are converted from it, as
+// kube-apiserver converts them: after v2 becomes the storage version, an
+// object stored in v1 is read in v1 without a call and in v2 through the
+// webhook, and a LIST of objects of both versions converts only those of
+// the other.
+func TestConversionFromEarlierStorageVersion(t *testing.T) {
+	h := &renameConverter{}
+	url, ca := startWebhook(t, h)
+	c := startConverting(t, url, ca)
+	c.must(201, "POST", v1, `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1"},"spec":{"color":"red"}}`)
+	const crdPath = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com"
+	crd := c.must(200, "GET", crdPath, "")
+	versions := crd["spec"].(map[string]any)["versions"].([]any)
+	versions[0].(map[string]any)["storage"] = false
+	versions[1].(map[string]any)["storage"] = true
+	b, _ := json.Marshal(crd)
+	crd = c.must(200, "PUT", crdPath, string(b))
+	if got := fmt.Sprint(crd["status"].(map[string]any)["storedVersions"]); got != "[v1 v2]" {
+		t.Fatalf("storedVersions %s", got)
+	}
+	c.poll("w1, stored in v1, read in v2", func() string {
+		if got := c.must(200, "GET", v2+"/w1", ""); specOf(got) != "map[colour:red]" {
+			return specOf(got)
+		}
+		return ""
+	})
+	before := h.reviews.Load()
+	if got := c.must(200, "GET", v1+"/w1", ""); specOf(got) != "map[color:red]" || h.reviews.Load() != before {
+		t.Errorf("w1 read in v1, the version it is stored in: %v, %d reviews", specOf(got), h.reviews.Load()-before)
+	}
+	c.must(201, "POST", v2, `{"apiVersion":"example.com/v2","kind":"Widget","metadata":{"name":"w2"},"spec":{"colour":"blue"}}`)
+	for _, tc := range []struct{ path, want string }{
+		{v1, "map[color:red] map[color:blue]"},
+		{v2, "map[colour:red] map[colour:blue]"},
+	} {
+		before := h.reviews.Load()
+		before0 := h.objects.Load()
+		l := c.must(200, "GET", tc.path, "")
+		var got []string
+		for _, it := range l["items"].([]any) {
+			got = append(got, specOf(it.(map[string]any)))
+		}
+		if strings.Join(got, " ") != tc.want || h.reviews.Load()-before != 1 || h.objects.Load()-before0 != 1 {
+			t.Errorf("LIST %s: %v with %d reviews of %d objects, want %s with 1 of 1", tc.path, got, h.reviews.Load()-before, h.objects.Load()-before0, tc.want)
+		}
+	}
+	// A write stores w1 in v2.
+	c.must(200, "PATCH", v1+"/w1", `{"spec":{"color":"green"}}`)
+	before = h.reviews.Load()
+	if got := c.must(200, "GET", v2+"/w1", ""); specOf(got) != "map[colour:green]" || h.reviews.Load() != before {
+		t.Errorf("w1 rewritten, read in v2: %v, %d reviews", specOf(got), h.reviews.Load()-before)
 	}
 }

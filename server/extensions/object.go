@@ -34,6 +34,23 @@ type Object struct {
 	schema *schema.Schema
 	// pruned are the paths decoding dropped (UnknownFields).
 	pruned []string
+	// decodedAPIVersion is the apiVersion the decoded JSON named: for an
+	// object read from storage, the version it was stored in, which the
+	// registry's decoding replaces in TypeMeta by the storage version. A
+	// conversion webhook converts objects from the version they were
+	// stored in (status.storedVersions names every such version).
+	decodedAPIVersion string
+}
+
+// storedVersion returns the version of group an object read from storage
+// was stored in: the one its JSON named, the storage version when it
+// named none of the group.
+func (o *Object) storedVersion(group, storageVersion string) string {
+	gv, err := meta.ParseGroupVersion(o.decodedAPIVersion)
+	if err != nil || gv.Group != group || gv.Version == "" {
+		return storageVersion
+	}
+	return gv.Version
 }
 
 // UnknownFields returns the paths of the fields the last decode pruned,
@@ -127,7 +144,7 @@ func (o *Object) UnmarshalJSON(data []byte) error {
 			if k == "kind" {
 				o.Kind = s
 			} else {
-				o.APIVersion = s
+				o.APIVersion, o.decodedAPIVersion = s, s
 			}
 		case "metadata":
 			if null {
