@@ -10,6 +10,7 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 
 	"github.com/apikit-dev/apikit/admission"
+	"github.com/apikit-dev/apikit/admission/policy"
 	"github.com/apikit-dev/apikit/admission/webhook"
 	"github.com/apikit-dev/apikit/authz"
 	"github.com/apikit-dev/apikit/cel"
@@ -97,6 +98,12 @@ func (p *Plugin) Admit(ctx context.Context, a *admission.Attributes) error {
 	if err != nil || len(snap.bindings) == 0 {
 		return err
 	}
+	// The write's namespace, read once, as kube-apiserver does; a
+	// namespace that cannot be read refuses the write.
+	nsObj, err := policy.NamespaceObject(ctx, p.cfg.Source.namespaces(), a)
+	if err != nil {
+		return err
+	}
 	var failures []*policyError
 	var invoked []*binding
 	reinvoke := map[*binding]bool{}
@@ -106,7 +113,7 @@ func (p *Plugin) Admit(ctx context.Context, a *admission.Attributes) error {
 			if pol == nil || (round == 1 && !reinvoke[b]) {
 				continue
 			}
-			ran, changed, err := p.invoke(ctx, a, pol, b)
+			ran, changed, err := p.invoke(ctx, a, pol, b, nsObj)
 			var pe *policyError
 			switch {
 			case errors.As(err, &pe):
@@ -184,7 +191,7 @@ func (p *Plugin) snapshot(ctx context.Context, a *admission.Attributes) (*snapsh
 // invoke runs one binding of pol on a. It reports whether the binding
 // matched and ran, and whether it changed the object; a *policyError is a
 // failure for the failurePolicy, any other error refuses the write.
-func (p *Plugin) invoke(ctx context.Context, a *admission.Attributes, pol *compiled, b *binding) (ran, changed bool, err error) {
+func (p *Plugin) invoke(ctx context.Context, a *admission.Attributes, pol *compiled, b *binding, nsObj map[string]any) (ran, changed bool, err error) {
 	fail := func(reason meta.StatusReason, err error) (bool, bool, error) {
 		return false, false, &policyError{policy: pol.policy.Name, binding: b.b.Name, failOpen: pol.failOpen, reason: reason, err: err}
 	}
@@ -213,7 +220,7 @@ func (p *Plugin) invoke(ctx context.Context, a *admission.Attributes, pol *compi
 	if pol.policy.Spec.ParamKind != nil {
 		return fail(meta.StatusReasonInvalid, errors.New("paramKind is not supported by this server yet"))
 	}
-	vars, err := p.vars(ctx, a, v)
+	vars, err := p.vars(ctx, a, v, nsObj)
 	if err != nil {
 		return fail(meta.StatusReasonInvalid, err)
 	}
@@ -237,7 +244,7 @@ func (p *Plugin) invoke(ctx context.Context, a *admission.Attributes, pol *compi
 	for i, m := range pol.mutations {
 		if i > 0 && changed {
 			// The next mutation sees this one's result.
-			if vars, err = p.vars(ctx, a, v); err != nil {
+			if vars, err = p.vars(ctx, a, v, nsObj); err != nil {
 				return fail(meta.StatusReasonInvalid, err)
 			}
 		}
@@ -263,8 +270,8 @@ func (p *Plugin) invoke(ctx context.Context, a *admission.Attributes, pol *compi
 }
 
 // vars are the variables of a binding's expressions on a as matched in v;
-// params and namespaceObject are null.
-func (p *Plugin) vars(ctx context.Context, a *admission.Attributes, v *version) (map[string]any, error) {
+// params are null.
+func (p *Plugin) vars(ctx context.Context, a *admission.Attributes, v *version, nsObj map[string]any) (map[string]any, error) {
 	toVersion := v.toVersion
 	if v.own {
 		toVersion = nil
@@ -275,6 +282,9 @@ func (p *Plugin) vars(ctx context.Context, a *admission.Attributes, v *version) 
 	}
 	vars[cel.ParamsVarName] = nil
 	vars[cel.NamespaceObjectVarName] = nil
+	if nsObj != nil {
+		vars[cel.NamespaceObjectVarName] = nsObj
+	}
 	if p.cfg.Authorizer != nil {
 		vars[cel.AuthorizerVarName] = library.NewAuthorizer(ctx, p.cfg.Authorizer, a.User)
 		vars[cel.RequestResourceVarName] = library.NewResourceCheck(ctx, p.cfg.Authorizer, a.User, authz.Attributes{

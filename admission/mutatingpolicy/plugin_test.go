@@ -9,10 +9,15 @@ import (
 	"testing"
 
 	"github.com/apikit-dev/apikit/admission"
+	"github.com/apikit-dev/apikit/admission/policy"
 	"github.com/apikit-dev/apikit/admission/registration"
 	"github.com/apikit-dev/apikit/authn"
+	"github.com/apikit-dev/apikit/core/namespaces"
 	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/schema"
+	"github.com/apikit-dev/apikit/storage"
+	"github.com/apikit-dev/apikit/storage/memory"
 )
 
 // widget is the object the tests admit.
@@ -300,5 +305,51 @@ func TestExempt(t *testing.T) {
 	a.Resource = meta.GroupVersionResource{Group: registration.GroupName, Version: "v1", Resource: "mutatingadmissionpolicies"}
 	if err := p.Admit(context.Background(), a); err != nil || a.Object.(*widget).Spec.Color != "" {
 		t.Errorf("admission configuration mutated: %v", err)
+	}
+}
+
+// servedNamespaces serves the core group's namespaces alone.
+type servedNamespaces struct{ store *registry.Store[*namespaces.Namespace] }
+
+func (s servedNamespaces) ResourceFor(k meta.GroupVersionKind) (registry.Resource, bool) {
+	if k == (meta.GroupVersionKind{Version: "v1", Kind: "Namespace"}) {
+		return registry.Serve(s.store), true
+	}
+	return nil, false
+}
+
+func (s servedNamespaces) ResourceOf(meta.GroupVersionResource) (registry.Resource, bool) { return nil, false }
+
+// TestNamespaceObject: mutations read the write's namespace; a namespace
+// that cannot be read refuses the write.
+func TestNamespaceObject(t *testing.T) {
+	store, err := namespaces.New(storage.Shared(memory.New()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Create(context.Background(), "", &namespaces.Namespace{ObjectMeta: meta.ObjectMeta{Name: "default",
+		Labels: map[string]string{"env": "prod"}}}, registry.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := newPlugin(t, newPolicy(t, "p", nil, jsonPatch(
+		`[JSONPatch{op: "add", path: "/metadata/labels/env", value: namespaceObject == null ? "none" : namespaceObject.metadata.labels.env}]`)))
+	ctx := context.Background()
+	p.cfg.Source.resources.Store(ptr[policy.Resources](servedNamespaces{store}))
+	a := attrs(t, map[string]string{"app": "x"})
+	if err := p.Admit(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.Object.(*widget).Labels["env"]; got != "prod" {
+		t.Errorf("env = %q, want the namespace's prod", got)
+	}
+	cluster := attrs(t, map[string]string{"app": "x"})
+	cluster.Namespace = ""
+	if err := p.Admit(ctx, cluster); err != nil || cluster.Object.(*widget).Labels["env"] != "none" {
+		t.Errorf("cluster-scoped: %v %v", err, cluster.Object.(*widget).Labels)
+	}
+	gone := attrs(t, map[string]string{"app": "x"})
+	gone.Namespace = "gone"
+	if err := p.Admit(ctx, gone); err == nil || !strings.Contains(err.Error(), `namespaces "gone" not found`) {
+		t.Errorf("a namespace not found: %v", err)
 	}
 }

@@ -8,9 +8,11 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/apikit-dev/apikit/admission/policy"
 	"github.com/apikit-dev/apikit/admission/registration"
 	"github.com/apikit-dev/apikit/informer"
 	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/registry"
 )
 
 // binding is a binding with its matcher.
@@ -39,6 +41,22 @@ type Source struct {
 	cache    map[string]*compiled // by name
 	synced   chan struct{}
 	once     sync.Once
+	// resources finds the namespaces namespaceObject reads; nil until
+	// Run (then none is shown).
+	resources atomic.Pointer[policy.Resources]
+	nsOnce    sync.Once
+	nsRes     registry.Resource
+}
+
+// namespaces returns the resource serving namespaces, nil before Run or
+// when none is served; found once, as namespaces do not come and go.
+func (s *Source) namespaces() registry.Resource {
+	rs := s.resources.Load()
+	if rs == nil {
+		return nil
+	}
+	s.nsOnce.Do(func() { s.nsRes = policy.NamespacesOf(*rs) })
+	return s.nsRes
 }
 
 // NewSource returns a Source that has not synced.
@@ -95,8 +113,12 @@ func (s *Source) rebuild() {
 }
 
 // Run keeps s equal to the policies and bindings in stores until ctx
-// ends: an informer per kind, each change applied at once.
-func (s *Source) Run(ctx context.Context, stores *registration.MutatingPolicyStores, log *slog.Logger) {
+// ends: an informer per kind, each change applied at once. rs finds the
+// namespaces the namespaceObject variable shows (nil: none).
+func (s *Source) Run(ctx context.Context, stores *registration.MutatingPolicyStores, rs policy.Resources, log *slog.Logger) {
+	if rs != nil {
+		s.resources.Store(&rs)
+	}
 	if log == nil {
 		log = slog.Default()
 	}

@@ -304,10 +304,32 @@ var namespaceMetadata = []string{"name", "generateName", "namespace", "uid", "re
 // namespaceObject variable shows it: nil for a cluster-scoped write, a
 // write to a namespace itself, or a server that serves no namespaces.
 func (p *Plugin) namespaceObject(ctx context.Context, a *admission.Attributes) (map[string]any, error) {
+	return NamespaceObject(ctx, p.cfg.Source.namespaces(), a)
+}
+
+// NamespacesOf returns the resource rs serves namespaces with, nil when it
+// serves none.
+func NamespacesOf(rs Resources) registry.Resource {
+	if rs == nil {
+		return nil
+	}
+	r, ok := rs.ResourceFor(namespaceKind)
+	if !ok {
+		return nil
+	}
+	return r
+}
+
+// NamespaceObject returns the namespace of a namespaced write, read from
+// namespaces, as admission policies' namespaceObject variable shows it
+// (kube's Namespace type: metadata's public fields, spec, status): nil for
+// a cluster-scoped write, a write to a namespace itself, or no namespaces
+// (namespaces nil). MutatingAdmissionPolicy shares it.
+func NamespaceObject(ctx context.Context, namespaces registry.Resource, a *admission.Attributes) (map[string]any, error) {
 	if a.Namespace == "" || a.Kind == namespaceKind {
 		return nil, nil
 	}
-	res := p.cfg.Source.namespaces()
+	res := namespaces
 	if res == nil {
 		return nil, nil
 	}
@@ -348,8 +370,8 @@ func (s *Source) namespaces() registry.Resource {
 	if rs == nil {
 		return nil
 	}
-	r, ok := (*rs).ResourceFor(namespaceKind)
-	if !ok {
+	r := NamespacesOf(*rs)
+	if r == nil {
 		return nil
 	}
 	s.nsResource.Store(&r)

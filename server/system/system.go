@@ -239,7 +239,7 @@ func InstallAdmissionRegistration(s *server.GenericServer, f storage.Factory, sr
 			synced = append(synced, policies.Synced())
 		}
 		if mutating != nil {
-			go mutating.Run(ctx, mutatingStores, log)
+			go mutating.Run(ctx, mutatingStores, servedResources{s}, log)
 			synced = append(synced, mutating.Synced())
 		}
 		for _, c := range synced {
