@@ -309,7 +309,9 @@ func TestExempt(t *testing.T) {
 }
 
 // servedNamespaces serves the core group's namespaces alone.
-type servedNamespaces struct{ store *registry.Store[*namespaces.Namespace] }
+type servedNamespaces struct {
+	store *registry.Store[*namespaces.Namespace]
+}
 
 func (s servedNamespaces) ResourceFor(k meta.GroupVersionKind) (registry.Resource, bool) {
 	if k == (meta.GroupVersionKind{Version: "v1", Kind: "Namespace"}) {
@@ -318,7 +320,9 @@ func (s servedNamespaces) ResourceFor(k meta.GroupVersionKind) (registry.Resourc
 	return nil, false
 }
 
-func (s servedNamespaces) ResourceOf(meta.GroupVersionResource) (registry.Resource, bool) { return nil, false }
+func (s servedNamespaces) ResourceOf(meta.GroupVersionResource) (registry.Resource, bool) {
+	return nil, false
+}
 
 // TestNamespaceObject: mutations read the write's namespace; a namespace
 // that cannot be read refuses the write.
