@@ -63,6 +63,11 @@ type Attributes struct {
 	// apply configurations; nil when the resource has none.
 	Schemas *schema.Set
 	Schema  *schema.Schema
+	// Options are the operation's options as the client sent them, in
+	// meta.k8s.io/v1 with apiVersion and kind (*meta.DeleteOptions on
+	// Delete), what webhooks get as request.options; nil gives them the
+	// operation's options kind with only dryRun.
+	Options any
 }
 
 // Equivalent is a resource's other served version.
@@ -98,6 +103,23 @@ func toVersion(f func(meta.Object) (meta.Object, error), obj meta.Object) (meta.
 		return nil, meta.NewInternalError(fmt.Errorf("admission: converting %s to the requested version: %w", obj.GetObjectMeta().Name, err))
 	}
 	return v, nil
+}
+
+// NamespaceLabels looks up a namespace's labels, for the plugins that
+// match writes by them (the namespaceSelectors of webhooks and policies).
+// It returns an error that meta.IsNotFound recognises for a namespace that
+// does not exist. A server that serves namespaces provides one
+// (server.Config.AdmissionNamespaces).
+type NamespaceLabels interface {
+	NamespaceLabels(ctx context.Context, name string) (map[string]string, error)
+}
+
+// NamespaceLabelsFunc is a function that is a NamespaceLabels.
+type NamespaceLabelsFunc func(ctx context.Context, name string) (map[string]string, error)
+
+// NamespaceLabels calls f.
+func (f NamespaceLabelsFunc) NamespaceLabels(ctx context.Context, name string) (map[string]string, error) {
+	return f(ctx, name)
 }
 
 // Mutator may change the object before validation.

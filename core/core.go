@@ -52,6 +52,11 @@ type API struct {
 	ServiceAccounts *registry.Store[*serviceaccounts.ServiceAccount]
 	Events          *events.Stores
 	Leases          *registry.Store[*leases.Lease]
+	// NamespaceLister answers admission's namespace lookups: set it as
+	// the server.Config's AdmissionNamespaces, so that webhooks' and
+	// policies' namespaceSelectors see the namespaces' labels. Install
+	// runs its informer.
+	NamespaceLister *namespaces.Lister
 
 	tokens   *serviceaccount.Tokens
 	eventTTL time.Duration
@@ -72,6 +77,7 @@ func New(c Config) (*API, error) {
 	if a.Namespaces, err = namespaces.New(c.Storage); err != nil {
 		return nil, err
 	}
+	a.NamespaceLister = namespaces.NewLister(a.Namespaces)
 	if a.ConfigMaps, err = configmaps.New(c.Storage); err != nil {
 		return nil, err
 	}
@@ -110,7 +116,8 @@ func (a *API) AddNamespaceContent(c ...nsdeletion.Content) { a.content = append(
 // that keeps the default ServiceAccount and the kube-root-ca.crt ConfigMap
 // in every namespace (package nsdefaults), and core/namespace-controller
 // that empties and then removes deleted namespaces (package nsdeletion)
-// of every namespaced resource s and the servers behind it serve. The service-account
+// of every namespaced resource s and the servers behind it serve, and
+// core/admission-namespace-informer that keeps NamespaceLister's copy. The service-account
 // authenticator, when the server has one, then checks each token's
 // service account in this server's storage.
 func (a *API) Install(s *server.GenericServer) error {
@@ -143,6 +150,13 @@ func (a *API) Install(s *server.GenericServer) error {
 	if err := s.AddPostStartHook("start-system-namespaces-controller", func(ctx context.Context) error {
 		log := slog.Default().With("hook", "start-system-namespaces-controller")
 		return namespaces.EnsureSystemNamespaces(ctx, nsStore, func(err error) { log.Error("system namespaces", "err", err) })
+	}); err != nil {
+		return err
+	}
+	lister := a.NamespaceLister
+	if err := s.AddPostStartHook("core/admission-namespace-informer", func(ctx context.Context) error {
+		go lister.Run(ctx)
+		return nil
 	}); err != nil {
 		return err
 	}

@@ -97,6 +97,13 @@ type Config struct {
 	// DisabledAdmissionPlugins names plugins of Admission that do not run
 	// (--disable-admission-plugins; admission.Named gives the names).
 	DisabledAdmissionPlugins []string
+	// AdmissionNamespaces gives the admission plugins that match writes by
+	// their namespace's labels (the namespaceSelectors of webhooks and
+	// ValidatingAdmissionPolicies) those labels. A server that serves
+	// namespaces sets it before Complete (core.API.NamespaceLister, as
+	// wardle --core-api does); the plugins read it at each request, so it
+	// may be set after they were made. nil: every namespace is unlabelled.
+	AdmissionNamespaces admission.NamespaceLabels
 
 	// RequestTimeout bounds requests that are not long-running.
 	RequestTimeout time.Duration

@@ -35,12 +35,8 @@ const (
 const maxResponseBytes = 4*storage.DefaultMaxObjectBytes/3 + 64<<10
 
 // NamespaceLabels looks up a namespace's labels for namespaceSelectors;
-// the control plane that serves namespaces provides one. It returns an
-// error that meta.IsNotFound recognises for a namespace that does not
-// exist.
-type NamespaceLabels interface {
-	NamespaceLabels(ctx context.Context, name string) (map[string]string, error)
-}
+// the server that serves namespaces provides one.
+type NamespaceLabels = admission.NamespaceLabels
 
 // MatchConditions evaluates a webhook's matchConditions (CEL) against the
 // AdmissionRequest it would be sent: true when all hold. NewCELMatchConditions
@@ -554,7 +550,11 @@ func newRequest(inv *invocation, a *admission.Attributes, obj, old meta.Object) 
 			return nil, nil, fmt.Errorf("encoding the old object: %w", err)
 		}
 	}
-	if opts := optionsKind(a.Operation); opts != "" {
+	if a.Options != nil {
+		if req.Options, err = json.Marshal(a.Options); err != nil {
+			return nil, nil, fmt.Errorf("encoding the options: %w", err)
+		}
+	} else if opts := optionsKind(a.Operation); opts != "" {
 		o := map[string]any{"kind": opts, "apiVersion": "meta.k8s.io/v1"}
 		if a.DryRun {
 			o["dryRun"] = []string{"All"}

@@ -74,11 +74,15 @@ func namespaceMatches(ctx context.Context, namespaces NamespaceLabels, sel meta.
 		return true, nil
 	}
 	if isNamespace {
-		// A namespace is matched by its own labels.
-		for _, o := range []meta.Object{a.Object, a.OldObject} {
-			if o != nil {
-				return sel.Matches(meta.Set(o.GetObjectMeta().Labels)), nil
-			}
+		// A namespace is matched by its own labels: those it is created
+		// or updated with, else (a delete, a subresource) those stored,
+		// what kube reads from its namespace lister then.
+		o := a.OldObject
+		if a.Subresource == "" && (a.Operation == admission.Create || a.Operation == admission.Update) {
+			o = a.Object
+		}
+		if o != nil {
+			return sel.Matches(meta.Set(o.GetObjectMeta().Labels)), nil
 		}
 	}
 	if namespaces == nil {

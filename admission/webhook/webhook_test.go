@@ -535,3 +535,44 @@ func TestCredentialsPresented(t *testing.T) {
 		t.Errorf("Authorization %q", got.Load())
 	}
 }
+
+// TestDeleteReview: on DELETE a mutating webhook is sent the object as
+// oldObject, no object, and the client's DeleteOptions; a patch it
+// answers with is refused with kube-apiserver's 500, an empty answer
+// lets the delete go on.
+func TestDeleteReview(t *testing.T) {
+	deleteAttrs := func() *admission.Attributes {
+		a := attrs(admission.Delete, nil)
+		a.OldObject, a.VersionedOldObject, a.Object, a.VersionedObject = a.Object, a.Object, nil, nil
+		background := meta.DeletePropagationBackground
+		a.Options = &meta.DeleteOptions{TypeMeta: meta.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "DeleteOptions"}, PropagationPolicy: &background}
+		return a
+	}
+	t.Run("the request", func(t *testing.T) {
+		ws := newWebhookServer(t, func(*AdmissionRequest, *AdmissionResponse) {})
+		m, _ := newPlugins(t, []*registration.MutatingWebhookConfiguration{mutatingOf(ws, "look.example.com", nil)}, nil)
+		if err := m.Admit(context.Background(), deleteAttrs()); err != nil {
+			t.Fatal(err)
+		}
+		req := ws.lastRequest()
+		if req == nil || req.Operation != "DELETE" || len(req.Object) != 0 || !strings.Contains(string(req.OldObject), `"name":"w1"`) {
+			t.Fatalf("request %+v", req)
+		}
+		var opts map[string]any
+		if err := json.Unmarshal(req.Options, &opts); err != nil || opts["kind"] != "DeleteOptions" || opts["apiVersion"] != "meta.k8s.io/v1" || opts["propagationPolicy"] != "Background" {
+			t.Errorf("options %s: %v", req.Options, err)
+		}
+	})
+	t.Run("a patch is refused", func(t *testing.T) {
+		ws := newWebhookServer(t, func(_ *AdmissionRequest, resp *AdmissionResponse) {
+			resp.Patch = []byte(`[{"op":"add","path":"/metadata/labels","value":{"a":"b"}}]`)
+			resp.PatchType = ptr(PatchTypeJSONPatch)
+		})
+		m, _ := newPlugins(t, []*registration.MutatingWebhookConfiguration{mutatingOf(ws, "patcher.example.com", nil)}, nil)
+		err := m.Admit(context.Background(), deleteAttrs())
+		want := `Internal error occurred: admission webhook "patcher.example.com" attempted to modify the object, which is not supported for this operation`
+		if err == nil || err.Error() != want || ws.calls.Load() != 1 {
+			t.Errorf("Admit: %v after %d calls, want %s", err, ws.calls.Load(), want)
+		}
+	})
+}

@@ -117,6 +117,13 @@ func writeWarnings(w http.ResponseWriter, warnings []string) {
 // admissionFuncs binds the admission chain to one request.
 func (s *Scope) admissionFuncs(ctx context.Context, w http.ResponseWriter, op admission.Operation, ns, name, subresource string, dryRun bool) (
 	admit func(context.Context, meta.Object, meta.Object) error, validate func(context.Context, meta.Object, meta.Object) error) {
+	return s.admissionFuncsWith(ctx, w, op, ns, name, subresource, dryRun, nil)
+}
+
+// admissionFuncsWith is admissionFuncs for a request whose options the
+// plugins see (admission.Attributes.Options).
+func (s *Scope) admissionFuncsWith(ctx context.Context, w http.ResponseWriter, op admission.Operation, ns, name, subresource string, dryRun bool, options any) (
+	admit func(context.Context, meta.Object, meta.Object) error, validate func(context.Context, meta.Object, meta.Object) error) {
 	if len(s.Admission) == 0 {
 		return nil, nil
 	}
@@ -151,7 +158,8 @@ func (s *Scope) admissionFuncs(ctx context.Context, w http.ResponseWriter, op ad
 		}
 		return &admission.Attributes{Operation: op, Kind: s.gvk, Resource: s.gvr, Subresource: subresource,
 			Namespace: namespace, Name: n, Object: obj, OldObject: old, ToVersion: toVersion, ToStorage: toStorage,
-			Equivalents: s.equivalents, DryRun: dryRun, User: user, Schemas: s.Schemas, Schema: s.Schema}
+			Equivalents: s.equivalents, DryRun: dryRun, User: user, Schemas: s.Schemas, Schema: s.Schema,
+			Options: options}
 	}
 	admit = func(ctx context.Context, obj, old meta.Object) error {
 		return s.Admission.Admit(admission.WithWarnings(ctx, warn), attrs(obj, old))
@@ -733,7 +741,11 @@ func (s *Scope) readDeleteOptions(w http.ResponseWriter, r *http.Request) (meta.
 
 func (s *Scope) deleteOptions(ctx context.Context, w http.ResponseWriter, o meta.DeleteOptions, ns, name string) registry.DeleteOptions {
 	dryRun := len(o.DryRun) > 0
-	_, validate := s.admissionFuncs(ctx, w, admission.Delete, ns, name, "", dryRun)
+	// The plugins see the options as kube-apiserver gives them to
+	// admission: meta.k8s.io/v1 DeleteOptions, whichever version the
+	// client sent.
+	o.TypeMeta = meta.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "DeleteOptions"}
+	admit, validate := s.admissionFuncsWith(ctx, w, admission.Delete, ns, name, "", dryRun, &o)
 	d := registry.DeleteOptions{
 		DryRun:            dryRun,
 		Preconditions:     o.Preconditions,
@@ -742,7 +754,16 @@ func (s *Scope) deleteOptions(ctx context.Context, w http.ResponseWriter, o meta
 		GarbageCollection: s.GarbageCollection,
 	}
 	if validate != nil {
-		d.Validate = func(ctx context.Context, old meta.Object) error { return validate(ctx, nil, old) }
+		// kube-apiserver's AdmissionToValidateObjectDeleteFunc: the
+		// mutating plugins, then the validating ones, each seeing the
+		// object being deleted as the old object (a mutating webhook's
+		// patch has nothing to change: refused).
+		d.Validate = func(ctx context.Context, old meta.Object) error {
+			if err := admit(ctx, nil, old); err != nil {
+				return err
+			}
+			return validate(ctx, nil, old)
+		}
 	}
 	return d
 }

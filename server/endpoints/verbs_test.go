@@ -309,8 +309,9 @@ func TestDeleteCollection(t *testing.T) {
 		}
 		named = append(named, a.Name)
 	}
-	if strings.Join(named, ",") != "b,d" {
-		t.Errorf("admission named %v, want b and d", named)
+	// Each twice: the mutating plugins, then the validating ones.
+	if strings.Join(named, ",") != "b,b,d,d" {
+		t.Errorf("admission named %v, want b and d, twice each", named)
 	}
 	// As in kube-apiserver, deletecollection is per namespace.
 	resp, b = ts.do(t, req{method: "DELETE", path: gv + "/widgets"})
@@ -452,5 +453,32 @@ func TestDeletePropagationPolicy(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDeleteAdmission: a DELETE goes through the mutating plugins, then
+// the validating ones, as kube-apiserver's AdmissionToValidateObjectDeleteFunc
+// runs them, each seeing the object as the old object and the client's
+// DeleteOptions (meta.k8s.io/v1).
+func TestDeleteAdmission(t *testing.T) {
+	ts := newTestServer(t)
+	ts.create(t, "w1", "")
+	ts.admission.take()
+	resp, b := ts.do(t, req{method: "DELETE", path: ns + "/w1", body: `{"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background","gracePeriodSeconds":0}`})
+	if resp.StatusCode != 200 {
+		t.Fatalf("delete %d %s", resp.StatusCode, b)
+	}
+	attrs := ts.admission.take()
+	if len(attrs) != 2 {
+		t.Fatalf("%d admission calls, want the mutating and the validating one: %+v", len(attrs), attrs)
+	}
+	for i, a := range attrs {
+		o, _ := a.Options.(*meta.DeleteOptions)
+		if a.Operation != admission.Delete || a.Object != nil || a.OldObject == nil || a.OldObject.GetObjectMeta().Name != "w1" ||
+			o == nil || o.APIVersion != "meta.k8s.io/v1" || o.Kind != "DeleteOptions" ||
+			o.PropagationPolicy == nil || *o.PropagationPolicy != meta.DeletePropagationBackground ||
+			o.GracePeriodSeconds == nil || *o.GracePeriodSeconds != 0 {
+			t.Errorf("call %d: %+v options %+v", i, a, o)
+		}
 	}
 }

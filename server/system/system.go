@@ -88,6 +88,18 @@ func AdmissionMutatingPolicies(cfg mutatingpolicy.Config) (*mutatingpolicy.Sourc
 	return cfg.Source, p, nil
 }
 
+// AdmissionNamespaces is the namespace lookup of the admission plugins of
+// c: c.AdmissionNamespaces as it is at each request, so that the plugins
+// may be made before the build function that serves namespaces sets it.
+func AdmissionNamespaces(c *server.Config) admission.NamespaceLabels {
+	return admission.NamespaceLabelsFunc(func(ctx context.Context, name string) (map[string]string, error) {
+		if c.AdmissionNamespaces == nil {
+			return nil, nil // no namespaces served: every one unlabelled
+		}
+		return c.AdmissionNamespaces.NamespaceLabels(ctx, name)
+	})
+}
+
 // AdmissionWebhooks returns kube-apiserver's MutatingAdmissionWebhook and
 // ValidatingAdmissionWebhook plugins, configured by cfg, and the Source
 // that InstallAdmissionRegistration keeps up to date. cfg.Source is set
@@ -153,15 +165,16 @@ func Defaults(cfg *server.Config) (Config, error) {
 	}
 	cfg.FlowControl = fc
 	apf, _ := fc.(*flowcontrol.APF)
-	src, plugins, err := AdmissionWebhooks(webhook.Config{})
+	namespaces := AdmissionNamespaces(cfg)
+	src, plugins, err := AdmissionWebhooks(webhook.Config{Namespaces: namespaces})
 	if err != nil {
 		return Config{}, err
 	}
-	psrc, vap, err := AdmissionPolicies(policy.Config{Authorizer: cfg.Authorizer})
+	psrc, vap, err := AdmissionPolicies(policy.Config{Authorizer: cfg.Authorizer, Namespaces: namespaces})
 	if err != nil {
 		return Config{}, err
 	}
-	msrc, map_, err := AdmissionMutatingPolicies(mutatingpolicy.Config{Authorizer: cfg.Authorizer})
+	msrc, map_, err := AdmissionMutatingPolicies(mutatingpolicy.Config{Authorizer: cfg.Authorizer, Namespaces: namespaces})
 	if err != nil {
 		return Config{}, err
 	}

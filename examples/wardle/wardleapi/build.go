@@ -40,6 +40,9 @@ func BuildWith(c *server.Config, withCore bool) (*server.GenericServer, error) {
 		// First, as kube-apiserver runs it: flunders too are created only
 		// in namespaces that exist and are not terminating.
 		c.Admission = append(admission.Chain{coreAPI.NamespaceLifecycle()}, c.Admission...)
+		// Webhooks' and policies' namespaceSelectors match the labels of
+		// the namespaces served here.
+		c.AdmissionNamespaces = coreAPI.NamespaceLister
 	}
 	c.Admission = append(c.Admission, api.BanFlunder())
 	completed, err := c.Complete()
