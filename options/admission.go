@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/apikit-dev/apikit/authz"
 	"github.com/apikit-dev/apikit/certs"
 	"github.com/apikit-dev/apikit/server"
+	"github.com/apikit-dev/apikit/server/aggregator"
 	"github.com/apikit-dev/apikit/server/system"
 	"github.com/apikit-dev/apikit/storage"
 )
@@ -39,7 +41,16 @@ type AdmissionOptions struct {
 	// ConfigFile is --admission-control-config-file: an
 	// AdmissionConfiguration.
 	ConfigFile string
-	// ServiceResolver reaches webhooks named by a Service; nil fails them.
+	// ServiceEndpoints are --service-endpoint values,
+	// NAMESPACE/NAME[:PORT]=HOST:PORT: where the Services webhooks name
+	// are, without a cluster. The flag is this group's only in a server
+	// without AggregatorOptions; an aggregator's --service-endpoint (and
+	// --services-kubeconfig) resolve webhooks too, as kube-apiserver's one
+	// service resolver serves APIServices and webhooks alike.
+	ServiceEndpoints []string
+	// ServiceResolver reaches webhooks named by a Service. Complete sets
+	// it when nil: the aggregator's resolver, or ServiceEndpoints; both
+	// send default/kubernetes:443 to the server itself.
 	ServiceResolver webhook.ServiceResolver
 
 	// Set by ApplyTo.
@@ -73,9 +84,42 @@ func (o *AdmissionOptions) AddFlags(fs *pflag.FlagSet) {
 		"File with admission control configuration.")
 }
 
+// serviceEndpointUsage is --service-endpoint's help, the aggregator's and
+// the admission webhooks'.
+const serviceEndpointUsage = "NAMESPACE/NAME[:PORT]=HOST:PORT: where a Service an APIService or an admission webhook's clientConfig.service names " +
+	"is reached, without a cluster (repeatable). With :PORT only that port of the Service; the backend's certificate must still be valid for NAME.NAMESPACE.svc."
+
+// addServiceEndpointFlag adds --service-endpoint, for a server without an
+// aggregator's flags.
+func (o *AdmissionOptions) addServiceEndpointFlag(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&o.ServiceEndpoints, "service-endpoint", o.ServiceEndpoints, serviceEndpointUsage)
+}
+
+// completeServiceResolver sets ServiceResolver, when not set, from
+// ServiceEndpoints, with the Service default/kubernetes (port 443) sent to
+// self, the server's own URL, as kube-apiserver's loopback resolver does.
+func (o *AdmissionOptions) completeServiceResolver(self string) error {
+	if o.ServiceResolver != nil {
+		return nil
+	}
+	static, err := aggregator.ParseServiceEndpoints(o.ServiceEndpoints)
+	if err != nil {
+		return fmt.Errorf("--service-endpoint: %w", err)
+	}
+	u, err := url.Parse(self)
+	if err != nil {
+		return fmt.Errorf("the server's own URL %q: %w", self, err)
+	}
+	o.ServiceResolver = aggregator.NewLoopbackResolver(static, u)
+	return nil
+}
+
 // Validate checks the plugin names, as kube-apiserver does.
 func (o *AdmissionOptions) Validate() []error {
 	var errs []error
+	if _, err := aggregator.ParseServiceEndpoints(o.ServiceEndpoints); err != nil {
+		errs = append(errs, fmt.Errorf("--service-endpoint: %w", err))
+	}
 	for _, f := range []struct {
 		flag  string
 		names []string
@@ -118,8 +162,11 @@ func (o *AdmissionOptions) ApplyTo(c *server.Config) error {
 		}
 		return c.Authorizer.Authorize(ctx, a)
 	})
+	// Namespace labels are read at each request: the build function sets
+	// them when it serves namespaces.
+	namespaces := system.AdmissionNamespaces(c)
 	if !slices.Contains(o.DisablePlugins, mutatingpolicy.PluginName) {
-		src, p, err := system.AdmissionMutatingPolicies(mutatingpolicy.Config{Authorizer: byServer})
+		src, p, err := system.AdmissionMutatingPolicies(mutatingpolicy.Config{Authorizer: byServer, Namespaces: namespaces})
 		if err != nil {
 			return err
 		}
@@ -127,7 +174,7 @@ func (o *AdmissionOptions) ApplyTo(c *server.Config) error {
 		c.Admission = append(c.Admission, p)
 	}
 	if !slices.Contains(o.DisablePlugins, policy.PluginName) {
-		src, vap, err := system.AdmissionPolicies(policy.Config{Authorizer: byServer})
+		src, vap, err := system.AdmissionPolicies(policy.Config{Authorizer: byServer, Namespaces: namespaces})
 		if err != nil {
 			return err
 		}
@@ -156,7 +203,8 @@ func (o *AdmissionOptions) ApplyTo(c *server.Config) error {
 			}
 		}
 	}
-	src, plugins, err := system.AdmissionWebhooks(webhook.Config{ServiceResolver: o.ServiceResolver, Credentials: creds})
+	src, plugins, err := system.AdmissionWebhooks(webhook.Config{ServiceResolver: o.ServiceResolver, Credentials: creds,
+		Namespaces: namespaces})
 	if err != nil {
 		return err
 	}

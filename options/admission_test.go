@@ -125,3 +125,44 @@ type named string
 
 func (n named) Name() string                   { return string(n) }
 func (named) Handles(admission.Operation) bool { return true }
+
+// TestWebhookServiceResolver: the Services admission webhooks name are
+// resolved by --service-endpoint in a server without an aggregator, by
+// the aggregator's resolver in one with it, and default/kubernetes is the
+// server itself in both.
+func TestWebhookServiceResolver(t *testing.T) {
+	resolve := func(t *testing.T, o *ServerRunOptions) {
+		t.Helper()
+		if _, err := o.Complete(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { o.SecureServing.Listener.Close() })
+		r := o.Admission.ServiceResolver
+		if r == nil {
+			t.Fatal("no service resolver for the webhooks")
+		}
+		if u, err := r.ResolveEndpoint("hooks", "svc", 443); err != nil || u.String() != "https://127.0.0.1:9443" {
+			t.Errorf("hooks/svc: %v %v", u, err)
+		}
+		if u, err := r.ResolveEndpoint("default", "kubernetes", 443); err != nil || u.String() != o.SecureServing.localURL() {
+			t.Errorf("default/kubernetes: %v %v, want the server itself", u, err)
+		}
+		if _, err := r.ResolveEndpoint("hooks", "other", 443); err == nil {
+			t.Error("a Service not in the table resolved")
+		}
+	}
+	t.Run("without an aggregator", func(t *testing.T) {
+		o, _ := newTestOptions(t, "--storage-backend=memory", "--secure-port=0", "--service-endpoint=hooks/svc=127.0.0.1:9443")
+		resolve(t, o)
+	})
+	t.Run("the aggregator's", func(t *testing.T) {
+		resolve(t, newAggregatorOptions(t, "--storage-backend=memory", "--secure-port=0", "--service-endpoint=hooks/svc=127.0.0.1:9443"))
+	})
+	t.Run("invalid", func(t *testing.T) {
+		o, _ := newTestOptions(t, "--storage-backend=memory", "--service-endpoint=hooks/svc")
+		_, err := o.Complete()
+		if got := joinLines(errorStrings(err)); !strings.Contains(got, `--service-endpoint: service endpoint "hooks/svc": want NAMESPACE/NAME=HOST:PORT`) {
+			t.Errorf("Complete: %s", got)
+		}
+	})
+}

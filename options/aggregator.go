@@ -69,9 +69,7 @@ func (o *AggregatorOptions) AddFlags(fs *pflag.FlagSet) {
 			"PKI), a front-proxy CA and client certificate are made in --cert-dir.")
 	fs.StringVar(&o.ProxyClientKeyFile, "proxy-client-key-file", o.ProxyClientKeyFile,
 		"Private key for the client certificate used to prove the identity of the aggregator or kube-apiserver when it must call out during a request.")
-	fs.StringArrayVar(&o.ServiceEndpoints, "service-endpoint", o.ServiceEndpoints,
-		"NAMESPACE/NAME[:PORT]=HOST:PORT: where the Service an APIService names is reached, without a cluster (repeatable). "+
-			"With :PORT only that port of the Service; the backend's certificate must still be valid for NAME.NAMESPACE.svc.")
+	fs.StringArrayVar(&o.ServiceEndpoints, "service-endpoint", o.ServiceEndpoints, serviceEndpointUsage)
 	fs.StringVar(&o.ServicesKubeconfigFile, "services-kubeconfig", o.ServicesKubeconfigFile,
 		"kubeconfig of the cluster whose Services APIServices name (its user must get services and list endpointslices): "+
 			"a Service --service-endpoint does not list is resolved there, to its cluster IP.")

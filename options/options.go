@@ -91,6 +91,10 @@ func (o *ServerRunOptions) Flags() NamedFlagSets {
 	o.Audit.AddFlags(fss.FlagSet(SectionAudit))
 	o.FlowControl.AddFlags(fss.FlagSet(SectionFlowControl))
 	o.Admission.AddFlags(fss.FlagSet(SectionAdmission))
+	if o.Aggregator == nil {
+		// An aggregator's --service-endpoint resolves webhooks too.
+		o.Admission.addServiceEndpointFlag(fss.FlagSet(SectionAdmission))
+	}
 	o.APIEnablement.AddFlags(fss.FlagSet(SectionAPIEnablement))
 	if o.Aggregator != nil {
 		o.Aggregator.AddFlags(fss.FlagSet(SectionAggregator))
@@ -168,7 +172,8 @@ type completedOptions struct {
 //     ConfigMap here) and the audit log;
 //   - with Aggregator set, the front-proxy client certificate (the
 //     development PKI's in <cert-dir>/front-proxy-*, unless given) and the
-//     service resolver;
+//     service resolver, which resolves the Services of admission webhooks
+//     too (without Aggregator, Admission.ServiceEndpoints does);
 //   - the watch cache sizes, defaults merged with the flag's entries;
 //   - the normalised --runtime-config and the flow-control queue wait
 //     limit;
@@ -246,6 +251,16 @@ func (o *ServerRunOptions) Complete() (CompletedOptions, error) {
 			}
 			return CompletedOptions{}, err
 		}
+	}
+	if o.Aggregator != nil && o.Admission.ServiceResolver == nil {
+		// One resolver for APIServices and webhooks, as kube-apiserver's.
+		o.Admission.ServiceResolver = o.Aggregator.ServiceResolver
+	}
+	if err := o.Admission.completeServiceResolver(ss.localURL()); err != nil {
+		if ss.Listener != nil {
+			ss.Listener.Close()
+		}
+		return CompletedOptions{}, err
 	}
 	if err := o.Tracing.Complete(log); err != nil {
 		if ss.Listener != nil {
