@@ -39,7 +39,8 @@ type Config struct {
 	// Complete, when set, reports whether Discover returns every kind
 	// served (APIGroupsSynced of a server): until it does, owners being
 	// deleted with the orphan or foregroundDeletion finalizer wait, since
-	// their dependents of a kind not yet discovered are not yet known.
+	// their dependents of a kind not yet discovered are not yet known. It
+	// is asked before each Discover.
 	Complete func() bool
 	// RetryInterval is how long a failed object waits before it is tried
 	// again; the default is one second.
@@ -57,11 +58,14 @@ type Collector struct {
 	retry      time.Duration
 	logger     *slog.Logger
 
-	mu      sync.Mutex
-	byKind  map[meta.GroupKind]*kind // the kinds collected now
-	dirty   map[ref]bool
-	wake    chan struct{}
-	pending map[ref]bool // failed, tried again after retry
+	mu     sync.Mutex
+	byKind map[meta.GroupKind]*kind // the kinds collected now
+	// discoveredAll says byKind has every kind served (Config.Complete
+	// at the last resync).
+	discoveredAll bool
+	dirty         map[ref]bool
+	wake          chan struct{}
+	pending       map[ref]bool // failed, tried again after retry
 
 	informers sync.WaitGroup // every kind's informer goroutine
 }
@@ -146,6 +150,10 @@ func (c *Collector) newKind(gk meta.GroupKind, res registry.Resource) *kind {
 // longer served stops (and is waited for), and a kind still served reads
 // and writes through its newest resource.
 func (c *Collector) resync(ctx context.Context) {
+	// Complete is asked before Discover: what Discover returns after it
+	// said so has every kind. Asked live in synced instead, it could say
+	// so before the kinds that made it so were discovered.
+	complete := c.complete == nil || c.complete()
 	want := map[meta.GroupKind]registry.Resource{}
 	for _, res := range c.discover() {
 		info := res.Info()
@@ -157,6 +165,7 @@ func (c *Collector) resync(ctx context.Context) {
 	}
 	var added, gone []*kind
 	c.mu.Lock()
+	c.discoveredAll = complete
 	for gk, k := range c.byKind {
 		if want[gk] == nil {
 			delete(c.byKind, gk)
@@ -218,7 +227,10 @@ func (c *Collector) collected(k *kind) bool {
 var errNotSynced = errors.New("waiting for the informers of new kinds to sync")
 
 func (c *Collector) synced() bool {
-	if c.complete != nil && !c.complete() {
+	c.mu.Lock()
+	complete := c.discoveredAll
+	c.mu.Unlock()
+	if !complete {
 		return false
 	}
 	for _, k := range c.kinds() {
