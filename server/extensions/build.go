@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"time"
@@ -97,16 +98,12 @@ func (s *Server) build(crd *CustomResourceDefinition) (*servedCRD, error) {
 		res, err := registry.ServeVersion(store, v.Name, registry.Conversion[*Object, *Object]{
 			ToStorage: func(o *Object) (*Object, error) { return o, nil },
 			FromStorage: func(o *Object) (*Object, error) {
-				// Objects are defaulted on their way out of storage as
-				// well, so that a default added to the schema later shows
-				// on objects stored before it, as kube-apiserver does.
-				c := o.deepCopy()
 				// An object stored in another version is defaulted once
 				// converted (webhookVersion), not by this schema.
-				if conv == nil || c.storedVersion(crd.Spec.Group, storageVersion) == storageVersion {
-					storeStrategy.Default(c)
+				if conv != nil && o.storedVersion(crd.Spec.Group, storageVersion) != storageVersion {
+					return o.deepCopy(), nil
 				}
-				return c, nil
+				return storeStrategy.fromStorage(o)
 			},
 			// The CRD's revision: objects read through an older
 			// version of its schema are not served from the memo.
@@ -204,6 +201,23 @@ var (
 	_ registry.Defaulter[*Object]      = (*crStrategy)(nil)
 	_ registry.StatusStrategy[*Object] = (*crStrategy)(nil)
 )
+
+// fromStorage is the served version's conversion from storage: objects
+// are pruned and defaulted on their way out of storage as well, so that a
+// default added to the schema later shows on objects stored before it, as
+// kube-apiserver does. Most objects were written under the current schema
+// and are unchanged by it: they are served with the stored object's values
+// (both are read-only where the memo of a stored value shares them), not a
+// second copy of them, which the memo would keep for every object.
+func (c *crStrategy) fromStorage(o *Object) (*Object, error) {
+	d := o.deepCopy()
+	c.Default(d)
+	if reflect.DeepEqual(d.Content, o.Content) && reflect.DeepEqual(d.Status, o.Status) {
+		same := *o
+		return &same, nil
+	}
+	return d, nil
+}
 
 // Default drops the fields the schema does not know, then fills its
 // defaults; the store calls it on every write, and the served version's

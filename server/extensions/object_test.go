@@ -137,3 +137,59 @@ func BenchmarkObjectUnmarshalJSON(b *testing.B) {
 		}
 	}
 }
+
+// TestFromStorage checks the served version's conversion from storage: an
+// object the schema leaves as it is shares the stored object's values (the
+// memo keeps one copy, not two); one the schema changes is served pruned
+// and defaulted, and the stored object is left as it was.
+func TestFromStorage(t *testing.T) {
+	s, err := schema.FromOpenAPIV3(json.RawMessage(`{"type":"object","properties":{"spec":{"type":"object","properties":{
+		"a":{"type":"string"},"n":{"type":"integer","default":1}}},"status":{"type":"object","properties":{"phase":{"type":"string"}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &crStrategy{schema: s}
+	decode := func(body string) *Object {
+		t.Helper()
+		var o Object
+		if err := json.Unmarshal([]byte(body), &o); err != nil {
+			t.Fatal(err)
+		}
+		return &o
+	}
+	for _, tc := range []struct {
+		name, stored string
+		shared       bool
+		want         map[string]any
+	}{
+		{"defaulted when written", `{"metadata":{"name":"x"},"spec":{"a":"b","n":2},"status":{"phase":"Ready"}}`, true,
+			map[string]any{"spec": map[string]any{"a": "b", "n": int64(2)}}},
+		{"no content", `{"metadata":{"name":"x"}}`, true, nil},
+		{"a default added since", `{"metadata":{"name":"x"},"spec":{"a":"b"}}`, false,
+			map[string]any{"spec": map[string]any{"a": "b", "n": int64(1)}}},
+		{"a field dropped since", `{"metadata":{"name":"x"},"spec":{"a":"b","n":2,"old":true}}`, false,
+			map[string]any{"spec": map[string]any{"a": "b", "n": int64(2)}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stored := decode(tc.stored)
+			before := decode(tc.stored)
+			got, err := c.fromStorage(stored)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got == stored {
+				t.Fatal("fromStorage returned the stored object itself, whose type meta the registry then sets")
+			}
+			if !reflect.DeepEqual(got.Content, tc.want) || got.Name != "x" {
+				t.Fatalf("served %#v, want %#v", got.Content, tc.want)
+			}
+			if !reflect.DeepEqual(stored, before) {
+				t.Fatalf("the stored object changed: %#v", stored.Content)
+			}
+			shared := got.Content != nil && reflect.ValueOf(got.Content).Pointer() == reflect.ValueOf(stored.Content).Pointer()
+			if tc.want != nil && shared != tc.shared {
+				t.Fatalf("served content shared with the stored object: %v, want %v", shared, tc.shared)
+			}
+		})
+	}
+}
