@@ -166,7 +166,8 @@ func (ps *params) ensure(k *registration.ParamKind, used map[meta.GroupVersionKi
 	}
 	var res registry.Resource
 	ok := false
-	if ps.resources != nil && ps.ctx != nil {
+	// Once RunParams has ended no informer starts: nothing would stop it.
+	if ps.resources != nil && ps.ctx != nil && ps.ctx.Err() == nil {
 		res, ok = ps.resources.ResourceFor(gvk)
 	}
 	if !ok {

@@ -105,8 +105,6 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 	annotations := map[string][]string{}
 	// One set of variables per version the write is matched in.
 	varsByVersion := map[meta.GroupVersionResource]map[string]any{}
-	// A policy's configuration error is reported once, not per binding.
-	configReported := map[string]bool{}
 	for _, b := range snap.bindings {
 		pol := snap.policies[b.b.Spec.PolicyName]
 		if pol == nil {
@@ -117,11 +115,9 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 			return err
 		}
 		for _, d := range decisions {
+			// A configuration error refuses whatever the actions; only
+			// the first refusal is answered.
 			if d.config {
-				if d.policyOnly && configReported[pol.policy.Name] {
-					continue
-				}
-				configReported[pol.policy.Name] = true
 				if denied == nil {
 					binding := b.b.Name
 					if d.policyOnly {
