@@ -2,11 +2,14 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/apikit-dev/apikit/admission"
 	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/schema/structural"
 )
 
 // nsLabels is a namespace lookup over a fixed table.
@@ -71,5 +74,31 @@ func TestNamespaceMatches(t *testing.T) {
 				t.Errorf("got %v %v, want %v", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestRequestMap: the request CEL sees is what its JSON decodes to.
+func TestRequestMap(t *testing.T) {
+	dry := true
+	for _, req := range []*AdmissionRequest{
+		{UID: "u", Kind: GroupVersionKind{"g", "v", "K"}, Resource: GroupVersionResource{"g", "v", "ks"}, Operation: "CREATE"},
+		{UID: "u", Kind: GroupVersionKind{"", "v1", "Pod"}, Resource: GroupVersionResource{"", "v1", "pods"}, SubResource: "status",
+			RequestKind: &GroupVersionKind{"", "v1", "Pod"}, RequestResource: &GroupVersionResource{"", "v1", "pods"}, RequestSubResource: "status",
+			Name: "p", Namespace: "ns", Operation: "UPDATE", DryRun: &dry,
+			UserInfo: UserInfo{Username: "alice", UID: "1", Groups: []string{"a", "b"}, Extra: map[string][]string{"scopes": {"x"}, "empty": {}}},
+			Options:  json.RawMessage(`{"kind":"UpdateOptions","apiVersion":"meta.k8s.io/v1","fieldManager":"kubectl"}`)},
+	} {
+		got, err := requestMap(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := json.Marshal(req)
+		want, err := structural.DecodeJSON(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("requestMap\n%#v\nwant\n%#v", got, want)
+		}
 	}
 }
