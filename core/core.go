@@ -126,7 +126,7 @@ func (a *API) Install(s *server.GenericServer) error {
 		registry.ServeProtobuf(a.ConfigMaps, configmaps.ProtobufToJSON),
 		registry.ServeProtobuf(a.Secrets, secrets.ProtobufToJSON),
 		registry.ServeProtobuf(a.ServiceAccounts, serviceaccounts.ProtobufToJSON),
-		registry.Serve(a.Events.Core))
+		registry.ServeProtobuf(a.Events.Core, events.ProtobufToJSON))
 	nsRoutes := namespaces.Routes(a.Namespaces)
 	tokenRoutes := serviceaccounts.TokenRoutes(a.ServiceAccounts, a.tokens)
 	g.Versions[0].Routes = func(ws *restful.WebService) {
@@ -136,14 +136,14 @@ func (a *API) Install(s *server.GenericServer) error {
 	if err := s.InstallAPIGroup(g); err != nil {
 		return fmt.Errorf("core: %w", err)
 	}
-	eventsV1, err := registry.ServeVersion(a.Events.Events, "v1", events.ConversionV1)
+	eventsV1, err := registry.ServeVersionProtobuf(a.Events.Events, "v1", events.ConversionV1, events.ProtobufToJSONV1)
 	if err != nil {
 		return fmt.Errorf("events.k8s.io: %w", err)
 	}
 	if err := s.InstallAPIGroup(server.NewAPIGroupInfo(events.GroupName).AddVersion("v1", eventsV1)); err != nil {
 		return fmt.Errorf("events.k8s.io: %w", err)
 	}
-	if err := s.InstallAPIGroup(server.NewAPIGroupInfo(leases.GroupName).AddVersion("v1", registry.Serve(a.Leases))); err != nil {
+	if err := s.InstallAPIGroup(server.NewAPIGroupInfo(leases.GroupName).AddVersion("v1", registry.ServeProtobuf(a.Leases, leases.ProtobufToJSON))); err != nil {
 		return fmt.Errorf("coordination.k8s.io: %w", err)
 	}
 	nsStore := a.Namespaces

@@ -488,17 +488,28 @@ func (r *served[S, V]) Table(ctx context.Context, items []Item, opts meta.TableO
 // Kubernetes' protobuf encoding, as kubectl's typed clients post built-in
 // kinds: decode turns such a body into JSON (see ProtobufDecoder).
 func ServeProtobuf[S meta.Object](st *Store[S], decode func(body []byte) ([]byte, error)) Resource {
-	return &servedProtobuf[S]{served: Serve(st).(*served[S, S]), decode: decode}
+	return &servedProtobuf[S, S]{served: Serve(st).(*served[S, S]), decode: decode}
 }
 
-type servedProtobuf[S meta.Object] struct {
-	*served[S, S]
+// ServeVersionProtobuf is ServeVersion for a resource that also accepts
+// writes in protobuf, decode reading the served version's message (as
+// events.k8s.io/v1 Events are posted by client-go's event recorders).
+func ServeVersionProtobuf[S, V meta.Object](st *Store[S], version string, c Conversion[S, V], decode func(body []byte) ([]byte, error)) (Resource, error) {
+	r, err := ServeVersion(st, version, c)
+	if err != nil {
+		return nil, err
+	}
+	return &servedProtobuf[S, V]{served: r.(*served[S, V]), decode: decode}, nil
+}
+
+type servedProtobuf[S, V meta.Object] struct {
+	*served[S, V]
 	decode func(body []byte) ([]byte, error)
 }
 
 // ProtobufToJSON implements ProtobufDecoder; a body it cannot read is a
 // 400, as kube-apiserver answers an undecodable one.
-func (r *servedProtobuf[S]) ProtobufToJSON(body []byte) ([]byte, error) {
+func (r *servedProtobuf[S, V]) ProtobufToJSON(body []byte) ([]byte, error) {
 	b, err := r.decode(body)
 	if err != nil {
 		return nil, meta.NewBadRequest(err.Error())

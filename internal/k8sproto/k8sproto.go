@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -264,4 +265,67 @@ func (m Message) BytesMap(n protowire.Number) (map[string][]byte, error) {
 		out[k] = []byte(v)
 	}
 	return out, nil
+}
+
+// zeroTimeSeconds is what client-go writes for an unset meta/v1 Time:
+// Go's zero time in Unix seconds.
+const zeroTimeSeconds = -62135596800
+
+// Timestamp reads meta/v1 Time or MicroTime field n (seconds 1, nanos 2),
+// in UTC; the zero time when the field is absent or carries Go's zero
+// time, as client-go encodes a Time it was not given.
+func (m Message) Timestamp(n protowire.Number) (time.Time, error) {
+	ts, ok, err := m.Message(n)
+	if err != nil || !ok {
+		return time.Time{}, err
+	}
+	sec, _ := ts.Int64(1)
+	nanos, _ := ts.Int64(2)
+	if sec == zeroTimeSeconds && nanos == 0 {
+		return time.Time{}, nil
+	}
+	if nanos < 0 || nanos >= int64(time.Second) {
+		return time.Time{}, fmt.Errorf("field %d: nanos %d out of range", n, nanos)
+	}
+	return time.Unix(sec, nanos).UTC(), nil
+}
+
+// PutTime sets out[key] to meta/v1 Time field n in its JSON form
+// (RFC 3339, seconds), leaving out an unset one.
+func (m Message) PutTime(out map[string]any, key string, n protowire.Number) error {
+	return m.putTimestamp(out, key, n, time.RFC3339)
+}
+
+// PutMicroTime sets out[key] to meta/v1 MicroTime field n in its JSON
+// form (RFC 3339 with microseconds), leaving out an unset one.
+func (m Message) PutMicroTime(out map[string]any, key string, n protowire.Number) error {
+	return m.putTimestamp(out, key, n, "2006-01-02T15:04:05.000000Z07:00")
+}
+
+func (m Message) putTimestamp(out map[string]any, key string, n protowire.Number, layout string) error {
+	t, err := m.Timestamp(n)
+	if err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	if !t.IsZero() {
+		out[key] = t.Format(layout)
+	}
+	return nil
+}
+
+// PutStrings sets out[key] to each non-empty string field of m that keys
+// names, as JSON leaves out empty strings the API marks omitempty.
+func (m Message) PutStrings(out map[string]any, keys map[protowire.Number]string) {
+	for n, key := range keys {
+		if v := m.String(n); v != "" {
+			out[key] = v
+		}
+	}
+}
+
+// PutInt32 sets out[key] to int32 field n when it is set.
+func (m Message) PutInt32(out map[string]any, key string, n protowire.Number) {
+	if v, ok := m.Int64(n); ok {
+		out[key] = int32(v)
+	}
 }
