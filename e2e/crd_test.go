@@ -12,11 +12,11 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 )
 
-// startChain starts examples/chain, whose first server is the extensions
-// server, with a fresh data directory.
+// startChain starts examples/controlplane, the chain extensions -> core
+// -> aggregator in one process, with a fresh data directory.
 func startChain(t *testing.T) *Wardle {
 	t.Helper()
-	w := &Wardle{t: t, DataDir: t.TempDir(), Port: freePort(t), Binary: "chain"}
+	w := &Wardle{t: t, DataDir: t.TempDir(), Port: freePort(t), Binary: "controlplane"}
 	t.Cleanup(func() { w.Stop() })
 	w.Start()
 	return w

@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 	binDir = dir
 	code := func() int {
 		defer os.RemoveAll(dir)
-		for _, example := range []string{"wardle", "aggregated", "chain"} {
+		for _, example := range []string{"wardle", "aggregated", "controlplane"} {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, example), "./examples/"+example)
 			cmd.Dir = ".."
 			cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"github.com/apikit-dev/apikit/e2e/internal/gatewayapi"
 	"io/fs"
 	"path/filepath"
@@ -48,30 +49,50 @@ func TestGatewayAPIWithKubectl(t *testing.T) {
 	}
 	w.Kubectl("wait", "--for=condition=Established", "crd", "--all", "--timeout=120s")
 
-	applied := 0
+	// The examples' Gateway API resources, after the namespaces they are
+	// in (NamespaceLifecycle admits objects only into namespaces that
+	// exist); Services and Deployments are not served by the chain.
+	type example struct {
+		path string
+		doc  []byte
+	}
+	var examples []example
+	namespaces := map[string]bool{}
 	err = filepath.WalkDir(filepath.Join(dir, "examples/standard"), func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
 			return err
 		}
 		for _, doc := range gatewayapi.Docs(t, path) {
-			var head struct{ APIVersion string }
+			var head struct {
+				APIVersion string
+				Metadata   struct{ Namespace string }
+			}
 			_ = json.Unmarshal(doc, &head)
-			if !strings.HasPrefix(head.APIVersion, "gateway.networking.k8s.io/") {
-				continue // Services, Deployments, Namespaces: not served by the chain
+			if strings.HasPrefix(head.APIVersion, "gateway.networking.k8s.io/") {
+				examples = append(examples, example{strings.TrimPrefix(path, dir), doc})
+				if head.Metadata.Namespace != "" {
+					namespaces[head.Metadata.Namespace] = true
+				}
 			}
-			y, err := yaml.JSONToYAML(doc)
-			if err != nil {
-				return err
-			}
-			if msg, ok := kubectlStdin(w, string(y), "apply", "--server-side", "-f", "-"); !ok {
-				t.Errorf("%s: refused:\n%s\n%s", strings.TrimPrefix(path, dir), msg, y)
-			}
-			applied++
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for ns := range namespaces {
+		w.KubectlStdin(fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", ns), "apply", "-f", "-")
+	}
+	applied := 0
+	for _, ex := range examples {
+		y, err := yaml.JSONToYAML(ex.doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msg, ok := kubectlStdin(w, string(y), "apply", "--server-side", "-f", "-"); !ok {
+			t.Errorf("%s: refused:\n%s\n%s", ex.path, msg, y)
+		}
+		applied++
 	}
 	if applied < 40 {
 		t.Errorf("applied %d example resources, want the release's standard examples", applied)

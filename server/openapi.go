@@ -138,6 +138,12 @@ func (s *GenericServer) SetDynamicOpenAPI(src OpenAPISource) {
 	s.dynamicOpenAPI.Store(&src)
 }
 
+// DynamicOpenAPISources are the sources (SetDynamicOpenAPI) of this server
+// and of the servers behind it: a server that serves /openapi/v2 and
+// /openapi/v3 through handlers of its own (an aggregator merging its
+// backends' documents) merges these in too.
+func (s *GenericServer) DynamicOpenAPISources() []OpenAPISource { return s.dynamicOpenAPISources() }
+
 // dynamicOpenAPISources are the sources of this server and of the servers
 // behind it.
 func (s *GenericServer) dynamicOpenAPISources() []OpenAPISource {

@@ -1,4 +1,7 @@
-// Command chain runs three API servers in one process, composed the way
+// Command chain is the smallest chain that serves CRDs, kept for bench's
+// CRD mode (bench -crd measures the extensions server beside a standalone
+// apiextensions-apiserver); examples/controlplane is the chain to run. It
+// runs three API servers in one process, composed the way
 // kube-apiserver composes APIExtensions -> KubeAPIServer -> Aggregator: the
 // extensions server (CustomResourceDefinitions and their custom resources,
 // server/extensions), then two servers of a group of notes each. Requests

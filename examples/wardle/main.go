@@ -15,8 +15,7 @@ package main
 import (
 	"os"
 
-	"github.com/apikit-dev/apikit/core"
-	"github.com/apikit-dev/apikit/core/namespaces"
+	"github.com/apikit-dev/apikit/examples/internal/coregroup"
 	"github.com/apikit-dev/apikit/examples/wardle/wardleapi"
 	"github.com/apikit-dev/apikit/options"
 	"github.com/apikit-dev/apikit/server"
@@ -29,11 +28,10 @@ func main() {
 	o.SecureServing.AlternateDNS = append(o.SecureServing.AlternateDNS, serviceDNSName)
 	// The default roles view, edit and admin cover the wardle API too.
 	o.Authorization.RBACPolicy.ClusterRoles = append(o.Authorization.RBACPolicy.ClusterRoles, wardleapi.ClusterRoles()...)
-	// And, for --core-api, to the core group (harmless without it: roles
-	// may name resources a server does not serve).
-	o.Authorization.RBACPolicy.ClusterRoles = append(o.Authorization.RBACPolicy.ClusterRoles, core.ClusterRoles()...)
-	// --disable-admission-plugins may name the compiled-in plugins.
-	o.Admission.Plugins = append(o.Admission.Plugins, wardleapi.BanFlunderPluginName, namespaces.LifecyclePluginName)
+	// --disable-admission-plugins may name the compiled-in plugin.
+	o.Admission.Plugins = append(o.Admission.Plugins, wardleapi.BanFlunderPluginName)
+	// And what --core-api serves.
+	coregroup.AddOptions(o)
 	var withCore bool
 	enableGC := true
 	cmd := options.NewServerCommand("wardle", o, func(c *server.Config) (*server.GenericServer, error) {
@@ -42,8 +40,7 @@ func main() {
 	})
 	cmd.Flags().BoolVar(&withCore, "core-api", false,
 		"Serve the core group too (/api/v1: namespaces, configmaps, secrets, serviceaccounts and their tokens, events), events.k8s.io and coordination.k8s.io leases.")
-	cmd.Flags().BoolVar(&enableGC, "enable-garbage-collector", enableGC,
-		"Run the garbage collector (package gc) over the served resources and honour DELETE's propagationPolicy (kubectl delete --cascade=background|foreground|orphan).")
+	coregroup.AddGarbageCollectorFlag(cmd.Flags(), &enableGC)
 	if err := cmd.Execute(); err != nil {
 		os.Exit(1)
 	}

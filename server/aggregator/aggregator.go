@@ -81,7 +81,7 @@ type Aggregator struct {
 
 	localDocs func() (*openapi.Documents, error) // the chain's, built once
 	mergeMu   sync.Mutex                         // one merge at a time
-	openAPI   atomic.Pointer[openapi.Documents]  // served; nil until a merge
+	openAPI   atomic.Pointer[mergedOpenAPI]      // served; nil until a merge
 
 	wg sync.WaitGroup // the controllers the post-start hooks start
 }

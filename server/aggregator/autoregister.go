@@ -42,10 +42,15 @@ type GroupVersionSource interface {
 // groupPriorityMinimum 1000 and a versionPriority from 100 down, in the
 // order their APIGroupInfo lists versions.
 var priorities = map[meta.GroupVersion][2]int32{
+	{Group: "", Version: "v1"}:                             {18000, 1},
 	{Group: GroupName, Version: "v1"}:                      {17800, 15},
+	{Group: "events.k8s.io", Version: "v1"}:                {17750, 15},
 	{Group: "authentication.k8s.io", Version: "v1"}:        {17700, 15},
 	{Group: "authorization.k8s.io", Version: "v1"}:         {17600, 15},
 	{Group: "rbac.authorization.k8s.io", Version: "v1"}:    {17000, 15},
+	{Group: "apiextensions.k8s.io", Version: "v1"}:         {16700, 15},
+	{Group: "admissionregistration.k8s.io", Version: "v1"}: {16700, 15},
+	{Group: "coordination.k8s.io", Version: "v1"}:          {16500, 15},
 	{Group: "flowcontrol.apiserver.k8s.io", Version: "v1"}: {16100, 21},
 }
 

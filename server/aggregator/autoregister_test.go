@@ -35,7 +35,8 @@ func gadgetVersion(name string, served, storage bool) string {
 // kube's CRD registration: a local APIService labelled automanaged "true"
 // for each served version of a CRD, appearing after the CRD, put back when
 // deleted, gone with the version or the CRD; built-in group-versions keep
-// "onstart"; a user's own APIService is left alone.
+// "onstart"; a user's own APIService is left alone. The aggregator's
+// OpenAPI documents follow the CRD as well.
 func TestAutoregisterCustomResources(t *testing.T) {
 	env := testenv.Start(t, func(c *server.Config) (*server.GenericServer, error) {
 		completed, err := c.Complete()
@@ -112,7 +113,7 @@ func TestAutoregisterCustomResources(t *testing.T) {
 	const crdAPIService = "true 1000/100 local=true"
 
 	eventually("built-in group-versions", map[string]string{
-		"v1.apiextensions.k8s.io":   "onstart 1000/100 local=true",
+		"v1.apiextensions.k8s.io":   "onstart 16700/15 local=true",
 		"v1.apiregistration.k8s.io": "onstart 17800/15 local=true",
 	})
 	// A user's APIService of a group no server serves: never the
@@ -129,6 +130,14 @@ func TestAutoregisterCustomResources(t *testing.T) {
 	eventually("after the CRD is created", map[string]string{
 		"v1.example.com": crdAPIService, "v2.example.com": crdAPIService, "v3.example.com": "absent",
 	})
+
+	// The aggregator's OpenAPI documents follow the CRDs too (kubectl
+	// explain reads them).
+	openAPIHas := func(path, want string) func() bool {
+		return func() bool { _, body := do("GET", path, "", ""); return strings.Contains(body, want) }
+	}
+	waitFor(t, "the CRD's OpenAPI v3 group-version", openAPIHas("/openapi/v3", `"apis/example.com/v1"`), true)
+	waitFor(t, "the CRD's OpenAPI v2 paths", openAPIHas("/openapi/v2", `"/apis/example.com/v2/namespaces/{namespace}/gadgets"`), true)
 
 	// Deleted by a user, it comes back; changed by a user, it is put back.
 	if code, body := do("DELETE", apiservices+"v1.example.com", "", ""); code != http.StatusOK {
@@ -156,6 +165,19 @@ func TestAutoregisterCustomResources(t *testing.T) {
 	eventually("after the CRD is deleted", map[string]string{
 		"v1.example.com":          "absent",
 		"v1.mine.example.com":     " 10/1 local=true",
-		"v1.apiextensions.k8s.io": "onstart 1000/100 local=true",
+		"v1.apiextensions.k8s.io": "onstart 16700/15 local=true",
 	})
+	waitFor(t, "the CRD's OpenAPI v3 group-version", openAPIHas("/openapi/v3", `"apis/example.com/v1"`), false)
+}
+
+// waitFor polls cond until it is want, for 30 seconds.
+func waitFor(t *testing.T, what string, cond func() bool, want bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for cond() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still %t after 30s", what, !want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/server"
 	"github.com/apikit-dev/apikit/server/openapi"
 	"github.com/apikit-dev/apikit/server/respond"
 )
@@ -86,8 +88,26 @@ func (a *Aggregator) fetchV3(ctx context.Context, b *backend, at func(path, rawQ
 	return doc, err
 }
 
-// mergeOpenAPI builds the served documents: the chain's, with every
-// backend's merged in, in APIService name order.
+// mergedOpenAPI is what the aggregator serves: the merged documents, and
+// the generations of the chain's dynamic sources they hold.
+type mergedOpenAPI struct {
+	docs        *openapi.Documents
+	generations []uint64
+}
+
+// dynamicGenerations are the generations of the chain's dynamic OpenAPI
+// sources (the extensions server's custom resources) now.
+func dynamicGenerations(sources []server.OpenAPISource) []uint64 {
+	gens := make([]uint64, len(sources))
+	for i, src := range sources {
+		gens[i] = src.Generation()
+	}
+	return gens
+}
+
+// mergeOpenAPI builds the served documents: the chain's, with its dynamic
+// sources' (custom resources) and every backend's merged in, in
+// APIService name order.
 func (a *Aggregator) mergeOpenAPI() {
 	a.mergeMu.Lock()
 	defer a.mergeMu.Unlock()
@@ -95,13 +115,19 @@ func (a *Aggregator) mergeOpenAPI() {
 	if err != nil {
 		return // served as an error by serveOpenAPI
 	}
+	sources := a.GenericServer.DynamicOpenAPISources()
+	// Read before the documents: a change meanwhile merges again.
+	gens := dynamicGenerations(sources)
+	var remotes []openapi.Remote
+	for _, src := range sources {
+		remotes = append(remotes, src.Documents()...)
+	}
 	a.mu.RLock()
 	names := make([]string, 0, len(a.remoteOA))
 	for n := range a.remoteOA {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	remotes := make([]openapi.Remote, 0, len(names))
 	for _, n := range names {
 		remotes = append(remotes, a.remoteOA[n].remote)
 	}
@@ -111,14 +137,23 @@ func (a *Aggregator) mergeOpenAPI() {
 		a.cfg.Logger.Warn("aggregator: merging the backends' OpenAPI documents failed; serving the previous ones", "err", err)
 		return
 	}
-	a.openAPI.Store(merged)
+	a.openAPI.Store(&mergedOpenAPI{docs: merged, generations: gens})
 }
 
 // serveOpenAPI answers /openapi/v2 and /openapi/v3[/...] with the merged
-// documents (the chain's alone until a backend's are fetched).
+// documents, merged again first when a dynamic source of the chain
+// changed since (a CRD was created, changed or deleted).
 func (a *Aggregator) serveOpenAPI(w http.ResponseWriter, r *http.Request) {
-	docs := a.openAPI.Load()
-	if docs == nil {
+	sources := a.GenericServer.DynamicOpenAPISources()
+	m := a.openAPI.Load()
+	if m == nil && len(sources) > 0 || m != nil && !slices.Equal(m.generations, dynamicGenerations(sources)) {
+		a.mergeOpenAPI()
+		m = a.openAPI.Load()
+	}
+	var docs *openapi.Documents
+	if m != nil {
+		docs = m.docs
+	} else {
 		local, err := a.localDocs()
 		if err != nil {
 			respond.Error(w, r, meta.NewInternalError(err))

@@ -18,11 +18,14 @@ func NewStore(f storage.Factory) (*registry.Store[*APIService], error) {
 		return nil, fmt.Errorf("aggregator: storage for %s: %w", Resource, err)
 	}
 	return registry.NewStore(registry.Options[*APIService]{
-		Resource:          Resource,
-		Kind:              "APIService",
-		StorageVersion:    Version,
-		Strategy:          apiServiceStrategy{},
-		Storage:           s,
+		Resource:       Resource,
+		Kind:           "APIService",
+		StorageVersion: Version,
+		Strategy:       apiServiceStrategy{},
+		Storage:        s,
+		// kube-aggregator's: one path segment, <version>.<group>
+		// (ValidateAPIService), so the core group's is "v1.".
+		NameValidator:     registry.ValidatePathSegmentName,
 		StatusSubresource: true,
 		Columns: []registry.Column[*APIService]{
 			{Name: "Service", Type: "string", Description: "The reference to the service that hosts this API endpoint.", Value: func(a *APIService) any {

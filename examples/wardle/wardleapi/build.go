@@ -1,9 +1,8 @@
 package wardleapi
 
 import (
-	"github.com/apikit-dev/apikit/admission"
 	"github.com/apikit-dev/apikit/core"
-	"github.com/apikit-dev/apikit/gc"
+	"github.com/apikit-dev/apikit/examples/internal/coregroup"
 	"github.com/apikit-dev/apikit/server"
 )
 
@@ -34,15 +33,11 @@ func BuildWith(c *server.Config, withCore bool) (*server.GenericServer, error) {
 	}
 	var coreAPI *core.API
 	if withCore {
-		if coreAPI, err = core.New(core.ConfigFor(c)); err != nil {
+		// Flunders too are created only in namespaces that exist and are
+		// not terminating.
+		if coreAPI, err = coregroup.New(c); err != nil {
 			return nil, err
 		}
-		// First, as kube-apiserver runs it: flunders too are created only
-		// in namespaces that exist and are not terminating.
-		c.Admission = append(admission.Chain{coreAPI.NamespaceLifecycle()}, c.Admission...)
-		// Webhooks' and policies' namespaceSelectors match the labels of
-		// the namespaces served here.
-		c.AdmissionNamespaces = coreAPI.NamespaceLister
 	}
 	c.Admission = append(c.Admission, api.BanFlunder())
 	completed, err := c.Complete()
@@ -65,10 +60,8 @@ func BuildWith(c *server.Config, withCore bool) (*server.GenericServer, error) {
 			return nil, err
 		}
 	}
-	if c.GarbageCollection {
-		if err := gc.Install(srv, c.Logger); err != nil {
-			return nil, err
-		}
+	if err := coregroup.InstallGarbageCollector(c, srv); err != nil {
+		return nil, err
 	}
 	return srv, nil
 }
