@@ -139,6 +139,33 @@ func TestAutoregisterCustomResources(t *testing.T) {
 	waitFor(t, "the CRD's OpenAPI v3 group-version", openAPIHas("/openapi/v3", `"apis/example.com/v1"`), true)
 	waitFor(t, "the CRD's OpenAPI v2 paths", openAPIHas("/openapi/v2", `"/apis/example.com/v2/namespaces/{namespace}/gadgets"`), true)
 
+	// The aggregated discovery lists a CRD joining a group-version already
+	// listed.
+	discoveryHas := func(resource string) func() bool {
+		return func() bool {
+			req, _ := http.NewRequest("GET", env.Host+"/apis", nil)
+			req.Header.Set("Accept", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList")
+			resp, err := hc.Do(req)
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return strings.Contains(string(b), `"resource":"`+resource+`"`)
+		}
+	}
+	waitFor(t, "gadgets in the aggregated discovery", discoveryHas("gadgets"), true)
+	gizmos := strings.NewReplacer("gadgets", "gizmos", "gadget", "gizmo", "Gadget", "Gizmo").Replace(
+		fmt.Sprintf(gadgetsCRD, gadgetVersion("v1", true, true)))
+	if code, body := do("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", gizmos); code != http.StatusCreated {
+		t.Fatalf("creating the second CRD: %d %s", code, body)
+	}
+	waitFor(t, "gizmos in the aggregated discovery", discoveryHas("gizmos"), true)
+	if code, body := do("DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gizmos.example.com", "", ""); code != http.StatusOK {
+		t.Fatalf("deleting the second CRD: %d %s", code, body)
+	}
+	waitFor(t, "gizmos in the aggregated discovery", discoveryHas("gizmos"), false)
+
 	// Deleted by a user, it comes back; changed by a user, it is put back.
 	if code, body := do("DELETE", apiservices+"v1.example.com", "", ""); code != http.StatusOK {
 		t.Fatalf("deleting v1.example.com: %d %s", code, body)

@@ -252,7 +252,9 @@ func versionDiscovery(gv meta.GroupVersion, list *meta.APIResourceList) meta.API
 
 // localResourceList is the discovery document of a group-version the
 // chain serves, read from its handler in-process (as kube-aggregator reads
-// its delegates') and kept: the chain's routes do not change once it runs.
+// its delegates') and kept, unless its group is dynamic (a CRD group,
+// whose resources come and go): the routes of the others do not change
+// once the chain runs.
 func (a *Aggregator) localResourceList(gv meta.GroupVersion) *meta.APIResourceList {
 	a.mu.RLock()
 	list := a.localRL[gv]
@@ -274,10 +276,24 @@ func (a *Aggregator) localResourceList(gv meta.GroupVersion) *meta.APIResourceLi
 	if err := json.Unmarshal(rec.body.Bytes(), list); err != nil || list.GroupVersion != gv.String() {
 		return nil
 	}
+	if a.dynamicGroup(gv.Group) {
+		return list
+	}
 	a.mu.Lock()
 	a.localRL[gv] = list
 	a.mu.Unlock()
 	return list
+}
+
+// dynamicGroup reports whether the chain serves group as a dynamic group
+// (server.APIGroupInfo.Dynamic) now.
+func (a *Aggregator) dynamicGroup(group string) bool {
+	for _, g := range a.GenericServer.APIGroups() {
+		if g.Name == group && g.Dynamic() {
+			return true
+		}
+	}
+	return false
 }
 
 // recorder is the ResponseWriter of an in-process request.
