@@ -62,6 +62,9 @@ type API struct {
 	eventTTL time.Duration
 	rootCA   []byte
 	content  []nsdeletion.Content
+	// contentFrom, when set, is the server whose chain the namespace
+	// controller deletes from (NamespaceContentFrom).
+	contentFrom server.DelegationTarget
 }
 
 // New builds the stores on c's storage.
@@ -107,6 +110,15 @@ func (a *API) NamespaceLifecycle() admission.Plugin { return namespaces.Lifecycl
 // given and its delegates serve (found on every pass, custom resources
 // included): resources served elsewhere. Call it before Install.
 func (a *API) AddNamespaceContent(c ...nsdeletion.Content) { a.content = append(a.content, c...) }
+
+// NamespaceContentFrom makes the namespace controller delete, in a deleted
+// namespace, the objects of every namespaced resource srv and the servers
+// behind it serve, instead of those of the server Install was given: the
+// outermost server of a chain whose system APIs (RBAC's roles and
+// rolebindings) are installed in front of the core group, as
+// examples/controlplane installs them. It may be called after Install,
+// before the server runs.
+func (a *API) NamespaceContentFrom(srv server.DelegationTarget) { a.contentFrom = srv }
 
 // Install serves the groups on s: the core group at /api/v1,
 // events.k8s.io/v1 and coordination.k8s.io/v1, with the post-start hooks
@@ -171,9 +183,15 @@ func (a *API) Install(s *server.GenericServer) error {
 	// The core group's resources and every other namespaced one s and its
 	// delegates serve, found again on every pass (custom resources come
 	// and go), with what AddNamespaceContent named.
-	deletion := nsdeletion.Config{Namespaces: a.Namespaces, Content: a.content, Discover: nsdeletion.Served(s),
+	deletion := nsdeletion.Config{Namespaces: a.Namespaces, Content: a.content,
 		Log: slog.Default().With("hook", "core/namespace-controller")}
 	if err := s.AddPostStartHook("core/namespace-controller", func(ctx context.Context) error {
+		// Read at start, so that NamespaceContentFrom may follow Install.
+		var from server.DelegationTarget = s
+		if a.contentFrom != nil {
+			from = a.contentFrom
+		}
+		deletion.Discover = nsdeletion.Served(from)
 		go nsdeletion.Run(ctx, deletion)
 		return nil
 	}); err != nil {

@@ -109,6 +109,22 @@ func TestControlPlaneWithKubectl(t *testing.T) {
 	if out := w.Kubectl("get", "widget", "w1", "-n", "team-a", "-o", "jsonpath={.spec.replicas}"); out != "5" {
 		t.Errorf("replicas after kubectl scale = %q, want 5", out)
 	}
+	// Deleting a namespace deletes what is in it, whichever server of the
+	// chain serves it: a configmap (core), a widget (extensions) and a
+	// rolebinding (RBAC, in the aggregator), then the namespace.
+	w.Kubectl("create", "namespace", "team-z")
+	w.Kubectl("create", "configmap", "settings", "-n", "team-z")
+	w.KubectlStdin("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: wz, namespace: team-z}\n", "create", "-f", "-")
+	w.Kubectl("create", "rolebinding", "viewers", "--clusterrole=view", "--user=alice", "-n", "team-z")
+	w.Kubectl("delete", "namespace", "team-z", "--wait=false")
+	eventually("the namespace deleted", func(out string) bool { return strings.TrimSpace(out) == "" },
+		"get", "namespace", "team-z", "--ignore-not-found", "-o", "name")
+	for _, kind := range []string{"configmaps", "widgets", "rolebindings"} {
+		if out := w.Kubectl("get", kind, "-A", "-o", "jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name} {end}"); strings.Contains(out, "team-z/") {
+			t.Errorf("%s left in the deleted namespace: %s", kind, out)
+		}
+	}
+
 	// Deleting the CRD deletes its APIService.
 	w.Kubectl("delete", "crd", "widgets.example.com")
 	eventually("the CRD's APIService gone", func(out string) bool { return !strings.Contains(out, "example.com") }, "get", "apiservices", "-o", "name")

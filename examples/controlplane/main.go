@@ -76,6 +76,9 @@ func build(c *server.Config, aggCfg aggregator.Config) (*server.GenericServer, e
 	if err != nil {
 		return nil, err
 	}
+	// The system APIs (RBAC's roles and rolebindings among them) go into
+	// the aggregator: a deleted namespace's objects are looked for there.
+	coreAPI.NamespaceContentFrom(agg.GenericServer)
 	if err := coregroup.InstallGarbageCollector(c, agg.GenericServer); err != nil {
 		return nil, err
 	}
