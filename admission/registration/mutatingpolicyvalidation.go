@@ -57,34 +57,12 @@ func ValidateMutatingPolicyUpdate(pol, old *MutatingAdmissionPolicy) meta.FieldE
 }
 
 func validateMutatingPolicySpec(spec *MutatingAdmissionPolicySpec, ignoreMatchConditions bool, p *meta.Path) meta.FieldErrors {
-	var errs meta.FieldErrors
-	if spec.FailurePolicy == nil {
-		errs = append(errs, meta.Required(p.Child("failurePolicy"), ""))
-	} else if !slices.Contains(supportedFailurePolicies, string(*spec.FailurePolicy)) {
-		errs = append(errs, meta.NotSupported(p.Child("failurePolicy"), *spec.FailurePolicy, supportedFailurePolicies))
+	common := policyCommon{spec.FailurePolicy, spec.ParamKind, spec.MatchConstraints, spec.MatchConditions, spec.Variables}
+	errs, c := common.validate(ignoreMatchConditions, p)
+	if c == nil {
+		return errs
 	}
 	hasParams := spec.ParamKind != nil
-	if hasParams {
-		errs = append(errs, validateParamKind(spec.ParamKind, p.Child("paramKind"))...)
-	}
-	if spec.MatchConstraints == nil {
-		errs = append(errs, meta.Required(p.Child("matchConstraints"), ""))
-	} else {
-		errs = append(errs, validateMatchResources(spec.MatchConstraints, p.Child("matchConstraints"))...)
-		if len(spec.MatchConstraints.ResourceRules) == 0 {
-			errs = append(errs, meta.Required(p.Child("matchConstraints", "resourceRules"), ""))
-		}
-	}
-	c, cerrs := policyCompilerFor(hasParams, false, p)
-	if cerrs != nil {
-		return append(errs, cerrs...)
-	}
-	if !ignoreMatchConditions {
-		errs = append(errs, validateMatchConditionsWith(spec.MatchConditions, p.Child("matchConditions"), func(expr string, ep *meta.Path) meta.FieldErrors {
-			return compileInto(c, expr, types.BoolType, ep)
-		})...)
-	}
-	errs = append(errs, validateVariables(c, spec.Variables, p.Child("variables"))...)
 	mc, err := MutationCompiler(hasParams)
 	if err != nil {
 		return append(errs, meta.InternalFieldError(p, err))

@@ -90,6 +90,52 @@ func compileInto(c *cel.Compiler, expr string, want *types.Type, p *meta.Path) m
 	return nil
 }
 
+// policyCommon is what ValidatingAdmissionPolicy and MutatingAdmissionPolicy
+// specs share and validate alike.
+type policyCommon struct {
+	failurePolicy    *FailurePolicyType
+	paramKind        *ParamKind
+	matchConstraints *MatchResources
+	matchConditions  []MatchCondition
+	variables        []Variable
+}
+
+// validate checks failurePolicy, paramKind, matchConstraints (whose resource
+// rules give the expressions their types), matchConditions (unless
+// ignoreMatchConditions: an update that keeps them) and variables, and
+// returns the compiler of the policy's expressions, nil when it could not
+// be built (an internal error, in errs).
+func (pc policyCommon) validate(ignoreMatchConditions bool, p *meta.Path) (meta.FieldErrors, *cel.Compiler) {
+	var errs meta.FieldErrors
+	if pc.failurePolicy == nil {
+		errs = append(errs, meta.Required(p.Child("failurePolicy"), ""))
+	} else if !slices.Contains(supportedFailurePolicies, string(*pc.failurePolicy)) {
+		errs = append(errs, meta.NotSupported(p.Child("failurePolicy"), *pc.failurePolicy, supportedFailurePolicies))
+	}
+	hasParams := pc.paramKind != nil
+	if hasParams {
+		errs = append(errs, validateParamKind(pc.paramKind, p.Child("paramKind"))...)
+	}
+	if pc.matchConstraints == nil {
+		errs = append(errs, meta.Required(p.Child("matchConstraints"), ""))
+	} else {
+		errs = append(errs, validateMatchResources(pc.matchConstraints, p.Child("matchConstraints"))...)
+		if len(pc.matchConstraints.ResourceRules) == 0 {
+			errs = append(errs, meta.Required(p.Child("matchConstraints", "resourceRules"), ""))
+		}
+	}
+	c, cerrs := policyCompilerFor(hasParams, false, p)
+	if cerrs != nil {
+		return append(errs, cerrs...), nil
+	}
+	if !ignoreMatchConditions {
+		errs = append(errs, validateMatchConditionsWith(pc.matchConditions, p.Child("matchConditions"), func(expr string, ep *meta.Path) meta.FieldErrors {
+			return compileInto(c, expr, types.BoolType, ep)
+		})...)
+	}
+	return append(errs, validateVariables(c, pc.variables, p.Child("variables"))...), c
+}
+
 func policyCompilerFor(hasParams, message bool, p *meta.Path) (*cel.Compiler, meta.FieldErrors) {
 	c, err := PolicyCompiler(hasParams, message)
 	if err != nil {
@@ -111,39 +157,16 @@ func ValidatePolicyUpdate(pol, old *ValidatingAdmissionPolicy) meta.FieldErrors 
 }
 
 func validatePolicySpec(name string, spec *ValidatingAdmissionPolicySpec, ignoreMatchConditions bool, p *meta.Path) meta.FieldErrors {
-	var errs meta.FieldErrors
-	if spec.FailurePolicy == nil {
-		errs = append(errs, meta.Required(p.Child("failurePolicy"), ""))
-	} else if !slices.Contains(supportedFailurePolicies, string(*spec.FailurePolicy)) {
-		errs = append(errs, meta.NotSupported(p.Child("failurePolicy"), *spec.FailurePolicy, supportedFailurePolicies))
+	common := policyCommon{spec.FailurePolicy, spec.ParamKind, spec.MatchConstraints, spec.MatchConditions, spec.Variables}
+	errs, c := common.validate(ignoreMatchConditions, p)
+	if c == nil {
+		return errs
 	}
 	hasParams := spec.ParamKind != nil
-	if hasParams {
-		errs = append(errs, validateParamKind(spec.ParamKind, p.Child("paramKind"))...)
-	}
-	if spec.MatchConstraints == nil {
-		errs = append(errs, meta.Required(p.Child("matchConstraints"), ""))
-	} else {
-		errs = append(errs, validateMatchResources(spec.MatchConstraints, p.Child("matchConstraints"))...)
-		// The resource rules give the expressions their types.
-		if len(spec.MatchConstraints.ResourceRules) == 0 {
-			errs = append(errs, meta.Required(p.Child("matchConstraints", "resourceRules"), ""))
-		}
-	}
-	c, cerrs := policyCompilerFor(hasParams, false, p)
-	if cerrs != nil {
-		return append(errs, cerrs...)
-	}
 	mc, cerrs := policyCompilerFor(hasParams, true, p)
 	if cerrs != nil {
 		return append(errs, cerrs...)
 	}
-	if !ignoreMatchConditions {
-		errs = append(errs, validateMatchConditionsWith(spec.MatchConditions, p.Child("matchConditions"), func(expr string, ep *meta.Path) meta.FieldErrors {
-			return compileInto(c, expr, types.BoolType, ep)
-		})...)
-	}
-	errs = append(errs, validateVariables(c, spec.Variables, p.Child("variables"))...)
 	if len(spec.Validations) == 0 && len(spec.AuditAnnotations) == 0 {
 		const detail = "validations or auditAnnotations must contain at least one item"
 		return append(errs, meta.Required(p.Child("validations"), detail), meta.Required(p.Child("auditAnnotations"), detail))
