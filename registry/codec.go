@@ -27,7 +27,7 @@ type (
 // decodeStored decodes a stored value and stamps its resourceVersion. With a
 // memo the decoded object is shared and must be treated as read-only.
 func (s *Store[T]) decodeStored(kv storage.KeyValue) (T, error) {
-	key := decodedMemoKey{s.storageAPIVersion, s.ti}
+	key := s.decodedKey()
 	if v, ok := kv.Memo.Load(key); ok {
 		return v.(T), nil
 	}
@@ -37,6 +37,9 @@ func (s *Store[T]) decodeStored(kv storage.KeyValue) (T, error) {
 	}
 	return kv.Memo.LoadOrStore(key, obj).(T), nil
 }
+
+// decodedKey is the memo key of the store's decoded objects.
+func (s *Store[T]) decodedKey() decodedMemoKey { return decodedMemoKey{s.storageAPIVersion, s.ti} }
 
 // decodeFresh decodes a private copy that the caller may modify.
 func (s *Store[T]) decodeFresh(value []byte, rev int64) (T, error) {

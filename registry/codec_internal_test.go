@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -169,6 +170,107 @@ func TestLazyItem(t *testing.T) {
 	}
 	if b, err := truncated.JSON(); meta.ReasonForError(err) != meta.StatusReasonInternalError {
 		t.Errorf("JSON of a value that is not JSON: %s, %v; want an internal error", b, err)
+	}
+}
+
+// TestConvertedItemKeepsJSONOnly checks what the memo keeps of a value
+// served in another version: its JSON only, when nothing but the JSON was
+// asked for (a value only read keeps no decoded nor converted object
+// beside its stored bytes); the objects too once something needed them,
+// and a later JSON of another conversion is then made from the memo's
+// object, not decoded again.
+func TestConvertedItemKeepsJSONOnly(t *testing.T) {
+	ctx := context.Background()
+	backend := memory.New()
+	defer backend.Close()
+	st, err := NewStore(Options[*v1beta1.Flunder]{
+		Resource: meta.GroupResource{Group: "wardle.example.com", Resource: "flunders"}, Kind: "Flunder",
+		NamespaceScoped: true, StorageVersion: "v1beta1", Strategy: DefaultStrategy[*v1beta1.Flunder]{},
+		Storage: backend,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conversions := 0
+	serve := func(epoch string) Resource {
+		res, err := ServeVersion(st, "v9", Conversion[*v1beta1.Flunder, *v1beta1.Flunder]{
+			ToStorage: func(f *v1beta1.Flunder) (*v1beta1.Flunder, error) { return f, nil },
+			FromStorage: func(f *v1beta1.Flunder) (*v1beta1.Flunder, error) {
+				conversions++
+				c := *f
+				c.Spec.FlunderReference += "-" + epoch
+				return &c, nil
+			},
+			Epoch: epoch,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	first, second := serve("1"), serve("2")
+	rev, err := backend.Create(ctx, "/wardle.example.com/flunders/ns/a",
+		[]byte(`{"kind":"Flunder","apiVersion":"wardle.example.com/v1beta1","metadata":{"name":"a","namespace":"ns","creationTimestamp":null},"spec":{"flunderReference":"b"},"status":{}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(res Resource) Item {
+		t.Helper()
+		it, err := res.Get(ctx, "ns", "a", meta.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return it
+	}
+	it := get(first)
+	b, err := it.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"kind":"Flunder","apiVersion":"wardle.example.com/v9","metadata":{"name":"a","namespace":"ns","resourceVersion":"` +
+		itoa(rev) + `"},"spec":{"flunderReference":"b-1"},"status":{}}`
+	if string(b) != want {
+		t.Errorf("JSON:\n%s\nwant\n%s", b, want)
+	}
+	memo := it.kv.Memo
+	if _, ok := memo.Load(st.decodedKey()); ok {
+		t.Error("the memo keeps the decoded object of a value only encoded")
+	}
+	if _, ok := memo.Load(servedMemoKey{"wardle.example.com/v9", "1"}); ok {
+		t.Error("the memo keeps the converted object of a value only encoded")
+	}
+	if again, _ := get(first).JSON(); &again[0] != &b[0] {
+		t.Error("JSON was not kept in the memo")
+	}
+	if conversions != 1 {
+		t.Errorf("%d conversions for one JSON, want 1", conversions)
+	}
+
+	obj, err := get(first).Object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := obj.(*v1beta1.Flunder); f.Spec.FlunderReference != "b-1" || f.ResourceVersion != itoa(rev) || f.APIVersion != "wardle.example.com/v9" {
+		t.Errorf("Object: %+v", f)
+	}
+	if _, ok := memo.Load(st.decodedKey()); !ok {
+		t.Error("Object did not keep the decoded object")
+	}
+	if again, _ := get(first).Object(); again != obj {
+		t.Error("Object decoded the value twice")
+	}
+	b2, err := get(second).JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Replace(want, "b-1", "b-2", 1); string(b2) != want {
+		t.Errorf("JSON of the second conversion:\n%s\nwant\n%s", b2, want)
+	}
+	if _, ok := memo.Load(servedMemoKey{"wardle.example.com/v9", "2"}); !ok {
+		t.Error("the second conversion's JSON did not convert the memo's decoded object through the memo")
+	}
+	if conversions != 3 {
+		t.Errorf("%d conversions, want 3 (one JSON, one Object, one JSON of the second)", conversions)
 	}
 }
 

@@ -287,7 +287,7 @@ func (r *served[S, V]) json(kv *storage.KeyValue) ([]byte, error) {
 		b = r.st.storedJSON(kv.Value, kv.Revision)
 	}
 	if b == nil {
-		obj, _, err := r.decode(kv)
+		obj, err := r.encodable(kv)
 		if err != nil {
 			return nil, err
 		}
@@ -296,6 +296,26 @@ func (r *served[S, V]) json(kv *storage.KeyValue) ([]byte, error) {
 		}
 	}
 	return kv.Memo.LoadOrStore(r.key, b).([]byte), nil
+}
+
+// encodable returns the value's object in the served version for json to
+// encode: the memo's when something decoded the value already, else a
+// private one the memo does not keep. Most cached values are only ever
+// encoded (a GET, a LIST, a watch event): kept, their decoded and
+// converted objects would stay beside the JSON and the stored bytes for
+// as long as the value is cached, most of a cached custom resource's
+// memory. What needs the object (a Table, admission, an update) decodes
+// it then, once, into the memo.
+func (r *served[S, V]) encodable(kv *storage.KeyValue) (meta.Object, error) {
+	if _, ok := kv.Memo.Load(r.st.decodedKey()); ok {
+		obj, _, err := r.decode(kv)
+		return obj, err
+	}
+	stored, err := r.st.decodeFresh(kv.Value, kv.Revision)
+	if err != nil {
+		return nil, err
+	}
+	return r.toServed(stored, nil)
 }
 
 func (r *served[S, V]) toStorage(obj meta.Object) (S, error) {
