@@ -97,6 +97,16 @@ func (b *builder) example(name string) (string, error) {
 	return bin, nil
 }
 
+// crdServer builds bench/crdserver (the extensions server alone, what the
+// CRD mode measures), stripped, from the working tree.
+func (b *builder) crdServer() (string, error) {
+	bin := filepath.Join(b.cache, "crdserver")
+	if err := b.goBuild(filepath.Join(b.repo, "bench"), []string{"GOWORK=off"}, "-ldflags="+stripLinkerFlag, "-o", bin, "./crdserver"); err != nil {
+		return "", err
+	}
+	return bin, nil
+}
+
 // sample builds bench/sampleapiserver, stripped and with a real version
 // string, once per content of its folder and Go version.
 func (b *builder) sample() (string, error) {

@@ -424,7 +424,8 @@ cd bench && go run . -core -out ../docs/benchmarks.md -label "what changed"
 
 ` + "`-kube-args`" + ` adds kube-apiserver flags, ` + "`-wardle-args`" + ` wardle's;
 ` + "`-profile DIR`" + ` writes a CPU profile of each server's first run from its
-/debug/pprof (` + "`-profile-seconds`" + `, 30, from the creates on);
+/debug/pprof (` + "`-profile-seconds`" + `, 30, from the creates on) and heap
+profiles with the objects (` + "`<server>-heap.pprof`" + `, ` + "`.txt`" + ` with MemStats);
 ` + "`-n`" + `, ` + "`-workers`" + `, ` + "`-runs`" + `, ` + "`-lists`" + `, ` + "`-page`" + `, ` + "`-keep`" + `, ` + "`-only`" + ` as above;
 ` + "`$APIKIT_KUBE_APISERVER`" + ` names a prebuilt kube-apiserver.
 

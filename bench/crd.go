@@ -14,7 +14,7 @@ import (
 )
 
 // The CRD mode (-crd) runs custom resources on apikit's extensions server
-// (examples/chain) beside k8s.io/apiextensions-apiserver run standalone, on
+// (bench/crdserver) beside k8s.io/apiextensions-apiserver run standalone, on
 // one etcd: issue 14's "performance" bullet.
 
 // apiextensionsVersion is the k8s.io/apiextensions-apiserver release
@@ -165,18 +165,17 @@ func poll(ctx context.Context, limit, interval time.Duration, try func() error) 
 	}
 }
 
-// chainSpec is apikit's examples/chain: the extensions server first, then
-// two small servers of a group each, behind one filter chain; the least
-// else that serves CRDs. Its flags are kube-apiserver's, as wardle's.
-func chainSpec(bin string, extra []string) serverSpec {
+// crdServerSpec is bench/crdserver: apikit's extensions server alone, as
+// the peer runs. Its flags are kube-apiserver's, as wardle's.
+func crdServerSpec(bin string, extra []string) serverSpec {
 	s := wardleSpec(bin, extra)
-	s.title = "apikit examples/chain (server/extensions)"
+	s.title = "apikit bench/crdserver (server/extensions)"
 	base := s.args
 	s.args = func(port int, pki pkiFiles, etcd, dir string) []string {
 		args := base(port, pki, etcd, dir)
 		for i, a := range args {
 			if strings.HasPrefix(a, "--data-dir=") {
-				args[i] = "--data-dir=" + filepath.Join(dir, "chain")
+				args[i] = "--data-dir=" + filepath.Join(dir, "crdserver")
 			}
 		}
 		return args
@@ -263,12 +262,12 @@ func markdownCRDRun(in reportInput) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n### %s\n\n", crdRunMarker, runTitle(in.when, in.label))
 	b.WriteString(in.machine.line())
-	fmt.Fprintf(&b, "- %s; etcd %s (one process for both servers, fsync %s); apikit %s (examples/chain); k8s.io/apiextensions-apiserver %s\n",
+	fmt.Fprintf(&b, "- %s; etcd %s (one process for both servers, fsync %s); apikit %s (bench/crdserver); k8s.io/apiextensions-apiserver %s\n",
 		in.machine.goVersion, in.etcdVer, fsyncText(in.fsync), in.apikitRev, apiextensionsVersion)
 	fmt.Fprintf(&b, "- N=%d custom resources, %d workers, JSON over HTTP/2, %d runs (medians), %d LISTs per run (paged: limit=%d), %d watch events; the run took %v\n",
 		in.p.n, in.p.workers, in.runs, in.p.lists, in.p.pageSize, in.p.watchEvents, in.elapsed.Round(time.Second))
 	if in.wardleArgs != "" || in.sampleArgs != "" {
-		fmt.Fprintf(&b, "- extra flags: chain `%s`; apiextensions-apiserver `%s`\n", in.wardleArgs, in.sampleArgs)
+		fmt.Fprintf(&b, "- extra flags: crdserver `%s`; apiextensions-apiserver `%s`\n", in.wardleArgs, in.sampleArgs)
 	}
 	b.WriteString("\n")
 	b.WriteString(figureTable(in.figs, extPeer))
@@ -303,14 +302,14 @@ func mergeSection(old, sectionMarker, runMarker, header, run string) string {
 const crdDocHeader = `## CustomResourceDefinitions beside k8s.io/apiextensions-apiserver ` + apiextensionsVersion + `
 
 Issue 14's performance check: custom resources on apikit's extensions server
-(server/extensions, as ` + "`examples/chain`" + ` runs it: the extensions server,
-then two small servers of a group of notes each, one filter chain with RBAC,
-flow control and admission; the least else of apikit's examples that serves
-CRDs) beside k8s.io/apiextensions-apiserver ` + apiextensionsVersion + ` run standalone
+(server/extensions alone, as ` + "`bench/crdserver`" + ` runs it with kube-apiserver's
+flags: RBAC, flow control and admission in its filter chain; the runs
+whose apikit line names ` + "`examples/chain`" + ` measured the same server with two
+small servers of a group of notes each behind it) beside k8s.io/apiextensions-apiserver ` + apiextensionsVersion + ` run standalone
 (bench/apiextensionsapiserver: its own server with the sample-apiserver's
 three changes: client certificates only, always-allow authorization, a fake
 core API for its admission plugins and flow control), one after the other
-against one etcd. Run it (builds the chain from the working tree, the
+against one etcd. Run it (builds bench/crdserver from the working tree, the
 apiextensions-apiserver once per version; ~15 minutes cold):
 
 ` + "```sh" + `
@@ -318,7 +317,7 @@ cd bench && go run . -crd -out ../docs/benchmarks.md -label "what changed"
 ` + "```" + `
 
 ` + "`-apiextensions-args`" + ` adds the apiextensions-apiserver's flags, ` + "`-wardle-args`" + `
-the chain's; ` + "`-n`" + `, ` + "`-workers`" + `, ` + "`-runs`" + `, ` + "`-lists`" + `, ` + "`-page`" + `, ` + "`-only`" + `, ` + "`-keep`" + ` as above.
+bench/crdserver's; ` + "`-n`" + `, ` + "`-workers`" + `, ` + "`-runs`" + `, ` + "`-lists`" + `, ` + "`-page`" + `, ` + "`-only`" + `, ` + "`-keep`" + ` as above.
 
 Each server starts fresh on an empty etcd prefix; once it is ready the
 benchmark creates one CRD (` + "`flunders.bench.apikit.dev`" + `: namespaced, one version
@@ -340,10 +339,10 @@ phase, updates, server-side applies and deletes; server CPU per op from
 `
 
 // runCRDMode is the benchmark's CRD mode: it builds what it runs, runs
-// examples/chain and the apiextensions-apiserver o.runs times each with the
+// bench/crdserver and the apiextensions-apiserver o.runs times each with the
 // CRD's custom resources, and reports.
 func runCRDMode(ctx context.Context, o options, b *builder, work string, started time.Time) error {
-	bins, progs, infos, err := b.buildPair(o, keyExt, func() (string, error) { return b.example("chain") }, func() (string, error) {
+	bins, progs, infos, err := b.buildPair(o, keyExt, b.crdServer, func() (string, error) {
 		return b.kubeProgram(kubeProgram{
 			what: "k8s.io/apiextensions-apiserver " + apiextensionsVersion, dir: filepath.Join(b.repo, "bench", "apiextensionsapiserver"),
 			files: []string{"go.mod", "go.sum", "main.go"}, pkg: ".", name: "apiextensionsapiserver-" + apiextensionsVersion,
@@ -359,7 +358,7 @@ func runCRDMode(ctx context.Context, o options, b *builder, work string, started
 	}
 	defer r.stop()
 	specs := []serverSpec{
-		chainSpec(progs[keyApikit], strings.Fields(o.wardleArgs)),
+		crdServerSpec(progs[keyApikit], strings.Fields(o.wardleArgs)),
 		apiextensionsSpec(progs[keyExt], strings.Fields(o.extArgs)),
 	}
 	if o.only != "" {

@@ -6,7 +6,7 @@
 //
 //	cd bench && go run . -out ../docs/benchmarks.md -label "what changed"
 //
-// With -crd it runs one CRD's custom resources on examples/chain's
+// With -crd it runs one CRD's custom resources on bench/crdserver's
 // extensions server beside k8s.io/apiextensions-apiserver instead (crd.go):
 //
 //	cd bench && go run . -crd -out ../docs/benchmarks.md -label "what changed"
@@ -80,9 +80,9 @@ func parseFlags() (options, error) {
 	fs.StringVar(&o.only, "only", "", "run one server only (apikit, sample or, with -core, kube, with -crd, apiextensions), for trying things; ratios are then n/a")
 	fs.BoolVar(&o.core, "core", false, "the core mode: ConfigMaps on examples/wardle --core-api beside kube-apiserver "+kubeVersion+" (builds it from tools/kube-apiserver, ~20 minutes cold) instead of Flunders beside the sample-apiserver")
 	fs.StringVar(&o.kubeArgs, "kube-args", "", "extra flags for kube-apiserver (-core), space separated")
-	fs.BoolVar(&o.crd, "crd", false, "the CRD mode: custom resources on examples/chain's extensions server beside k8s.io/apiextensions-apiserver "+apiextensionsVersion+" (builds it from bench/apiextensionsapiserver, ~15 minutes cold) instead of Flunders beside the sample-apiserver")
+	fs.BoolVar(&o.crd, "crd", false, "the CRD mode: custom resources on bench/crdserver (the extensions server alone) beside k8s.io/apiextensions-apiserver "+apiextensionsVersion+" (builds it from bench/apiextensionsapiserver, ~15 minutes cold) instead of Flunders beside the sample-apiserver")
 	fs.StringVar(&o.extArgs, "apiextensions-args", "", "extra flags for the apiextensions-apiserver (-crd), space separated")
-	fs.StringVar(&o.profile, "profile", "", "write a CPU profile of each server's first run, from its /debug/pprof, into this directory (apikit.pprof and the peer's: sample.pprof, kube.pprof or apiextensions.pprof)")
+	fs.StringVar(&o.profile, "profile", "", "write a CPU profile of each server's first run, from its /debug/pprof, into this directory (apikit.pprof and the peer's: sample.pprof, kube.pprof or apiextensions.pprof), and heap profiles with the objects (apikit-heap.pprof and .txt, ...)")
 	fs.IntVar(&o.profSecs, "profile-seconds", 30, "with -profile: the profile's length, from the creates on (the server runs until it ends)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return o, err

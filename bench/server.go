@@ -159,6 +159,32 @@ func (r *runner) profileRun(ctx context.Context, l *live, spec serverSpec, runNo
 	}
 }
 
+// heapProfile writes, on the first run with -profile, heap profiles of
+// the server with the objects (right after their RSS is read): where the
+// memory the RSS figure counts goes. <key>-heap.pprof is for go tool
+// pprof; <key>-heap.txt is the text form, which ends with the runtime's
+// MemStats (HeapAlloc, HeapSys, HeapReleased: how the RSS splits into live
+// heap, heap the runtime keeps, and heap returned to the kernel). The
+// server collects garbage first (?gc=1), so they show the live heap.
+func (r *runner) heapProfile(ctx context.Context, l *live, spec serverSpec, runNo int) {
+	if r.profileDir == "" || runNo != 0 {
+		return
+	}
+	path := filepath.Join(r.profileDir, spec.key+"-heap")
+	for _, f := range []struct{ query, file string }{{"?gc=1", path + ".pprof"}, {"?debug=1", path + ".txt"}} {
+		var buf bytes.Buffer
+		_, err := l.c.send(ctx, http.MethodGet, "/debug/pprof/heap"+f.query, "", nil, http.StatusOK, &buf)
+		if err == nil {
+			err = os.WriteFile(f.file, buf.Bytes(), 0o644)
+		}
+		if err != nil {
+			l.fail(runNo, "heap profile", err)
+			return
+		}
+	}
+	logger.Printf("heap profile: %s.pprof (go tool pprof -sample_index=inuse_space -top %s.pprof), MemStats at the end of %s.txt", path, path, path)
+}
+
 // live is a server a run started: its process, the load generator's
 // client, and what it measured at the start.
 type live struct {
@@ -313,6 +339,7 @@ func (r *runner) runObjects(ctx context.Context, spec serverSpec, runNo int, t o
 	if res.loadedRSS, err = rss(pid); err != nil {
 		return nil, err
 	}
+	r.heapProfile(ctx, l, spec, runNo)
 
 	if err := c.do(ctx, http.MethodGet, t.collection+"?limit=1", nil, http.StatusOK, &buf); err != nil {
 		fail("watch", err)
