@@ -127,6 +127,7 @@ func (s *Set) node(t reflect.Type, path string) (*Schema, error) {
 				return nil, err
 			}
 			s.named[key] = obj
+			s.gen++
 		}
 		return &Schema{Ref: key}, nil
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"sync"
+
+	smd "sigs.k8s.io/structured-merge-diff/v6/schema"
 )
 
 // Schema is one node of a structural schema: a scalar, an object with
@@ -147,6 +149,14 @@ type Set struct {
 	named map[string]*Schema
 	types map[string]reflect.Type
 	keys  map[reflect.Type]string
+	// gen counts the schemas filed; smd is the SMD conversion of the Set
+	// when it held smdGen of them. Every resource's field managers convert
+	// the Set they are built from: one conversion serves them all until a
+	// schema is added.
+	gen    uint64
+	smdMu  sync.Mutex
+	smd    *smd.Schema
+	smdGen uint64
 }
 
 // NewSet returns an empty Set.
@@ -204,5 +214,6 @@ func (s *Set) Add(key string, n *Schema) error {
 		return fmt.Errorf("schema: %q is already defined", key)
 	}
 	s.named[key] = n
+	s.gen++
 	return nil
 }

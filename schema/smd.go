@@ -19,10 +19,16 @@ const (
 // and map semantics become SMD's element relationships: an atomic list or
 // map is atomic, a set is an associative list without keys, a map list an
 // associative list with keys, and maps and structs are separable unless
-// atomic.
+// atomic. The conversion is kept until a schema is added to the Set, and
+// shared by every caller: it must not be modified.
 func (s *Set) SMD() (*smd.Schema, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	s.smdMu.Lock()
+	defer s.smdMu.Unlock()
+	if s.smd != nil && s.smdGen == s.gen {
+		return s.smd, nil
+	}
 	out := &smd.Schema{}
 	for key, n := range s.named {
 		atom, err := s.atom(n, key)
@@ -44,6 +50,7 @@ func (s *Set) SMD() (*smd.Schema, error) {
 			Map:    &smd.Map{ElementType: smd.TypeRef{NamedType: &deduced}, ElementRelationship: smd.Separable},
 		}},
 	)
+	s.smd, s.smdGen = out, s.gen
 	return out, nil
 }
 

@@ -72,3 +72,48 @@ func TestSMD(t *testing.T) {
 		t.Errorf("the root %s has no typedef", root.Ref)
 	}
 }
+
+// TestSMDShared: every resource's field managers convert the same Set, so
+// one conversion serves them until a schema is added, which a later
+// conversion must see.
+func TestSMDShared(t *testing.T) {
+	set := schema.NewSet()
+	if _, err := set.AddType(reflect.TypeOf(spec{})); err != nil {
+		t.Fatal(err)
+	}
+	first, err := set.SMD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name   string
+		change func() error
+		same   bool
+	}{
+		{"unchanged", func() error { return nil }, true},
+		{"a type already filed", func() error { _, err := set.AddType(reflect.TypeOf(spec{})); return err }, true},
+		{"a new type", func() error { _, err := set.AddType(reflect.TypeOf(self{})); return err }, false},
+		{"a schema added by key", func() error { return set.Add("custom.Thing", &schema.Schema{Type: "string"}) }, false},
+	}
+	prev := first
+	for _, step := range steps {
+		if err := step.change(); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		got, err := set.SMD()
+		if err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if (got == prev) != step.same {
+			t.Errorf("%s: conversion reused = %v, want %v", step.name, got == prev, step.same)
+		}
+		if !step.same {
+			for _, key := range set.Keys() {
+				if _, ok := got.FindNamedType(key); !ok {
+					t.Errorf("%s: %s missing from the new conversion", step.name, key)
+				}
+			}
+		}
+		prev = got
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
+	"sync"
 
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/yaml"
@@ -22,8 +23,12 @@ const applyPatchType = "application/apply-patch+yaml"
 
 // fieldManagers keep the managedFields of the main resource and of its
 // status; nil when the scope has no schema (then nothing is recorded and
-// apply is refused).
+// apply is refused). They are built at the resource's first write, not at
+// install: a server installs dozens of resources (RBAC, flow control,
+// admission registration) that an idle server never writes through its
+// handlers, and each manager holds a structured-merge-diff schema.
 type fieldManagers struct {
+	once         sync.Once
 	main, status *fieldmanager.Manager
 }
 
@@ -74,6 +79,7 @@ func (s *Scope) versions() map[string]fieldmanager.Version {
 }
 
 func (s *Scope) fieldManager(subresource string) *fieldmanager.Manager {
+	s.managers.once.Do(s.initFieldManagers)
 	if subresource == "status" {
 		return s.managers.status
 	}

@@ -100,7 +100,6 @@ func (s *Scope) init() {
 	if s.MinRequestTimeout <= 0 {
 		s.MinRequestTimeout = 30 * time.Minute
 	}
-	s.initFieldManagers()
 	s.equivalents = s.admissionEquivalents()
 }
 
