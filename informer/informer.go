@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -67,7 +68,7 @@ type Informer[T meta.Object] struct {
 	mu      sync.RWMutex
 	objects map[objectKey]T
 	// indexes maps index name -> value -> the keys of the objects there.
-	indexes map[string]map[string]map[objectKey]struct{}
+	indexes map[string]map[string]keySet
 
 	synced   chan struct{}
 	syncOnce sync.Once
@@ -97,11 +98,11 @@ func New[T meta.Object](cfg Config[T]) *Informer[T] {
 	i := &Informer[T]{
 		cfg:     cfg,
 		objects: map[objectKey]T{},
-		indexes: map[string]map[string]map[objectKey]struct{}{},
+		indexes: map[string]map[string]keySet{},
 		synced:  make(chan struct{}),
 	}
 	for name := range cfg.Indexers {
-		i.indexes[name] = map[string]map[objectKey]struct{}{}
+		i.indexes[name] = map[string]keySet{}
 	}
 	return i
 }
@@ -154,11 +155,7 @@ func (i *Informer[T]) List() []T {
 // under value, sorted by namespace and name; an unknown index has none.
 func (i *Informer[T]) ByIndex(index, value string) []T {
 	i.mu.RLock()
-	set := i.indexes[index][value]
-	keys := make([]objectKey, 0, len(set))
-	for k := range set {
-		keys = append(keys, k)
-	}
+	keys := i.indexes[index][value].appendTo(nil)
 	i.mu.RUnlock()
 	return i.sorted(keys)
 }
@@ -363,12 +360,7 @@ func (i *Informer[T]) indexLocked(k objectKey, obj T) {
 	for name, f := range i.cfg.Indexers {
 		idx := i.indexes[name]
 		for _, v := range f(obj) {
-			set := idx[v]
-			if set == nil {
-				set = map[objectKey]struct{}{}
-				idx[v] = set
-			}
-			set[k] = struct{}{}
+			idx[v] = idx[v].add(k)
 		}
 	}
 }
@@ -377,10 +369,75 @@ func (i *Informer[T]) unindexLocked(k objectKey, obj T) {
 	for name, f := range i.cfg.Indexers {
 		idx := i.indexes[name]
 		for _, v := range f(obj) {
-			delete(idx[v], k)
-			if len(idx[v]) == 0 {
+			if set := idx[v].remove(k); set.len() > 0 {
+				idx[v] = set
+			} else {
 				delete(idx, v)
 			}
 		}
 	}
+}
+
+// keySet holds the keys of the objects one index value files. Most values
+// file one object or a few (a uid; the children of one owner are often
+// few), so up to smallKeySet keys are held in a slice and a map is made only
+// beyond: a map per value costs ~300 bytes, ten times a one-key slice, and
+// the garbage collector indexes every object it follows by uid.
+type keySet struct {
+	few  []objectKey
+	many map[objectKey]struct{} // non-nil once the set outgrew few
+}
+
+// smallKeySet is the most keys a keySet holds in its slice, searched
+// linearly.
+const smallKeySet = 8
+
+func (s keySet) len() int {
+	if s.many != nil {
+		return len(s.many)
+	}
+	return len(s.few)
+}
+
+func (s keySet) add(k objectKey) keySet {
+	if s.many != nil {
+		s.many[k] = struct{}{}
+		return s
+	}
+	if slices.Contains(s.few, k) {
+		return s
+	}
+	if len(s.few) < smallKeySet {
+		return keySet{few: append(s.few, k)}
+	}
+	many := make(map[objectKey]struct{}, 2*smallKeySet)
+	for _, f := range s.few {
+		many[f] = struct{}{}
+	}
+	many[k] = struct{}{}
+	return keySet{many: many}
+}
+
+func (s keySet) remove(k objectKey) keySet {
+	if s.many != nil {
+		delete(s.many, k)
+		return s
+	}
+	if j := slices.Index(s.few, k); j >= 0 {
+		// In place: ByIndex copies keys out under the lock, so no one
+		// else holds the array.
+		s.few = slices.Delete(s.few, j, j+1)
+	}
+	return s
+}
+
+// appendTo appends the set's keys to dst.
+func (s keySet) appendTo(dst []objectKey) []objectKey {
+	if s.many == nil {
+		return append(dst, s.few...)
+	}
+	for k := range s.many {
+		dst = append(dst, k)
+	}
+	return dst
 }
