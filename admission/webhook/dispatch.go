@@ -520,6 +520,31 @@ func gvkString(apiVersion, kind string) string {
 
 // newRequest builds the AdmissionRequest of one invocation.
 func newRequest(inv *invocation, a *admission.Attributes, obj, old meta.Object) (*AdmissionRequest, []byte, error) {
+	req := requestOf(inv, a)
+	var objJSON []byte
+	var err error
+	if obj != nil {
+		if objJSON, err = encode(obj, inv.kind); err != nil {
+			return nil, nil, fmt.Errorf("encoding the object: %w", err)
+		}
+		req.Object = objJSON
+	}
+	if old != nil {
+		if req.OldObject, err = encode(old, inv.kind); err != nil {
+			return nil, nil, fmt.Errorf("encoding the old object: %w", err)
+		}
+	}
+	if o := options(a); o != nil {
+		if req.Options, err = json.Marshal(o); err != nil {
+			return nil, nil, fmt.Errorf("encoding the options: %w", err)
+		}
+	}
+	return req, objJSON, nil
+}
+
+// requestOf is the AdmissionRequest of an invocation without its objects
+// and options.
+func requestOf(inv *invocation, a *admission.Attributes) *AdmissionRequest {
 	dryRun := a.DryRun
 	req := &AdmissionRequest{
 		UID:                uuid.NewString(),
@@ -537,31 +562,31 @@ func newRequest(inv *invocation, a *admission.Attributes, obj, old meta.Object) 
 	if u := a.User; u != nil {
 		req.UserInfo = UserInfo{Username: u.Name, UID: u.UID, Groups: u.Groups, Extra: u.Extra}
 	}
-	var objJSON []byte
-	var err error
-	if obj != nil {
-		if objJSON, err = encode(obj, inv.kind); err != nil {
-			return nil, nil, fmt.Errorf("encoding the object: %w", err)
-		}
-		req.Object = objJSON
-	}
-	if old != nil {
-		if req.OldObject, err = encode(old, inv.kind); err != nil {
-			return nil, nil, fmt.Errorf("encoding the old object: %w", err)
-		}
-	}
+	return req
+}
+
+// defaultOptions are the options of a write whose client sent none.
+type defaultOptions struct {
+	Kind       string   `json:"kind"`
+	APIVersion string   `json:"apiVersion"`
+	DryRun     []string `json:"dryRun,omitempty"`
+}
+
+// options are a's options as the request carries them: the client's, or
+// the operation's defaults; nil when the operation has none.
+func options(a *admission.Attributes) any {
 	if a.Options != nil {
-		if req.Options, err = json.Marshal(a.Options); err != nil {
-			return nil, nil, fmt.Errorf("encoding the options: %w", err)
-		}
-	} else if opts := optionsKind(a.Operation); opts != "" {
-		o := map[string]any{"kind": opts, "apiVersion": "meta.k8s.io/v1"}
-		if a.DryRun {
-			o["dryRun"] = []string{"All"}
-		}
-		req.Options, _ = json.Marshal(o)
+		return a.Options
 	}
-	return req, objJSON, nil
+	kind := optionsKind(a.Operation)
+	if kind == "" {
+		return nil
+	}
+	o := &defaultOptions{Kind: kind, APIVersion: "meta.k8s.io/v1"}
+	if a.DryRun {
+		o.DryRun = []string{"All"}
+	}
+	return o
 }
 
 // encode returns obj's JSON with its apiVersion and kind, which objects

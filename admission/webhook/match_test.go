@@ -7,7 +7,10 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/google/cel-go/common/types/ref"
+
 	"github.com/apikit-dev/apikit/admission"
+	"github.com/apikit-dev/apikit/cel"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/schema/structural"
 )
@@ -77,28 +80,30 @@ func TestNamespaceMatches(t *testing.T) {
 	}
 }
 
-// TestRequestMap: the request CEL sees is what its JSON decodes to.
-func TestRequestMap(t *testing.T) {
+// TestRequestVars: the request CEL sees is what its JSON decodes to.
+func TestRequestVars(t *testing.T) {
 	dry := true
 	for _, req := range []*AdmissionRequest{
 		{UID: "u", Kind: GroupVersionKind{"g", "v", "K"}, Resource: GroupVersionResource{"g", "v", "ks"}, Operation: "CREATE"},
 		{UID: "u", Kind: GroupVersionKind{"", "v1", "Pod"}, Resource: GroupVersionResource{"", "v1", "pods"}, SubResource: "status",
 			RequestKind: &GroupVersionKind{"", "v1", "Pod"}, RequestResource: &GroupVersionResource{"", "v1", "pods"}, RequestSubResource: "status",
 			Name: "p", Namespace: "ns", Operation: "UPDATE", DryRun: &dry,
-			UserInfo: UserInfo{Username: "alice", UID: "1", Groups: []string{"a", "b"}, Extra: map[string][]string{"scopes": {"x"}, "empty": {}}},
-			Options:  json.RawMessage(`{"kind":"UpdateOptions","apiVersion":"meta.k8s.io/v1","fieldManager":"kubectl"}`)},
+			UserInfo: UserInfo{Username: "alice", UID: "1", Groups: []string{"a", "b"}, Extra: map[string][]string{"scopes": {"x"}, "empty": {}, "nil": nil}},
+			Object:   json.RawMessage(`{"kind":"Pod","spec":{"n":1,"f":0.5,"l":[null,true]}}`), OldObject: json.RawMessage(`{"kind":"Pod"}`),
+			Options: json.RawMessage(`{"kind":"UpdateOptions","apiVersion":"meta.k8s.io/v1","fieldManager":"kubectl"}`)},
 	} {
-		got, err := requestMap(req)
+		vars, err := requestVars(req)
 		if err != nil {
 			t.Fatal(err)
 		}
+		got := vars[cel.RequestVarName].(ref.Val).Value()
 		data, _ := json.Marshal(req)
 		want, err := structural.DecodeJSON(data)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Errorf("requestMap\n%#v\nwant\n%#v", got, want)
+			t.Errorf("request\n%#v\nwant\n%#v", got, want)
 		}
 	}
 }

@@ -82,14 +82,19 @@ func (c *celConditions) Match(ctx context.Context, conds []registration.MatchCon
 	return len(errs) == 0, errors.Join(errs...)
 }
 
-// requestVars are object, oldObject and request as CEL sees them: JSON
-// decoded as schema/structural decodes it.
+// requestVars are object, oldObject and request as CEL sees them, from
+// a request whose objects are JSON: decoded as schema/structural decodes
+// them, once, and shared by request.object and object.
 func requestVars(req *AdmissionRequest) (map[string]any, error) {
 	decode := func(raw []byte) (any, error) {
 		if len(raw) == 0 {
 			return nil, nil
 		}
-		return structural.DecodeJSON(raw)
+		v, err := structural.DecodeJSON(raw)
+		if err != nil {
+			return nil, err
+		}
+		return types.DefaultTypeAdapter.NativeToValue(v), nil
 	}
 	obj, err := decode(req.Object)
 	if err != nil {
@@ -99,91 +104,26 @@ func requestVars(req *AdmissionRequest) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The request is built as the JSON values it encodes to, its objects
-	// decoded once above and shared by request.object and object: a JSON
-	// round trip of the whole request decoded the object twice and was
-	// most of a policy's cost on a create.
-	rm, err := requestMap(req)
+	opts, err := decode(req.Options)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("decoding the options: %w", err)
 	}
-	if obj != nil {
-		rm["object"] = obj
-	}
-	if old != nil {
-		rm["oldObject"] = old
-	}
-	return map[string]any{cel.ObjectVarName: obj, cel.OldObjectVarName: old, cel.RequestVarName: rm}, nil
+	return expressionVars(req, obj, old, opts), nil
 }
 
-// requestMap is req without object and oldObject as structural.DecodeJSON
-// gives its JSON: the fields its tags encode, empty ones left out as they
-// say.
-func requestMap(req *AdmissionRequest) (map[string]any, error) {
-	gvk := func(k GroupVersionKind) map[string]any {
-		return map[string]any{"group": k.Group, "version": k.Version, "kind": k.Kind}
-	}
-	gvr := func(r GroupVersionResource) map[string]any {
-		return map[string]any{"group": r.Group, "version": r.Version, "resource": r.Resource}
-	}
-	m := map[string]any{"uid": req.UID, "kind": gvk(req.Kind), "resource": gvr(req.Resource), "operation": req.Operation}
-	set := func(key, v string) {
-		if v != "" {
-			m[key] = v
-		}
-	}
-	set("subResource", req.SubResource)
-	set("requestSubResource", req.RequestSubResource)
-	set("name", req.Name)
-	set("namespace", req.Namespace)
-	if req.RequestKind != nil {
-		m["requestKind"] = gvk(*req.RequestKind)
-	}
-	if req.RequestResource != nil {
-		m["requestResource"] = gvr(*req.RequestResource)
-	}
-	if req.DryRun != nil {
-		m["dryRun"] = *req.DryRun
-	}
-	u := req.UserInfo
-	user := map[string]any{}
-	if u.Username != "" {
-		user["username"] = u.Username
-	}
-	if u.UID != "" {
-		user["uid"] = u.UID
-	}
-	strs := func(ss []string) []any {
-		if ss == nil {
-			return nil
-		}
-		out := make([]any, len(ss))
-		for i, s := range ss {
-			out[i] = s
-		}
-		return out
-	}
-	if len(u.Groups) > 0 {
-		user["groups"] = strs(u.Groups)
-	}
-	if len(u.Extra) > 0 {
-		extra := make(map[string]any, len(u.Extra))
-		for k, v := range u.Extra {
-			if v == nil {
-				extra[k] = nil
-			} else {
-				extra[k] = strs(v)
-			}
-		}
-		user["extra"] = extra
-	}
-	m["userInfo"] = user
-	if len(req.Options) > 0 {
-		o, err := structural.DecodeJSON(req.Options)
-		if err != nil {
-			return nil, fmt.Errorf("decoding the options: %w", err)
-		}
-		m["options"] = o
-	}
-	return m, nil
+// celRequest is the request CEL reads: req's fields, its objects and
+// options given as values (CEL values or Go structs) instead of JSON.
+// Its fields hide the embedded request's of the same JSON names.
+type celRequest struct {
+	*AdmissionRequest
+	Object    any `json:"object,omitempty"`
+	OldObject any `json:"oldObject,omitempty"`
+	Options   any `json:"options,omitempty"`
+}
+
+// expressionVars are object, oldObject and request for req with the
+// given objects and options (nil: none).
+func expressionVars(req *AdmissionRequest, obj, old, opts any) map[string]any {
+	r, _ := cel.JSONView(&celRequest{AdmissionRequest: req, Object: obj, OldObject: old, Options: opts})
+	return map[string]any{cel.ObjectVarName: obj, cel.OldObjectVarName: old, cel.RequestVarName: r}
 }
