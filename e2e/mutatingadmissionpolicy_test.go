@@ -68,25 +68,9 @@ func TestMutatingAdmissionPolicy(t *testing.T) {
 		t.Errorf("kubectl get mutatingadmissionpolicybindings:\n%s", out)
 	}
 
-	// create writes flunders labelled case=c until one comes back with the
-	// label key (the policies are in effect once the informers have them)
-	// and returns its YAML as kubectl get shows it.
 	create := func(t *testing.T, c, key string) string {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for i := 0; ; i++ {
-			name := fmt.Sprintf("%s-%d", c, i)
-			w.KubectlStdin(fmt.Sprintf(caseFlunderYAML, name, c), "create", "-f", "-")
-			out := w.Kubectl("get", "flunder", name, "-o", "yaml")
-			if strings.Contains(out, key) {
-				t.Logf("labelled on attempt %d, %v after kubectl apply", i+1, time.Since(applied).Round(time.Millisecond))
-				return out
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no %s label 30 s after the policy was applied:\n%s", key, out)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		return createLabelled(t, w, c, key, applied)
 	}
 
 	t.Run("ApplyConfiguration", func(t *testing.T) {
@@ -115,4 +99,99 @@ func TestMutatingAdmissionPolicy(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	})
+}
+
+// createLabelled writes flunders labelled case=c until one comes back
+// with the label key (the policies are in effect once the informers have
+// them) and returns its YAML as kubectl get shows it; since is when the
+// policies were applied.
+func createLabelled(t *testing.T, w *Wardle, c, key string, since time.Time) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 0; ; i++ {
+		name := fmt.Sprintf("%s-%d-%d", c, time.Now().UnixNano()%1e6, i)
+		w.KubectlStdin(fmt.Sprintf(caseFlunderYAML, name, c), "create", "-f", "-")
+		out := w.Kubectl("get", "flunder", name, "-o", "yaml")
+		if strings.Contains(out, key) {
+			t.Logf("labelled on attempt %d, %v after kubectl apply", i+1, time.Since(since).Round(time.Millisecond))
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s label 30 s after the policy was applied:\n%s", key, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// paramsMutatingPolicyYAML is a MutatingAdmissionPolicy whose paramKind is
+// the core group's ConfigMap, labelling flunders with their param's
+// data.team, bound twice: to the configmap "team" and to a missing one
+// with parameterNotFoundAction Deny.
+const paramsMutatingPolicyYAML = `apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata:
+  name: e2e-params
+spec:
+  paramKind: {apiVersion: v1, kind: ConfigMap}
+  matchConstraints:
+    resourceRules:
+    - operations: ["CREATE"]
+      apiGroups: ["wardle.example.com"]
+      apiVersions: ["*"]
+      resources: ["flunders"]
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: 'Object{metadata: Object.metadata{labels: {"team": params.data.team}}}'
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata:
+  name: e2e-params
+spec:
+  policyName: e2e-params
+  paramRef: {name: team, parameterNotFoundAction: Deny}
+  matchResources:
+    objectSelector:
+      matchLabels: {case: e2e-params}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata:
+  name: e2e-params-missing
+spec:
+  policyName: e2e-params
+  paramRef: {name: missing, parameterNotFoundAction: Deny}
+  matchResources:
+    objectSelector:
+      matchLabels: {case: e2e-params-missing}
+`
+
+// TestMutatingAdmissionPolicyParamsKubectl drives a MutatingAdmissionPolicy
+// whose paramKind is a ConfigMap through wardle --core-api with kubectl:
+// the flunders it binds get the param's value as a label, a change of the
+// param changes the next write's label, and a binding whose param is
+// missing refuses with kube-apiserver's configuration error.
+func TestMutatingAdmissionPolicyParamsKubectl(t *testing.T) {
+	w := StartWardle(t, "--core-api", "--storage-backend=memory")
+	w.Kubectl("create", "configmap", "team", "--from-literal=team=blue")
+	w.KubectlStdin(paramsMutatingPolicyYAML, "apply", "-f", "-")
+	applied := time.Now()
+	if out := w.Kubectl("get", "mutatingadmissionpolicybindings", "e2e-params"); !strings.Contains(out, "e2e-params   */team") {
+		t.Errorf("kubectl get mutatingadmissionpolicybindings:\n%s", out)
+	}
+	if out := createLabelled(t, w, "e2e-params", "team:", applied); !strings.Contains(out, "    team: blue\n") {
+		t.Errorf("kubectl get flunder -o yaml:\n%s", out)
+	}
+
+	w.Kubectl("patch", "configmap", "team", "-p", `{"data":{"team":"red"}}`)
+	changed := time.Now()
+	poll(t, "the changed param's label", func() (bool, string) {
+		out := createLabelled(t, w, "e2e-params", "team:", changed)
+		return strings.Contains(out, "    team: red\n"), out
+	})
+
+	want := "policy 'e2e-params' with binding 'e2e-params-missing' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"
+	refusedEventually(t, w, fmt.Sprintf(caseFlunderYAML, "missing", "e2e-params-missing"), want)
 }

@@ -8,8 +8,10 @@
 // the object with server-side apply's merge (structured-merge-diff, typed
 // by the resource's schema; no managedFields are recorded); a JSONPatch
 // mutation builds JSONPatch{op:, path:, value:} operations applied to the
-// object's JSON. Matching (matchConstraints, a binding's matchResources)
-// and the CEL view of a write (object, oldObject, request) are
-// admission/webhook's, as for ValidatingAdmissionPolicy. See
-// docs/admission.md.
+// object's JSON. A policy runs once per param its binding's paramRef
+// selects. The set of policies and bindings, matching (matchConstraints, a
+// binding's matchResources), params, matchConditions and variables are
+// package admission/policyset's, shared with ValidatingAdmissionPolicy;
+// the CEL view of a write (object, oldObject, request) is
+// admission/webhook's. See docs/admission.md.
 package mutatingpolicy

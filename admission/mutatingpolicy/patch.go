@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/value"
 
 	"github.com/apikit-dev/apikit/admission"
+	"github.com/apikit-dev/apikit/admission/policyset"
 	"github.com/apikit-dev/apikit/admission/registration"
 	"github.com/apikit-dev/apikit/cel"
 	"github.com/apikit-dev/apikit/meta"
@@ -25,7 +26,7 @@ import (
 
 // mutate applies one mutation's result to a's object as matched in v and
 // reports whether the object changed.
-func (p *Plugin) mutate(a *admission.Attributes, v *version, pt registration.PatchType, val ref.Val) (bool, error) {
+func (p *Plugin) mutate(a *admission.Attributes, v *policyset.Version, pt registration.PatchType, val ref.Val) (bool, error) {
 	obj, err := p.versionedObject(a, v)
 	if err != nil {
 		return false, err
@@ -62,19 +63,19 @@ func (p *Plugin) mutate(a *admission.Attributes, v *version, pt registration.Pat
 }
 
 // versionedObject is a's object in v's version, with apiVersion and kind.
-func (p *Plugin) versionedObject(a *admission.Attributes, v *version) (meta.Object, error) {
+func (p *Plugin) versionedObject(a *admission.Attributes, v *policyset.Version) (meta.Object, error) {
 	obj := a.VersionedObject
-	if !v.own || obj == nil {
+	if !v.Own || obj == nil {
 		obj = a.Object
-		if v.toVersion != nil {
+		if v.ToVersion != nil {
 			var err error
-			if obj, err = v.toVersion(a.Object); err != nil {
-				return nil, meta.NewInternalError(fmt.Errorf("converting to %s: %w", v.kind.GroupVersion(), err))
+			if obj, err = v.ToVersion(a.Object); err != nil {
+				return nil, meta.NewInternalError(fmt.Errorf("converting to %s: %w", v.Kind.GroupVersion(), err))
 			}
 		}
 	}
 	if tm := obj.GetTypeMeta(); tm.Kind == "" {
-		tm.APIVersion, tm.Kind = v.kind.GroupVersion().String(), v.kind.Kind
+		tm.APIVersion, tm.Kind = v.Kind.GroupVersion().String(), v.Kind.Kind
 	}
 	return obj, nil
 }
@@ -123,7 +124,7 @@ func applyJSONPatch(doc []byte, ops []*cel.JSONPatchOperation, maxBytes int) ([]
 // merge merges an apply configuration into the object with
 // structured-merge-diff, typed by the resource's schema, refusing one
 // that sets atomic lists, maps or structs (they would be replaced whole).
-func (p *Plugin) merge(a *admission.Attributes, v *version, obj meta.Object, objJSON []byte, ac map[string]any) ([]byte, error) {
+func (p *Plugin) merge(a *admission.Attributes, v *policyset.Version, obj meta.Object, objJSON []byte, ac map[string]any) ([]byte, error) {
 	tm := obj.GetTypeMeta()
 	ac["apiVersion"], ac["kind"] = tm.APIVersion, tm.Kind
 	pt := p.types.parseable(a, v, obj)
@@ -208,7 +209,7 @@ func pathString(path []fieldpath.PathElement) string {
 // replace decodes the mutated JSON into a new object of obj's type and
 // puts it, in the storage version, in place of a.Object, as a webhook's
 // patch is; it reports whether the object changed.
-func replace(a *admission.Attributes, v *version, obj meta.Object, objJSON, patched []byte) (bool, error) {
+func replace(a *admission.Attributes, v *policyset.Version, obj meta.Object, objJSON, patched []byte) (bool, error) {
 	if bytes.Equal(objJSON, patched) {
 		return false, nil
 	}
@@ -220,7 +221,7 @@ func replace(a *admission.Attributes, v *version, obj meta.Object, objJSON, patc
 	if err := json.Unmarshal(patched, decoded); err != nil {
 		return false, meta.NewInternalError(fmt.Errorf("decoding the mutated object: %w", err))
 	}
-	if tm := decoded.GetTypeMeta(); tm.APIVersion != v.kind.GroupVersion().String() || tm.Kind != v.kind.Kind {
+	if tm := decoded.GetTypeMeta(); tm.APIVersion != v.Kind.GroupVersion().String() || tm.Kind != v.Kind.Kind {
 		return false, meta.NewInternalError(errors.New("a mutation changed the object's apiVersion or kind"))
 	}
 	again, err := json.Marshal(decoded)
@@ -231,8 +232,8 @@ func replace(a *admission.Attributes, v *version, obj meta.Object, objJSON, patc
 		return false, nil
 	}
 	stored := decoded
-	if v.toStorage != nil {
-		if stored, err = v.toStorage(decoded); err != nil {
+	if v.ToStorage != nil {
+		if stored, err = v.ToStorage(decoded); err != nil {
 			return false, meta.NewInternalError(fmt.Errorf("converting the mutated object: %w", err))
 		}
 	}
@@ -269,12 +270,12 @@ const maxCachedTypes = 256
 // for its own version, the Go type's for another, and without either
 // structured-merge-diff's deduced type (maps merged key by key, lists
 // atomic).
-func (c *typeCache) parseable(a *admission.Attributes, v *version, obj meta.Object) typed.ParseableType {
+func (c *typeCache) parseable(a *admission.Attributes, v *policyset.Version, obj meta.Object) typed.ParseableType {
 	if a.Schemas == nil {
 		return typed.DeducedParseableType
 	}
 	n := a.Schema
-	if !v.own || n == nil {
+	if !v.Own || n == nil {
 		var err error
 		if n, err = a.Schemas.AddType(reflect.TypeOf(obj)); err != nil {
 			return typed.DeducedParseableType

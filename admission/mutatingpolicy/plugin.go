@@ -6,15 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/cel-go/common/types"
-	"github.com/google/cel-go/common/types/ref"
-
 	"github.com/apikit-dev/apikit/admission"
-	"github.com/apikit-dev/apikit/admission/policy"
+	"github.com/apikit-dev/apikit/admission/policyset"
 	"github.com/apikit-dev/apikit/admission/webhook"
 	"github.com/apikit-dev/apikit/authz"
 	"github.com/apikit-dev/apikit/cel"
-	"github.com/apikit-dev/apikit/cel/library"
 	"github.com/apikit-dev/apikit/meta"
 )
 
@@ -75,6 +71,7 @@ func (*Plugin) Handles(op admission.Operation) bool {
 // policyError is a failure of one binding, which its policy's
 // failurePolicy decides.
 type policyError struct {
+	// binding is empty for an error of the policy itself.
 	policy, binding string
 	failOpen        bool
 	reason          meta.StatusReason
@@ -82,55 +79,84 @@ type policyError struct {
 }
 
 func (e *policyError) Error() string {
+	if e.binding == "" {
+		return fmt.Sprintf("policy %q denied request: %v", e.policy, e.err)
+	}
 	return fmt.Sprintf("policy '%s' with binding '%s' denied request: %v", e.policy, e.binding, e.err)
 }
 
+// invocation is kube-apiserver's key of one run of a policy: its binding
+// (which names the policy) and param.
+type invocation struct {
+	binding, paramNamespace, paramName string
+}
+
 // Admit evaluates the mutations of every binding (in name order) whose
-// policy matches a, each seeing the object as the ones before left it. A
-// binding of a policy with reinvocationPolicy IfNeeded that ran before a
-// later binding changed the object runs once more. Failures the
-// failurePolicy does not ignore refuse the write, all of them listed.
+// policy matches a, once per param its paramRef selects, each run seeing
+// the object as the ones before left it. A run of a policy with
+// reinvocationPolicy IfNeeded that came before a later run changed the
+// object runs once more. Failures the failurePolicy does not ignore
+// refuse the write, all of them listed.
 func (p *Plugin) Admit(ctx context.Context, a *admission.Attributes) error {
 	if webhook.Exempt(a) || a.Object == nil {
 		return nil
 	}
-	snap, err := p.snapshot(ctx, a)
-	if err != nil || len(snap.bindings) == 0 {
+	snap, err := p.cfg.Source.set.Wait(ctx, a, p.cfg.SyncTimeout)
+	if err != nil || len(snap.Bindings) == 0 {
 		return err
 	}
 	// The write's namespace, read once, as kube-apiserver does; a
 	// namespace that cannot be read refuses the write.
-	nsObj, err := policy.NamespaceObject(ctx, p.cfg.Source.namespaces(), a)
+	nsObj, err := p.cfg.Source.set.NamespaceObject(ctx, a)
 	if err != nil {
 		return err
 	}
 	var failures []*policyError
-	var invoked []*binding
-	reinvoke := map[*binding]bool{}
+	var invoked []invocation
+	reinvoke := map[invocation]bool{}
 	for round := 0; round < 2; round++ {
-		for _, b := range snap.bindings {
-			pol := snap.policies[b.b.Spec.PolicyName]
-			if pol == nil || (round == 1 && !reinvoke[b]) {
+		for _, b := range snap.Bindings {
+			h := snap.Policies[b.Binding.Spec.PolicyName]
+			if h == nil {
 				continue
 			}
-			ran, changed, err := p.invoke(ctx, a, pol, b, nsObj)
-			var pe *policyError
-			switch {
-			case errors.As(err, &pe):
-				failures = append(failures, pe)
+			v, params, err := policyset.Dispatch(ctx, p.cfg.Namespaces, h, b, a)
+			if err != nil {
+				if round == 0 {
+					failures = append(failures, dispatchFailure(h, b, err))
+				}
 				continue
-			case err != nil:
-				return err
 			}
-			if round == 0 && ran {
-				if changed {
-					for _, prev := range invoked {
-						if snap.policies[prev.b.Spec.PolicyName].reinvoke {
+			if v == nil {
+				continue
+			}
+			for _, param := range params {
+				key := invocation{binding: b.Binding.Name}
+				if param != nil {
+					key.paramNamespace, key.paramName = param.Namespace, param.Name
+				}
+				if round == 1 && !reinvoke[key] {
+					continue
+				}
+				ran, changed, err := p.invoke(ctx, a, h, b, v, param, nsObj)
+				var pe *policyError
+				switch {
+				case errors.As(err, &pe):
+					failures = append(failures, pe)
+					continue
+				case err != nil:
+					return err
+				}
+				if round == 0 && ran {
+					if changed {
+						for _, prev := range invoked {
 							reinvoke[prev] = true
 						}
 					}
+					if h.Compiled.reinvoke {
+						invoked = append(invoked, key)
+					}
 				}
-				invoked = append(invoked, b)
 			}
 		}
 		if len(reinvoke) == 0 {
@@ -138,6 +164,26 @@ func (p *Plugin) Admit(ctx context.Context, a *admission.Attributes) error {
 		}
 	}
 	return refusal(a, failures)
+}
+
+// dispatchFailure is kube-apiserver's configuration error of a policy or
+// binding that could not be matched or given its params.
+func dispatchFailure(h *hook, b *bound, err error) *policyError {
+	pe := &policyError{policy: h.Policy.Name, binding: b.Binding.Name, failOpen: h.Compiled.failOpen, err: err}
+	var ce *policyset.ConfigError
+	var me *policyset.MatchError
+	switch {
+	case errors.As(err, &ce):
+		if !ce.OfBinding {
+			pe.binding = ""
+		}
+	case errors.As(err, &me):
+		pe.err = &policyset.ConfigError{OfBinding: me.OfBinding, Err: me.Err}
+		if !me.OfBinding {
+			pe.binding = ""
+		}
+	}
+	return pe
 }
 
 // refusal is kube-apiserver's answer to failures under failurePolicy
@@ -168,91 +214,44 @@ func refusal(a *admission.Attributes, failures []*policyError) error {
 	return se
 }
 
-// snapshot returns the policies in effect, waiting for the first sync as
-// kube-apiserver's plugin waits for its informers.
-func (p *Plugin) snapshot(ctx context.Context, a *admission.Attributes) (*snapshot, error) {
-	src := p.cfg.Source
-	select {
-	case <-src.synced:
-		return src.snap.Load(), nil
-	default:
-	}
-	t := time.NewTimer(p.cfg.SyncTimeout)
-	defer t.Stop()
-	select {
-	case <-src.synced:
-		return src.snap.Load(), nil
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	return nil, meta.NewForbidden(a.Resource.GroupResource(), a.Name, errors.New("not yet ready to handle request"))
-}
-
-// invoke runs one binding of pol on a. It reports whether the binding
-// matched and ran, and whether it changed the object; a *policyError is a
-// failure for the failurePolicy, any other error refuses the write.
-func (p *Plugin) invoke(ctx context.Context, a *admission.Attributes, pol *compiled, b *binding, nsObj map[string]any) (ran, changed bool, err error) {
+// invoke runs the mutations of policy h, bound by b, on a as matched in
+// v, with one param (nil without). It reports whether the policy's
+// matchConditions matched and it ran, and whether it changed the object;
+// a *policyError is a failure for the failurePolicy, any other error
+// refuses the write.
+func (p *Plugin) invoke(ctx context.Context, a *admission.Attributes, h *hook, b *bound, v *policyset.Version, param *policyset.Param,
+	nsObj map[string]any) (ran, changed bool, err error) {
+	pol := h.Compiled
 	fail := func(reason meta.StatusReason, err error) (bool, bool, error) {
-		return false, false, &policyError{policy: pol.policy.Name, binding: b.b.Name, failOpen: pol.failOpen, reason: reason, err: err}
-	}
-	if pol.match == nil {
-		return false, false, nil
-	}
-	v, err := pol.match.matches(ctx, p.cfg.Namespaces, a)
-	if err != nil {
-		return fail("", err)
-	}
-	if v == nil {
-		return false, false, nil
-	}
-	if b.match != nil {
-		bv, err := b.match.matches(ctx, p.cfg.Namespaces, a)
-		if err != nil {
-			return fail("", err)
-		}
-		if bv == nil {
-			return false, false, nil
-		}
+		return false, false, &policyError{policy: h.Policy.Name, binding: b.Binding.Name, failOpen: pol.failOpen, reason: reason, err: err}
 	}
 	if pol.err != nil {
 		return fail("", pol.err)
 	}
-	if pol.policy.Spec.ParamKind != nil {
-		return fail(meta.StatusReasonInvalid, errors.New("paramKind is not supported by this server yet"))
-	}
-	vars, err := p.vars(ctx, a, v, nsObj)
+	vars, err := p.vars(ctx, a, v, param, nsObj)
 	if err != nil {
 		return fail(meta.StatusReasonInvalid, err)
 	}
-	// matchConditions: any false skips the binding; otherwise an error
-	// goes to the failurePolicy. They see no variables.
+	// matchConditions: any false skips the run; otherwise an error goes
+	// to the failurePolicy. They see no variables.
 	budget := int64(cel.RuntimeCELCostBudget)
-	var condErrs []error
-	for _, mc := range pol.matchConditions {
-		val, err := eval(ctx, mc.expr, vars, &budget)
-		if err != nil {
-			condErrs = append(condErrs, fmt.Errorf("failed to evaluate match condition %q: %w", mc.name, err))
-			continue
-		}
-		if val == types.False {
-			return false, false, nil
-		}
-	}
-	if len(condErrs) > 0 {
-		return fail(meta.StatusReasonInvalid, errors.Join(condErrs...))
+	if ok, err := pol.Matches(ctx, vars, &budget); err != nil {
+		return fail(meta.StatusReasonInvalid, err)
+	} else if !ok {
+		return false, false, nil
 	}
 	for i, m := range pol.mutations {
 		if i > 0 && changed {
 			// The next mutation sees this one's result.
-			if vars, err = p.vars(ctx, a, v, nsObj); err != nil {
+			if vars, err = p.vars(ctx, a, v, param, nsObj); err != nil {
 				return fail(meta.StatusReasonInvalid, err)
 			}
 		}
 		// Each mutation has its own budget, for its variables too, as in
 		// kube-apiserver.
 		budget := int64(cel.RuntimeCELCostBudget)
-		evaluateVariables(ctx, pol.variables, vars, &budget)
-		val, err := eval(ctx, m.expr, vars, &budget)
+		pol.SetVariables(ctx, vars, &budget)
+		val, err := policyset.Eval(ctx, m.expr, vars, &budget)
 		if err != nil {
 			return fail(meta.StatusReasonInvalid, err)
 		}
@@ -269,59 +268,12 @@ func (p *Plugin) invoke(ctx context.Context, a *admission.Attributes, pol *compi
 	return true, changed, nil
 }
 
-// vars are the variables of a binding's expressions on a as matched in v;
-// params are null.
-func (p *Plugin) vars(ctx context.Context, a *admission.Attributes, v *version, nsObj map[string]any) (map[string]any, error) {
-	toVersion := v.toVersion
-	if v.own {
-		toVersion = nil
-	}
-	vars, err := webhook.ExpressionVars(a, v.kind, v.resource, toVersion)
+// vars are the variables of a run's expressions on a as matched in v.
+func (p *Plugin) vars(ctx context.Context, a *admission.Attributes, v *policyset.Version, param *policyset.Param, nsObj map[string]any) (map[string]any, error) {
+	vars, err := v.Vars(a)
 	if err != nil {
 		return nil, err
 	}
-	vars[cel.ParamsVarName] = nil
-	vars[cel.NamespaceObjectVarName] = nil
-	if nsObj != nil {
-		vars[cel.NamespaceObjectVarName] = nsObj
-	}
-	if p.cfg.Authorizer != nil {
-		vars[cel.AuthorizerVarName] = library.NewAuthorizer(ctx, p.cfg.Authorizer, a.User)
-		vars[cel.RequestResourceVarName] = library.NewResourceCheck(ctx, p.cfg.Authorizer, a.User, authz.Attributes{
-			APIGroup: a.Resource.Group, APIVersion: a.Resource.Version, Resource: a.Resource.Resource,
-			Subresource: a.Subresource, Namespace: a.Namespace, Name: a.Name})
-	}
+	policyset.SetOptional(ctx, vars, a, param, nsObj, p.cfg.Authorizer)
 	return vars, nil
-}
-
-// evaluateVariables sets vars' variables, in order, each seeing those
-// before it; one that fails is an error value, which fails only the
-// expressions reading it.
-func evaluateVariables(ctx context.Context, variables []namedExpr, vars map[string]any, budget *int64) {
-	if len(variables) == 0 {
-		return
-	}
-	evaluated := map[ref.Val]ref.Val{}
-	for _, nv := range variables {
-		vars[cel.VariablesVarName] = types.NewRefValMap(types.DefaultTypeAdapter, evaluated)
-		val, err := eval(ctx, nv.expr, vars, budget)
-		if err != nil {
-			val = types.NewErr("%s", err.Error())
-		}
-		evaluated[types.String(nv.name)] = val
-	}
-	vars[cel.VariablesVarName] = types.NewRefValMap(types.DefaultTypeAdapter, evaluated)
-}
-
-// eval evaluates e within what is left of budget, with kube's messages.
-func eval(ctx context.Context, e *cel.Expression, vars map[string]any, budget *int64) (ref.Val, error) {
-	val, cost, err := e.Eval(ctx, vars, *budget)
-	*budget -= cost
-	if errors.Is(err, cel.ErrBudget) || *budget < 0 {
-		return nil, errors.New("validation failed due to running out of cost budget, no further validation rules will be run")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("expression '%s' resulted in error: %w", e.Source, err)
-	}
-	return val, nil
 }

@@ -9,15 +9,11 @@ import (
 	"testing"
 
 	"github.com/apikit-dev/apikit/admission"
-	"github.com/apikit-dev/apikit/admission/policy"
+	"github.com/apikit-dev/apikit/admission/policyset/policysettest"
 	"github.com/apikit-dev/apikit/admission/registration"
 	"github.com/apikit-dev/apikit/authn"
-	"github.com/apikit-dev/apikit/core/namespaces"
 	"github.com/apikit-dev/apikit/meta"
-	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/schema"
-	"github.com/apikit-dev/apikit/storage"
-	"github.com/apikit-dev/apikit/storage/memory"
 )
 
 // widget is the object the tests admit.
@@ -308,37 +304,16 @@ func TestExempt(t *testing.T) {
 	}
 }
 
-// servedNamespaces serves the core group's namespaces alone.
-type servedNamespaces struct {
-	store *registry.Store[*namespaces.Namespace]
-}
-
-func (s servedNamespaces) ResourceFor(k meta.GroupVersionKind) (registry.Resource, bool) {
-	if k == (meta.GroupVersionKind{Version: "v1", Kind: "Namespace"}) {
-		return registry.Serve(s.store), true
-	}
-	return nil, false
-}
-
-func (s servedNamespaces) ResourceOf(meta.GroupVersionResource) (registry.Resource, bool) {
-	return nil, false
-}
-
 // TestNamespaceObject: mutations read the write's namespace; a namespace
 // that cannot be read refuses the write.
 func TestNamespaceObject(t *testing.T) {
-	store, err := namespaces.New(storage.Shared(memory.New()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.Create(context.Background(), "", &namespaces.Namespace{ObjectMeta: meta.ObjectMeta{Name: "default",
-		Labels: map[string]string{"env": "prod"}}}, registry.WriteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	s := policysettest.New(t, true)
+	s.Namespace(t, "default", map[string]string{"env": "prod"})
 	p := newPlugin(t, newPolicy(t, "p", nil, jsonPatch(
 		`[JSONPatch{op: "add", path: "/metadata/labels/env", value: namespaceObject == null ? "none" : namespaceObject.metadata.labels.env}]`)))
-	ctx := context.Background()
-	p.cfg.Source.resources.Store(ptr[policy.Resources](servedNamespaces{store}))
+	ctx, cancel := context.WithCancel(context.Background())
+	wait := p.cfg.Source.WatchParams(ctx, s, nil)
+	t.Cleanup(func() { cancel(); wait() })
 	a := attrs(t, map[string]string{"app": "x"})
 	if err := p.Admit(ctx, a); err != nil {
 		t.Fatal(err)

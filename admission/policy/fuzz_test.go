@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apikit-dev/apikit/admission/policyset/policysettest"
 	"github.com/apikit-dev/apikit/admission/registration"
 	"github.com/apikit-dev/apikit/meta"
 )
@@ -35,7 +36,7 @@ func FuzzPolicyExpression(f *testing.F) {
 	} {
 		f.Add(seed[0], seed[1])
 	}
-	rs := withWidgets{newServed(f, false)}
+	rs := withWidgets{policysettest.New(f, false)}
 	codes := []int32{401, 403, 413, 422}
 	f.Fuzz(func(t *testing.T, expr, msgExpr string) {
 		pol := &registration.ValidatingAdmissionPolicy{ObjectMeta: meta.ObjectMeta{Name: "p", UID: "p", Generation: 1},

@@ -5,98 +5,25 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/apikit-dev/apikit/admission"
+	"github.com/apikit-dev/apikit/admission/policyset/policysettest"
 	"github.com/apikit-dev/apikit/admission/registration"
-	"github.com/apikit-dev/apikit/core/configmaps"
-	"github.com/apikit-dev/apikit/core/namespaces"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
-	"github.com/apikit-dev/apikit/storage"
-	"github.com/apikit-dev/apikit/storage/memory"
 )
-
-// served is a server's resources for the param tests: configmaps
-// (namespaced), roots (cluster-scoped) and, when namespaces is set,
-// namespaces; hidden kinds are not served.
-type served struct {
-	configMaps *registry.Store[*configmaps.ConfigMap]
-	roots      *registry.Store[*meta.PartialObjectMetadata]
-	namespaces *registry.Store[*namespaces.Namespace]
-	hideRoots  atomic.Bool
-}
-
-var (
-	configMapKind = meta.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
-	rootKind      = meta.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Root"}
-)
-
-func newServed(t testing.TB, withNamespaces bool) *served {
-	t.Helper()
-	mem := memory.New(memory.WithBookmarkInterval(20*time.Millisecond), memory.WithCompactionInterval(0))
-	t.Cleanup(func() { _ = mem.Close() })
-	f := storage.Shared(mem)
-	cms, err := configmaps.New(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &served{configMaps: cms, roots: registry.MustNewStore(registry.Options[*meta.PartialObjectMetadata]{
-		Resource: meta.GroupResource{Group: "example.com", Resource: "roots"}, Kind: "Root", StorageVersion: "v1",
-		Strategy: registry.DefaultStrategy[*meta.PartialObjectMetadata]{}, Storage: mem,
-	})}
-	if withNamespaces {
-		if s.namespaces, err = namespaces.New(f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return s
-}
-
-func (s *served) ResourceFor(k meta.GroupVersionKind) (registry.Resource, bool) {
-	switch {
-	case k == configMapKind:
-		return registry.Serve(s.configMaps), true
-	case k == rootKind && !s.hideRoots.Load():
-		return registry.Serve(s.roots), true
-	case k == namespaceKind && s.namespaces != nil:
-		return registry.Serve(s.namespaces), true
-	}
-	return nil, false
-}
-
-func (s *served) ResourceOf(gvr meta.GroupVersionResource) (registry.Resource, bool) {
-	for _, k := range []meta.GroupVersionKind{configMapKind, rootKind, namespaceKind} {
-		if r, ok := s.ResourceFor(k); ok && r.Info().Resource == gvr.Resource && r.Info().GroupVersion == gvr.GroupVersion() {
-			return r, true
-		}
-	}
-	return nil, false
-}
-
-func (s *served) configMap(t *testing.T, ns, name string, labels, data map[string]string) {
-	t.Helper()
-	if _, err := s.configMaps.Create(context.Background(), ns, &configmaps.ConfigMap{
-		ObjectMeta: meta.ObjectMeta{Name: name, Labels: labels}, Data: data}, registry.WriteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // paramPlugin returns a plugin whose Source reads params from s until
 // the test ends.
-func paramPlugin(t *testing.T, s *served, ps []*registration.ValidatingAdmissionPolicy, bs []*registration.ValidatingAdmissionPolicyBinding) (*Plugin, *Source) {
+func paramPlugin(t *testing.T, s *policysettest.Served, ps []*registration.ValidatingAdmissionPolicy, bs []*registration.ValidatingAdmissionPolicyBinding) (*Plugin, *Source) {
 	t.Helper()
 	src := NewSource()
 	src.SetPolicies(ps)
 	src.SetBindings(bs)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	// As Run does: the paramKinds are resolved before the first write.
-	src.startParams(ctx, s, slog.Default())
-	go func() { defer close(done); src.runParams(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	wait := src.WatchParams(ctx, s, slog.Default())
+	t.Cleanup(func() { cancel(); wait() })
 	p, err := New(Config{Source: src})
 	if err != nil {
 		t.Fatal(err)
@@ -119,12 +46,12 @@ func withParamRef(b *registration.ValidatingAdmissionPolicyBinding, ref registra
 // selector (one evaluation per param), a missing param with Deny and
 // Allow, a paramKind no resource serves, and the scope errors.
 func TestParams(t *testing.T) {
-	s := newServed(t, false)
-	s.configMap(t, "default", "limits", nil, map[string]string{"max": "10"})
-	s.configMap(t, "other", "limits", nil, map[string]string{"max": "2"})
-	s.configMap(t, "default", "a", map[string]string{"limit": "yes"}, map[string]string{"max": "10"})
-	s.configMap(t, "default", "b", map[string]string{"limit": "yes"}, map[string]string{"max": "5"})
-	if _, err := s.roots.Create(context.Background(), "", &meta.PartialObjectMetadata{ObjectMeta: meta.ObjectMeta{Name: "r"}}, registry.WriteOptions{}); err != nil {
+	s := policysettest.New(t, false)
+	s.ConfigMap(t, "default", "limits", nil, map[string]string{"max": "10"})
+	s.ConfigMap(t, "other", "limits", nil, map[string]string{"max": "2"})
+	s.ConfigMap(t, "default", "a", map[string]string{"limit": "yes"}, map[string]string{"max": "10"})
+	s.ConfigMap(t, "default", "b", map[string]string{"limit": "yes"}, map[string]string{"max": "5"})
+	if _, err := s.Roots.Create(context.Background(), "", &meta.PartialObjectMetadata{ObjectMeta: meta.ObjectMeta{Name: "r"}}, registry.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	limit := registration.Validation{Expression: "object.spec.size <= int(params.data.max)",
@@ -214,76 +141,12 @@ func TestParams(t *testing.T) {
 	}
 }
 
-// TestParamInformers: an informer runs per paramKind while a bound
-// policy names it; a kind served later is found within seconds; one no
-// longer served is dropped.
-func TestParamInformers(t *testing.T) {
-	s := newServed(t, false)
-	s.hideRoots.Store(true)
-	pol := kindPolicy("example.com/v1", "Root", registration.Validation{Expression: "params.metadata.name == 'r'", Message: "not r"})
-	b := withParamRef(newBinding("b", "p", registration.Deny), registration.ParamRef{Name: "r", ParameterNotFoundAction: ptr(registration.AllowAction)})
-	p, src := paramPlugin(t, s, []*registration.ValidatingAdmissionPolicy{pol}, []*registration.ValidatingAdmissionPolicyBinding{b})
-	running := func() int {
-		src.mu.Lock()
-		defer src.mu.Unlock()
-		return len(src.params.running)
-	}
-	if err := p.Validate(context.Background(), attrs(1, nil)); err == nil || !strings.Contains(err.Error(), "failed to find resource referenced by paramKind") {
-		t.Fatalf("got %v", err)
-	}
-	s.hideRoots.Store(false)
-	eventually(t, "the kind served later is found", func() error {
-		if running() != 1 {
-			return errors.New("no informer")
-		}
-		return p.Validate(context.Background(), attrs(1, nil))
-	})
-	s.hideRoots.Store(true)
-	eventually(t, "the kind no longer served is dropped", func() error {
-		if n := running(); n != 0 {
-			return errors.New("informer still running")
-		}
-		return nil
-	})
-	s.hideRoots.Store(false)
-	eventually(t, "served again", func() error {
-		if running() != 1 {
-			return errors.New("no informer")
-		}
-		return nil
-	})
-	src.SetBindings(nil)
-	if n := running(); n != 0 {
-		t.Errorf("%d informers with no binding", n)
-	}
-}
-
-// eventually polls cond with a generous deadline (the machine may be
-// loaded).
-func eventually(t *testing.T, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestNamespaceObject: the write's namespace as kube shows it (no
 // managedFields), null for cluster-scoped writes and on a server without
 // namespaces; a namespace not found refuses the write.
 func TestNamespaceObject(t *testing.T) {
-	s := newServed(t, true)
-	if _, err := s.namespaces.Create(context.Background(), "", &namespaces.Namespace{ObjectMeta: meta.ObjectMeta{Name: "default",
-		Labels: map[string]string{"env": "prod"}}}, registry.WriteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	s := policysettest.New(t, true)
+	s.Namespace(t, "default", map[string]string{"env": "prod"})
 	pol := newPolicy("p", registration.Validation{
 		Expression: "namespaceObject == null || (namespaceObject.metadata.labels.env != 'prod' || object.spec.size < 10) && !has(namespaceObject.metadata.managedFields) && namespaceObject.status.phase == 'Active'",
 		Message:    "prod widgets are small"})
@@ -305,7 +168,7 @@ func TestNamespaceObject(t *testing.T) {
 	if err := p.Validate(context.Background(), missing); !meta.IsNotFound(err) {
 		t.Errorf("namespace not found: got %v", err)
 	}
-	noNS, _ := paramPlugin(t, newServed(t, false), []*registration.ValidatingAdmissionPolicy{pol}, []*registration.ValidatingAdmissionPolicyBinding{b})
+	noNS, _ := paramPlugin(t, policysettest.New(t, false), []*registration.ValidatingAdmissionPolicy{pol}, []*registration.ValidatingAdmissionPolicyBinding{b})
 	if err := noNS.Validate(context.Background(), attrs(12, nil)); err != nil {
 		t.Errorf("without namespaces: %v", err)
 	}

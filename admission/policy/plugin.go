@@ -15,12 +15,12 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 
 	"github.com/apikit-dev/apikit/admission"
+	"github.com/apikit-dev/apikit/admission/policyset"
 	"github.com/apikit-dev/apikit/admission/registration"
 	"github.com/apikit-dev/apikit/admission/webhook"
 	"github.com/apikit-dev/apikit/audit"
 	"github.com/apikit-dev/apikit/authz"
 	"github.com/apikit-dev/apikit/cel"
-	"github.com/apikit-dev/apikit/cel/library"
 	"github.com/apikit-dev/apikit/meta"
 )
 
@@ -94,8 +94,8 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 	if webhook.Exempt(a) {
 		return nil
 	}
-	snap, err := p.snapshot(ctx, a)
-	if err != nil || len(snap.bindings) == 0 {
+	snap, err := p.cfg.Source.set.Wait(ctx, a, p.cfg.SyncTimeout)
+	if err != nil || len(snap.Bindings) == 0 {
 		return err
 	}
 	var denied error
@@ -105,37 +105,38 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 	annotations := map[string][]string{}
 	// One set of variables per version the write is matched in.
 	varsByVersion := map[meta.GroupVersionResource]map[string]any{}
-	for _, b := range snap.bindings {
-		pol := snap.policies[b.b.Spec.PolicyName]
-		if pol == nil {
+	for _, b := range snap.Bindings {
+		h := snap.Policies[b.Binding.Spec.PolicyName]
+		if h == nil {
 			continue
 		}
-		decisions, err := p.evaluate(ctx, a, pol, b, snap.params[pol.policy.Name], varsByVersion, annotations)
+		decisions, err := p.evaluate(ctx, a, h, b, varsByVersion, annotations)
 		if err != nil {
 			return err
 		}
+		actions := b.Binding.Spec.ValidationActions
 		for _, d := range decisions {
 			// A configuration error refuses whatever the actions; only
 			// the first refusal is answered.
 			if d.config {
 				if denied == nil {
-					binding := b.b.Name
+					binding := b.Binding.Name
 					if d.policyOnly {
 						binding = ""
 					}
-					denied = denial(a, pol.policy.Name, binding, d)
+					denied = denial(a, h.Policy.Name, binding, d)
 				}
 				continue
 			}
-			if b.deny && denied == nil {
-				denied = denial(a, pol.policy.Name, b.b.Name, d)
+			if denied == nil && slices.Contains(actions, registration.Deny) {
+				denied = denial(a, h.Policy.Name, b.Binding.Name, d)
 			}
-			if b.warn {
-				admission.AddWarning(ctx, fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': %s", pol.policy.Name, b.b.Name, d.message))
+			if slices.Contains(actions, registration.Warn) {
+				admission.AddWarning(ctx, fmt.Sprintf("Validation failed for ValidatingAdmissionPolicy '%s' with binding '%s': %s", h.Policy.Name, b.Binding.Name, d.message))
 			}
-			if b.audit {
-				audits = append(audits, failureValue{Message: d.message, Policy: pol.policy.Name, Binding: b.b.Name,
-					ExpressionIndex: d.index, ValidationActions: b.b.Spec.ValidationActions})
+			if slices.Contains(actions, registration.Audit) {
+				audits = append(audits, failureValue{Message: d.message, Policy: h.Policy.Name, Binding: b.Binding.Name,
+					ExpressionIndex: d.index, ValidationActions: actions})
 			}
 		}
 	}
@@ -151,32 +152,6 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 		}
 	}
 	return denied
-}
-
-// snapshot returns the policies in effect, waiting for the first sync as
-// kube-apiserver's plugin waits for its informers.
-func (p *Plugin) snapshot(ctx context.Context, a *admission.Attributes) (*snapshot, error) {
-	if s := p.cfg.Source.snap.Load(); s != nil && isClosed(p.cfg.Source.synced) {
-		return s, nil
-	}
-	t := time.NewTimer(p.cfg.SyncTimeout)
-	defer t.Stop()
-	select {
-	case <-p.cfg.Source.synced:
-		return p.cfg.Source.snap.Load(), nil
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	return nil, meta.NewForbidden(a.Resource.GroupResource(), a.Name, errors.New("not yet ready to handle request"))
-}
-
-func isClosed(c chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
 }
 
 // denial is kube-apiserver's refusal: a Forbidden-worded Status whose
@@ -213,128 +188,45 @@ func reasonToCode(r meta.StatusReason) int {
 	return http.StatusUnprocessableEntity
 }
 
-// version is where a matcher matched a write: the request's resource, or
-// an equivalent's.
-type version struct {
-	kind      meta.GroupVersionKind
-	resource  meta.GroupVersionResource
-	toVersion func(meta.Object) (meta.Object, error)
-}
-
-// matches is kube-apiserver's policy matcher: namespace and object
-// selectors, then excludeResourceRules, then resourceRules (none: all),
-// in the request's version or, with matchPolicy Equivalent, another.
-func (p *Plugin) matches(ctx context.Context, m *matcher, a *admission.Attributes) (*version, error) {
-	if m.err != nil {
-		return nil, m.err
-	}
-	nsOK, nsErr := webhook.NamespaceMatches(ctx, p.cfg.Namespaces, m.namespaceSelector, a)
-	if nsErr == nil && !nsOK {
-		return nil, nil
-	}
-	if !webhook.ObjectMatches(m.objectSelector, a) {
-		return nil, nil
-	}
-	own := &version{kind: a.Kind, resource: a.Resource}
-	if v := m.find(m.m.ExcludeResourceRules, a, own); v != nil {
-		return nil, nil
-	}
-	v := own
-	if len(m.m.ResourceRules) > 0 {
-		v = m.find(m.m.ResourceRules, a, own)
-	}
-	if v == nil {
-		return nil, nil
-	}
-	return v, nsErr
-}
-
-// find returns the first version of a that rules match.
-func (m *matcher) find(rules []registration.NamedRuleWithOperations, a *admission.Attributes, own *version) *version {
-	if namedRulesMatch(rules, a, a.Resource) {
-		return own
-	}
-	if m.equivalent {
-		for _, e := range a.Equivalents {
-			if namedRulesMatch(rules, a, e.Resource) {
-				return &version{kind: e.Kind, resource: e.Resource, toVersion: e.ToVersion}
-			}
-		}
-	}
-	return nil
-}
-
-func namedRulesMatch(rules []registration.NamedRuleWithOperations, a *admission.Attributes, gvr meta.GroupVersionResource) bool {
-	for i := range rules {
-		r := &rules[i]
-		if webhook.RuleMatches(&r.RuleWithOperations, a, gvr) && (len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, a.Name)) {
-			return true
-		}
-	}
-	return false
-}
-
-// evaluate runs one binding of pol on a, once per param its paramRef
+// evaluate runs binding b of policy h on a, once per param its paramRef
 // selects, and returns its failed validations, errors included when the
 // failurePolicy is Fail. An error is a write to refuse as it is (its
 // namespace not found).
-func (p *Plugin) evaluate(ctx context.Context, a *admission.Attributes, pol *compiled, b *binding, ps *paramState,
+func (p *Plugin) evaluate(ctx context.Context, a *admission.Attributes, h *hook, b *bound,
 	varsByVersion map[meta.GroupVersionResource]map[string]any, annotations map[string][]string) ([]decision, error) {
+	pol := h.Compiled
 	failure := func(err error) []decision {
 		if pol.failOpen {
 			return nil
 		}
 		return []decision{{message: err.Error()}}
 	}
-	// configFailure is kube-apiserver's configuration error: it refuses
-	// the write whatever the binding's validationActions (unless the
-	// failurePolicy is Ignore), in the policy's name alone when it is the
-	// policy's.
-	configFailure := func(err error, ofBinding bool) []decision {
+	v, params, err := policyset.Dispatch(ctx, p.cfg.Namespaces, h, b, a)
+	var ce *policyset.ConfigError
+	switch {
+	case errors.As(err, &ce):
+		// kube-apiserver's configuration error refuses the write whatever
+		// the binding's validationActions (unless the failurePolicy is
+		// Ignore), in the policy's name alone when it is the policy's.
 		if pol.failOpen {
-			return nil
-		}
-		if ofBinding {
-			return []decision{{message: "failed to configure binding: " + err.Error(), config: true}}
-		}
-		return []decision{{message: "failed to configure policy: " + err.Error(), config: true, policyOnly: true}}
-	}
-	if pol.match == nil {
-		return nil, nil
-	}
-	v, err := p.matches(ctx, pol.match, a)
-	if err != nil {
-		return failure(err), nil
-	}
-	if v == nil {
-		return nil, nil
-	}
-	if ps != nil && ps.err != nil {
-		return configFailure(ps.err, false), nil
-	}
-	if b.match != nil {
-		bv, err := p.matches(ctx, b.match, a)
-		if err != nil {
-			return failure(err), nil
-		}
-		if bv == nil {
 			return nil, nil
 		}
-	}
-	params, err := ps.collect(ctx, b.b.Spec.ParamRef, a.Namespace)
-	if err != nil {
-		return configFailure(err, true), nil
+		return []decision{{message: ce.Error(), config: true, policyOnly: !ce.OfBinding}}, nil
+	case err != nil:
+		return failure(err), nil
+	case v == nil:
+		return nil, nil
 	}
 	if pol.err != nil {
 		return failure(pol.err), nil
 	}
-	nsObj, err := p.namespaceObject(ctx, a)
+	nsObj, err := p.cfg.Source.set.NamespaceObject(ctx, a)
 	if err != nil {
 		return nil, err
 	}
 	var out []decision
 	for _, param := range params {
-		ds, err := p.evaluateParam(ctx, a, pol, v, param, nsObj, varsByVersion, annotations)
+		ds, err := p.evaluateParam(ctx, a, h, v, param, nsObj, varsByVersion, annotations)
 		if err != nil {
 			return append(out, failure(err)...), nil
 		}
@@ -343,79 +235,32 @@ func (p *Plugin) evaluate(ctx context.Context, a *admission.Attributes, pol *com
 	return out, nil
 }
 
-// evaluateParam runs pol's expressions on a, matched in version v, with
+// evaluateParam runs h's expressions on a, matched in version v, with
 // one param (nil without) and namespace object.
-func (p *Plugin) evaluateParam(ctx context.Context, a *admission.Attributes, pol *compiled, v *version, param, nsObj map[string]any,
+func (p *Plugin) evaluateParam(ctx context.Context, a *admission.Attributes, h *hook, v *policyset.Version, param *policyset.Param, nsObj map[string]any,
 	varsByVersion map[meta.GroupVersionResource]map[string]any, annotations map[string][]string) ([]decision, error) {
-	base, ok := varsByVersion[v.resource]
+	pol := h.Compiled
+	base, ok := varsByVersion[v.Resource]
 	if !ok {
 		var err error
-		if base, err = webhook.ExpressionVars(a, v.kind, v.resource, v.toVersion); err != nil {
+		if base, err = v.Vars(a); err != nil {
 			return nil, err
 		}
-		varsByVersion[v.resource] = base
+		varsByVersion[v.Resource] = base
 	}
 	vars := make(map[string]any, len(base)+5)
 	for k, val := range base {
 		vars[k] = val
 	}
-	// A nil map would be an empty map to CEL: null is an untyped nil.
-	vars[cel.ParamsVarName] = nil
-	if param != nil {
-		vars[cel.ParamsVarName] = param
-	}
-	vars[cel.NamespaceObjectVarName] = nil
-	if nsObj != nil {
-		vars[cel.NamespaceObjectVarName] = nsObj
-	}
-	if p.cfg.Authorizer != nil {
-		vars[cel.AuthorizerVarName] = library.NewAuthorizer(ctx, p.cfg.Authorizer, a.User)
-		vars[cel.RequestResourceVarName] = library.NewResourceCheck(ctx, p.cfg.Authorizer, a.User, authz.Attributes{
-			APIGroup: a.Resource.Group, APIVersion: a.Resource.Version, Resource: a.Resource.Resource,
-			Subresource: a.Subresource, Namespace: a.Namespace, Name: a.Name})
-	}
+	policyset.SetOptional(ctx, vars, a, param, nsObj, p.cfg.Authorizer)
 	budget := int64(cel.RuntimeCELCostBudget)
-	eval := func(e *cel.Expression) (ref.Val, error) {
-		val, cost, err := e.Eval(ctx, vars, budget)
-		budget -= cost
-		if errors.Is(err, cel.ErrBudget) || budget < 0 {
-			return nil, errors.New("validation failed due to running out of cost budget, no further validation rules will be run")
-		}
-		if err != nil {
-			return nil, fmt.Errorf("expression '%s' resulted in error: %w", e.Source, err)
-		}
-		return val, nil
-	}
-	// Variables are evaluated in order, each seeing those before it; one
-	// that fails is an error value, which fails only the expressions
-	// reading it.
-	if len(pol.variables) > 0 {
-		evaluated := map[ref.Val]ref.Val{}
-		for _, nv := range pol.variables {
-			vars[cel.VariablesVarName] = types.NewRefValMap(types.DefaultTypeAdapter, evaluated)
-			val, err := eval(nv.expr)
-			if err != nil {
-				val = types.NewErr("%s", err.Error())
-			}
-			evaluated[types.String(nv.name)] = val
-		}
-		vars[cel.VariablesVarName] = types.NewRefValMap(types.DefaultTypeAdapter, evaluated)
-	}
+	eval := func(e *cel.Expression) (ref.Val, error) { return policyset.Eval(ctx, e, vars, &budget) }
+	// The variables come first: the matchConditions may read them.
+	pol.SetVariables(ctx, vars, &budget)
 	// matchConditions: any false skips the binding; otherwise an error
 	// goes to the failurePolicy.
-	var condErrs []error
-	for _, mc := range pol.matchConditions {
-		val, err := eval(mc.expr)
-		if err != nil {
-			condErrs = append(condErrs, fmt.Errorf("failed to evaluate match condition %q: %w", mc.name, err))
-			continue
-		}
-		if val == types.False {
-			return nil, nil
-		}
-	}
-	if len(condErrs) > 0 {
-		return nil, errors.Join(condErrs...)
+	if ok, err := pol.Matches(ctx, vars, &budget); !ok {
+		return nil, err
 	}
 	var out []decision
 	for i, val := range pol.validations {
@@ -448,7 +293,7 @@ func (p *Plugin) evaluateParam(ctx context.Context, a *admission.Attributes, pol
 	// auditAnnotations: a string value is published, null none; an
 	// error goes to the failurePolicy.
 	for _, aa := range pol.auditAnnotations {
-		res, err := eval(aa.expr)
+		res, err := eval(aa.Expr)
 		if err != nil {
 			if !pol.failOpen {
 				out = append(out, decision{message: err.Error()})
@@ -456,7 +301,7 @@ func (p *Plugin) evaluateParam(ctx context.Context, a *admission.Attributes, pol
 			continue
 		}
 		if s, ok := res.Value().(string); ok {
-			k := pol.policy.Name + "/" + aa.name
+			k := h.Policy.Name + "/" + aa.Name
 			annotations[k] = append(annotations[k], s)
 		}
 	}

@@ -202,15 +202,15 @@ func TestCompiledOncePerGeneration(t *testing.T) {
 	src := NewSource()
 	pol := newPolicy("small", registration.Validation{Expression: "object.spec.size < 10"})
 	src.SetPolicies([]*registration.ValidatingAdmissionPolicy{pol})
-	first := src.snap.Load().policies["small"]
+	first := src.set.Current().Policies["small"].Compiled
 	src.SetBindings(nil)
-	if src.snap.Load().policies["small"] != first {
+	if src.set.Current().Policies["small"].Compiled != first {
 		t.Error("recompiled for a binding change")
 	}
 	next := *pol
 	next.Generation = 2
 	src.SetPolicies([]*registration.ValidatingAdmissionPolicy{&next})
-	if src.snap.Load().policies["small"] == first {
+	if src.set.Current().Policies["small"].Compiled == first {
 		t.Error("not recompiled for a new generation")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/apikit-dev/apikit/admission/policyset"
 	"github.com/apikit-dev/apikit/admission/registration"
 	"github.com/apikit-dev/apikit/cel"
 	"github.com/apikit-dev/apikit/cel/library"
@@ -116,7 +117,7 @@ type typedKind struct {
 // kind order) of the resources a policy's resourceRules name without
 // wildcards, that are served with a schema, as kube's type checker picks
 // them.
-func kindsToCheck(p *registration.ValidatingAdmissionPolicy, rs Resources) []typedKind {
+func kindsToCheck(p *registration.ValidatingAdmissionPolicy, rs policyset.Resources) []typedKind {
 	m := p.Spec.MatchConstraints
 	if m == nil {
 		return nil
@@ -167,7 +168,7 @@ func sortKinds(ks []typedKind) []typedKind {
 // it has none) and namespaceObject as kube's Namespace, and returns the
 // warnings kube's policy type-checking controller writes to
 // status.typeChecking: one per expression, a line per kind.
-func TypeCheck(p *registration.ValidatingAdmissionPolicy, rs Resources) []registration.ExpressionWarning {
+func TypeCheck(p *registration.ValidatingAdmissionPolicy, rs policyset.Resources) []registration.ExpressionWarning {
 	kinds := kindsToCheck(p, rs)
 	if len(kinds) == 0 {
 		return nil
@@ -211,7 +212,7 @@ func TypeCheck(p *registration.ValidatingAdmissionPolicy, rs Resources) []regist
 			if !errors.As(err, &ce) || !strings.HasPrefix(ce.Detail, "compilation failed: ") {
 				continue
 			}
-			lines = append(lines, kindString(kinds[i].kind)+": "+strings.TrimPrefix(ce.Detail, "compilation failed: ")+"\n")
+			lines = append(lines, policyset.KindString(kinds[i].kind)+": "+strings.TrimPrefix(ce.Detail, "compilation failed: ")+"\n")
 		}
 		return strings.Join(lines, "\n")
 	}
@@ -236,7 +237,7 @@ func TypeCheck(p *registration.ValidatingAdmissionPolicy, rs Resources) []regist
 // kube's policy type-checking controller does, each time changed signals
 // and once a second while a write failed, until ctx ends.
 func runTypeChecking(ctx context.Context, store *registry.Store[*registration.ValidatingAdmissionPolicy], list func() []*registration.ValidatingAdmissionPolicy,
-	rs Resources, changed <-chan struct{}, log *slog.Logger) {
+	rs policyset.Resources, changed <-chan struct{}, log *slog.Logger) {
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apikit-dev/apikit/admission/policyset/policysettest"
 	"github.com/apikit-dev/apikit/admission/registration"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
@@ -36,15 +37,15 @@ type schemaed struct {
 func (r schemaed) Schema() *schema.Schema { return r.s }
 
 // withWidgets serves example.com/v1 widgets with a CRD-like schema.
-type withWidgets struct{ *served }
+type withWidgets struct{ *policysettest.Served }
 
 func (w withWidgets) ResourceOf(gvr meta.GroupVersionResource) (registry.Resource, bool) {
 	if gvr == widgets {
-		return schemaed{Resource: registry.Serve(w.roots), s: &schema.Schema{Type: "object", Properties: []schema.Property{
+		return schemaed{Resource: registry.Serve(w.Roots), s: &schema.Schema{Type: "object", Properties: []schema.Property{
 			{Name: "spec", Schema: &schema.Schema{Type: "object", Properties: []schema.Property{{Name: "size", Schema: &schema.Schema{Type: "integer"}}}}},
 		}}}, true
 	}
-	return w.served.ResourceOf(gvr)
+	return w.Served.ResourceOf(gvr)
 }
 
 // TestTypeCheck holds the type checking to kube's: the matched kinds'
@@ -52,7 +53,7 @@ func (w withWidgets) ResourceOf(gvr meta.GroupVersionResource) (registry.Resourc
 // typed by the paramKind's, namespaceObject as kube's Namespace, one
 // line per kind, wildcards skipped.
 func TestTypeCheck(t *testing.T) {
-	rs := withWidgets{newServed(t, false)}
+	rs := withWidgets{policysettest.New(t, false)}
 	cms := rule([]string{""}, []string{"v1"}, []string{"configmaps"})
 	cmKind := &registration.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}
 	for _, tc := range []struct {
@@ -98,7 +99,7 @@ func TestTypeCheck(t *testing.T) {
 // TestTypeCheckingStatus: Run writes each generation's warnings to the
 // policy's status through /status, with observedGeneration.
 func TestTypeCheckingStatus(t *testing.T) {
-	s := newServed(t, false)
+	s := policysettest.New(t, false)
 	mem := memory.New(memory.WithCompactionInterval(0))
 	t.Cleanup(func() { _ = mem.Close() })
 	stores, err := registration.NewPolicyStores(storage.Shared(mem))

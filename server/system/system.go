@@ -422,12 +422,12 @@ func (r servedResources) find(group, version string, match func(registry.Resourc
 	return nil, false
 }
 
-// ResourceFor implements policy.Resources.
+// ResourceFor implements policyset.Resources.
 func (r servedResources) ResourceFor(kind meta.GroupVersionKind) (registry.Resource, bool) {
 	return r.find(kind.Group, kind.Version, func(i registry.ResourceInfo) bool { return i.Kind == kind.Kind })
 }
 
-// ResourceOf implements policy.Resources.
+// ResourceOf implements policyset.Resources.
 func (r servedResources) ResourceOf(gvr meta.GroupVersionResource) (registry.Resource, bool) {
 	return r.find(gvr.Group, gvr.Version, func(i registry.ResourceInfo) bool { return i.Resource == gvr.Resource })
 }

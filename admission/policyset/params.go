@@ -1,11 +1,10 @@
-package policy
+package policyset
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -28,15 +27,16 @@ type Resources interface {
 	ResourceOf(gvr meta.GroupVersionResource) (registry.Resource, bool)
 }
 
-// param is a parameter object as the expressions see it: its JSON value,
+// Param is a parameter object as the expressions see it: its JSON value,
 // with the metadata the informer keys and selects it by.
-type param struct {
+type Param struct {
 	meta.TypeMeta
 	meta.ObjectMeta
-	value map[string]any
+	// Value is the object as params shows it.
+	Value map[string]any
 }
 
-func toParam(it registry.Item) (*param, error) {
+func toParam(it registry.Item) (*Param, error) {
 	obj, err := it.Object()
 	if err != nil {
 		return nil, fmt.Errorf("decoding a param: %w", err)
@@ -50,44 +50,44 @@ func toParam(it registry.Item) (*param, error) {
 		return nil, fmt.Errorf("decoding a param: %w", err)
 	}
 	m, _ := v.(map[string]any)
-	return &param{TypeMeta: *obj.GetTypeMeta(), ObjectMeta: *obj.GetObjectMeta(), value: m}, nil
+	return &Param{TypeMeta: *obj.GetTypeMeta(), ObjectMeta: *obj.GetObjectMeta(), Value: m}, nil
 }
 
 // paramSource reads a served resource as params, for an informer.
 type paramSource struct{ res registry.Resource }
 
-func (s paramSource) List(ctx context.Context, ns string, opts meta.ListOptions) (*registry.ListResult[*param], error) {
+func (s paramSource) List(ctx context.Context, ns string, opts meta.ListOptions) (*registry.ListResult[*Param], error) {
 	l, err := s.res.List(ctx, ns, opts)
 	if err != nil {
 		return nil, err
 	}
-	out := &registry.ListResult[*param]{ResourceVersion: l.ResourceVersion, Continue: l.Continue, RemainingItemCount: l.RemainingItemCount}
+	out := &registry.ListResult[*Param]{ResourceVersion: l.ResourceVersion, Continue: l.Continue, RemainingItemCount: l.RemainingItemCount}
 	for _, it := range l.Items {
 		p, err := toParam(it)
 		if err != nil {
 			return nil, err
 		}
-		out.Items = append(out.Items, registry.Entry[*param]{Object: p})
+		out.Items = append(out.Items, registry.Entry[*Param]{Object: p})
 	}
 	return out, nil
 }
 
 // Watch converts the resource's events; its goroutine ends when the
 // resource's channel closes (ctx ending closes it) or ctx ends.
-func (s paramSource) Watch(ctx context.Context, ns string, opts meta.ListOptions) (<-chan registry.Event[*param], error) {
+func (s paramSource) Watch(ctx context.Context, ns string, opts meta.ListOptions) (<-chan registry.Event[*Param], error) {
 	in, err := s.res.Watch(ctx, ns, opts)
 	if err != nil {
 		return nil, err
 	}
-	out := make(chan registry.Event[*param])
+	out := make(chan registry.Event[*Param])
 	go func() {
 		defer close(out)
 		for e := range in {
-			ev := registry.Event[*param]{Type: e.Type, Err: e.Err}
+			ev := registry.Event[*Param]{Type: e.Type, Err: e.Err}
 			if e.Err == nil {
 				p, err := toParam(e.Item)
 				if err != nil {
-					ev = registry.Event[*param]{Type: meta.Error, Err: meta.NewInternalError(err)}
+					ev = registry.Event[*Param]{Type: meta.Error, Err: meta.NewInternalError(err)}
 				} else {
 					ev.Object = p
 				}
@@ -111,7 +111,7 @@ type paramInformer struct {
 	kind       meta.GroupVersionKind
 	res        registry.Resource
 	namespaced bool
-	inf        *informer.Informer[*param]
+	inf        *informer.Informer[*Param]
 	cancel     context.CancelFunc
 }
 
@@ -123,9 +123,9 @@ type paramState struct {
 	err  error
 }
 
-// kindString is apimachinery's GroupVersionKind.String, which kube's
+// KindString is apimachinery's GroupVersionKind.String, which kube's
 // messages print.
-func kindString(k meta.GroupVersionKind) string {
+func KindString(k meta.GroupVersionKind) string {
 	return k.Group + "/" + k.Version + ", Kind=" + k.Kind
 }
 
@@ -135,7 +135,7 @@ func paramKindString(k *registration.ParamKind) string {
 }
 
 // params runs the paramKind informers: started as bound policies need
-// them, stopped when none does, all stopped when the Source's RunParams
+// them, stopped when none does, all stopped when the Source's WatchParams
 // ends.
 type params struct {
 	resources Resources
@@ -144,7 +144,7 @@ type params struct {
 	wg        sync.WaitGroup
 	running   map[meta.GroupVersionKind]*paramInformer
 	// unresolved is set when a bound policy's paramKind was not served at
-	// the last rebuild: RunParams then rebuilds every second, as
+	// the last rebuild: WatchParams then rebuilds every second, as
 	// kube-apiserver's policy source retries.
 	unresolved bool
 }
@@ -166,18 +166,18 @@ func (ps *params) ensure(k *registration.ParamKind, used map[meta.GroupVersionKi
 	}
 	var res registry.Resource
 	ok := false
-	// Once RunParams has ended no informer starts: nothing would stop it.
+	// Once WatchParams has ended no informer starts: nothing would stop it.
 	if ps.resources != nil && ps.ctx != nil && ps.ctx.Err() == nil {
 		res, ok = ps.resources.ResourceFor(gvk)
 	}
 	if !ok {
 		ps.unresolved = true
-		st.err = fmt.Errorf("failed to find resource referenced by paramKind: '%s'", kindString(gvk))
+		st.err = fmt.Errorf("failed to find resource referenced by paramKind: '%s'", KindString(gvk))
 		return st
 	}
 	ctx, cancel := context.WithCancel(ps.ctx)
 	pi := &paramInformer{kind: gvk, res: res, namespaced: res.Info().NamespaceScoped, cancel: cancel}
-	pi.inf = informer.New(informer.Config[*param]{Source: paramSource{res}, Name: "params " + kindString(gvk), Logger: ps.log})
+	pi.inf = informer.New(informer.Config[*Param]{Source: paramSource{res}, Name: "params " + KindString(gvk), Logger: ps.log})
 	ps.running[gvk] = pi
 	ps.wg.Go(func() { pi.inf.Run(ctx) })
 	st.inf = pi
@@ -216,9 +216,9 @@ var errParamsNotFound = errors.New("no params found for policy binding with `Den
 // namespace ns, as kube-apiserver's CollectParams does: one nil for a
 // policy without paramKind or a binding without paramRef; none when they
 // are missing and the binding allows that.
-func (st *paramState) collect(ctx context.Context, ref *registration.ParamRef, ns string) ([]map[string]any, error) {
+func (st *paramState) collect(ctx context.Context, ref *registration.ParamRef, ns string) ([]*Param, error) {
 	if st == nil || ref == nil {
-		return []map[string]any{nil}, nil
+		return []*Param{nil}, nil
 	}
 	pi := st.inf
 	if pi == nil {
@@ -240,13 +240,13 @@ func (st *paramState) collect(ctx context.Context, ref *registration.ParamRef, n
 	if err != nil {
 		return nil, fmt.Errorf("paramKind kind `%s` not yet synced to use for admission", paramKindString(st.kind))
 	}
-	var out []map[string]any
+	var out []*Param
 	switch {
 	case ref.Namespace != "" && !pi.namespaced:
 		return nil, errors.New("paramRef.namespace must not be provided for a cluster-scoped `paramKind`")
 	case ref.Name != "":
 		if p, ok := pi.inf.Get(paramNS, ref.Name); ok {
-			out = append(out, p.value)
+			out = append(out, p)
 			break
 		}
 		// As kube-apiserver: a param created just before the write may
@@ -258,7 +258,7 @@ func (st *paramState) collect(ctx context.Context, ref *registration.ParamRef, n
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, p.value)
+			out = append(out, p)
 		case meta.IsNotFound(err):
 		default:
 			return nil, err
@@ -270,7 +270,7 @@ func (st *paramState) collect(ctx context.Context, ref *registration.ParamRef, n
 		}
 		for _, p := range pi.inf.List() {
 			if (!pi.namespaced || p.Namespace == paramNS) && sel.Matches(meta.Set(p.Labels)) {
-				out = append(out, p.value)
+				out = append(out, p)
 			}
 		}
 	default:
@@ -282,16 +282,6 @@ func (st *paramState) collect(ctx context.Context, ref *registration.ParamRef, n
 	return out, nil
 }
 
-// boundPolicies are the names of the policies a binding names.
-func boundPolicies(bs []*registration.ValidatingAdmissionPolicyBinding) []string {
-	var out []string
-	for _, b := range bs {
-		out = append(out, b.Spec.PolicyName)
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
 // namespaceKind is the core group's Namespace.
 var namespaceKind = meta.GroupVersionKind{Version: "v1", Kind: "Namespace"}
 
@@ -301,16 +291,9 @@ var namespaceKind = meta.GroupVersionKind{Version: "v1", Kind: "Namespace"}
 var namespaceMetadata = []string{"name", "generateName", "namespace", "uid", "resourceVersion", "generation",
 	"creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations", "finalizers"}
 
-// namespaceObject returns the namespace of a namespaced write as the
-// namespaceObject variable shows it: nil for a cluster-scoped write, a
-// write to a namespace itself, or a server that serves no namespaces.
-func (p *Plugin) namespaceObject(ctx context.Context, a *admission.Attributes) (map[string]any, error) {
-	return NamespaceObject(ctx, p.cfg.Source.namespaces(), a)
-}
-
-// NamespacesOf returns the resource rs serves namespaces with, nil when it
+// namespacesOf returns the resource rs serves namespaces with, nil when it
 // serves none.
-func NamespacesOf(rs Resources) registry.Resource {
+func namespacesOf(rs Resources) registry.Resource {
 	if rs == nil {
 		return nil
 	}
@@ -321,20 +304,16 @@ func NamespacesOf(rs Resources) registry.Resource {
 	return r
 }
 
-// NamespaceObject returns the namespace of a namespaced write, read from
+// namespaceObject returns the namespace of a namespaced write, read from
 // namespaces, as admission policies' namespaceObject variable shows it
 // (kube's Namespace type: metadata's public fields, spec, status): nil for
 // a cluster-scoped write, a write to a namespace itself, or no namespaces
-// (namespaces nil). MutatingAdmissionPolicy shares it.
-func NamespaceObject(ctx context.Context, namespaces registry.Resource, a *admission.Attributes) (map[string]any, error) {
-	if a.Namespace == "" || a.Kind == namespaceKind {
+// (namespaces nil).
+func namespaceObject(ctx context.Context, namespaces registry.Resource, a *admission.Attributes) (map[string]any, error) {
+	if a.Namespace == "" || a.Kind == namespaceKind || namespaces == nil {
 		return nil, nil
 	}
-	res := namespaces
-	if res == nil {
-		return nil, nil
-	}
-	it, err := res.Get(ctx, "", a.Namespace, meta.GetOptions{})
+	it, err := namespaces.Get(ctx, "", a.Namespace, meta.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -344,12 +323,12 @@ func NamespaceObject(ctx context.Context, namespaces registry.Resource, a *admis
 	}
 	out := map[string]any{}
 	for _, k := range []string{"spec", "status"} {
-		if v, ok := ns.value[k]; ok {
+		if v, ok := ns.Value[k]; ok {
 			out[k] = v
 		}
 	}
 	md := map[string]any{}
-	if m, ok := ns.value["metadata"].(map[string]any); ok {
+	if m, ok := ns.Value["metadata"].(map[string]any); ok {
 		for _, k := range namespaceMetadata {
 			if v, ok := m[k]; ok {
 				md[k] = v
@@ -358,23 +337,4 @@ func NamespaceObject(ctx context.Context, namespaces registry.Resource, a *admis
 	}
 	out["metadata"] = md
 	return out, nil
-}
-
-// namespaces returns the resource serving namespaces, nil before
-// RunParams or when none is served; found once, as namespaces do not come
-// and go.
-func (s *Source) namespaces() registry.Resource {
-	if r := s.nsResource.Load(); r != nil {
-		return *r
-	}
-	rs := s.resources.Load()
-	if rs == nil {
-		return nil
-	}
-	r := NamespacesOf(*rs)
-	if r == nil {
-		return nil
-	}
-	s.nsResource.Store(&r)
-	return r
 }

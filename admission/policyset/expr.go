@@ -1,0 +1,136 @@
+package policyset
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+
+	"github.com/apikit-dev/apikit/admission"
+	"github.com/apikit-dev/apikit/admission/registration"
+	"github.com/apikit-dev/apikit/authz"
+	"github.com/apikit-dev/apikit/cel"
+	"github.com/apikit-dev/apikit/cel/library"
+)
+
+// NamedExpr is a compiled expression and the name it is known by (a
+// matchCondition's, a variable's, an audit annotation's key).
+type NamedExpr struct {
+	Name string
+	Expr *cel.Expression
+}
+
+// Expressions are what both policy kinds' specs compile alike: their
+// matchConditions and variables.
+type Expressions struct {
+	MatchConditions []NamedExpr
+	Variables       []NamedExpr
+}
+
+// CompileExpressions compiles a policy's matchConditions (each a bool)
+// and variables with kube-apiserver's messages, with the compiler of a
+// policy's expressions (registration.PolicyCompiler, params declared when
+// hasParams), which it returns for the policy's other expressions.
+func CompileExpressions(hasParams bool, mcs []registration.MatchCondition, vs []registration.Variable) (*cel.Compiler, Expressions, error) {
+	var out Expressions
+	comp, err := registration.PolicyCompiler(hasParams, false)
+	if err != nil {
+		return nil, out, err
+	}
+	for _, mc := range mcs {
+		e, err := comp.Compile(mc.Expression, types.BoolType)
+		if err != nil {
+			return nil, out, fmt.Errorf("compilation failed for match condition %s: %w", mc.Name, err)
+		}
+		out.MatchConditions = append(out.MatchConditions, NamedExpr{mc.Name, e})
+	}
+	for _, v := range vs {
+		e, err := comp.Compile(v.Expression, nil)
+		if err != nil {
+			return nil, out, fmt.Errorf("compilation failed for variable %s: %w", v.Name, err)
+		}
+		out.Variables = append(out.Variables, NamedExpr{v.Name, e})
+	}
+	return comp, out, nil
+}
+
+// errBudget is kube-apiserver's message for a policy that ran out of its
+// runtime cost budget.
+var errBudget = errors.New("validation failed due to running out of cost budget, no further validation rules will be run")
+
+// Eval evaluates e within what is left of *budget, which it lowers by
+// the cost, with kube-apiserver's messages.
+func Eval(ctx context.Context, e *cel.Expression, vars map[string]any, budget *int64) (ref.Val, error) {
+	val, cost, err := e.Eval(ctx, vars, *budget)
+	*budget -= cost
+	if errors.Is(err, cel.ErrBudget) || *budget < 0 {
+		return nil, errBudget
+	}
+	if err != nil {
+		return nil, fmt.Errorf("expression '%s' resulted in error: %w", e.Source, err)
+	}
+	return val, nil
+}
+
+// SetVariables sets vars' variables, in order, each seeing those before
+// it; one that fails is an error value, which fails only the expressions
+// reading it.
+func (x *Expressions) SetVariables(ctx context.Context, vars map[string]any, budget *int64) {
+	if len(x.Variables) == 0 {
+		return
+	}
+	evaluated := map[ref.Val]ref.Val{}
+	for _, nv := range x.Variables {
+		vars[cel.VariablesVarName] = types.NewRefValMap(types.DefaultTypeAdapter, evaluated)
+		val, err := Eval(ctx, nv.Expr, vars, budget)
+		if err != nil {
+			val = types.NewErr("%s", err.Error())
+		}
+		evaluated[types.String(nv.Name)] = val
+	}
+	vars[cel.VariablesVarName] = types.NewRefValMap(types.DefaultTypeAdapter, evaluated)
+}
+
+// Matches evaluates the matchConditions as kube-apiserver does: any false
+// skips the binding (false, nil) whatever the others' errors; otherwise
+// the errors, all of them, go to the failurePolicy.
+func (x *Expressions) Matches(ctx context.Context, vars map[string]any, budget *int64) (bool, error) {
+	var errs []error
+	for _, mc := range x.MatchConditions {
+		val, err := Eval(ctx, mc.Expr, vars, budget)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("failed to evaluate match condition %q: %w", mc.Name, err))
+			continue
+		}
+		if val == types.False {
+			return false, nil
+		}
+	}
+	if len(errs) > 0 {
+		return false, errors.Join(errs...)
+	}
+	return true, nil
+}
+
+// SetOptional sets the variables a policy's expressions see beside the
+// write's: params (null without one), namespaceObject (null for none)
+// and, with an authorizer, authorizer and authorizer.requestResource.
+func SetOptional(ctx context.Context, vars map[string]any, a *admission.Attributes, param *Param, nsObj map[string]any, az authz.Authorizer) {
+	// A nil map would be an empty map to CEL: null is an untyped nil.
+	vars[cel.ParamsVarName] = nil
+	if param != nil {
+		vars[cel.ParamsVarName] = param.Value
+	}
+	vars[cel.NamespaceObjectVarName] = nil
+	if nsObj != nil {
+		vars[cel.NamespaceObjectVarName] = nsObj
+	}
+	if az != nil {
+		vars[cel.AuthorizerVarName] = library.NewAuthorizer(ctx, az, a.User)
+		vars[cel.RequestResourceVarName] = library.NewResourceCheck(ctx, az, a.User, authz.Attributes{
+			APIGroup: a.Resource.Group, APIVersion: a.Resource.Version, Resource: a.Resource.Resource,
+			Subresource: a.Subresource, Namespace: a.Namespace, Name: a.Name})
+	}
+}
