@@ -113,55 +113,109 @@ var (
 // of the type), or whatever a writer other than this store put there.
 // docs/design.md has the reasoning.
 func (s *Store[T]) storedJSON(value []byte, rev int64) []byte {
-	if rev <= 0 || !bytes.HasPrefix(value, s.storedPrefix) {
-		return nil
-	}
-	// at is where resourceVersion goes: before a key, or before the "}"
-	// that ends the metadata (then without a comma after it, and with one
-	// before it when a field precedes).
-	at := len(s.storedPrefix)
-	last, order := false, 0
-	for {
-		if at < len(value) && value[at] == '}' {
-			last = true
-			break
-		}
-		key, j := jsonString(value, at)
-		if j < 0 {
-			return nil
-		}
-		if afterResourceVersion[string(key)] {
-			break
-		}
-		n := beforeResourceVersion[string(key)]
-		if n <= order || j >= len(value) || value[j] != ':' {
-			return nil // unknown, or out of ObjectMeta's order
-		}
-		order = n
-		if _, j = jsonString(value, j+1); j < 0 || j >= len(value) || (value[j] != ',' && value[j] != '}') {
-			return nil
-		}
-		if value[j] == '}' {
-			at, last = j, true
-			break
-		}
-		at = j + 1
-	}
-	if !json.Valid(value) {
+	at, last, ok := s.resourceVersionAt(value, rev)
+	if !ok || !json.Valid(value) {
 		return nil
 	}
 	out := make([]byte, 0, len(value)+len(`,"resourceVersion":"",`)+20)
 	out = append(out, value[:at]...)
-	if last && at > len(s.storedPrefix) {
-		out = append(out, ',')
-	}
-	out = append(out, `"resourceVersion":"`...)
-	out = strconv.AppendInt(out, rev, 10)
-	out = append(out, '"')
-	if !last {
-		out = append(out, ',')
-	}
+	out = s.appendResourceVersion(out, at, last, rev)
 	return append(out, value[at:]...)
+}
+
+// splice is storedJSON in parts that share the stored bytes, and without
+// the check that the value is valid JSON: for a caller that compares the
+// parts with an encoding, which is. A memo keeping them keeps only the
+// resourceVersion's few bytes beside the stored value, not a copy of it.
+func (s *Store[T]) splice(value []byte, rev int64) (JSONParts, bool) {
+	at, last, ok := s.resourceVersionAt(value, rev)
+	if !ok {
+		return JSONParts{}, false
+	}
+	rv := s.appendResourceVersion(make([]byte, 0, len(`,"resourceVersion":"",`)+20), at, last, rev)
+	// Full slice expressions: appending to a part must never write into
+	// the stored bytes.
+	return JSONParts{value[:at:at], rv, value[at:len(value):len(value)]}, true
+}
+
+// resourceVersionAt finds where storedJSON puts the resourceVersion in
+// value: before a key, or before the "}" that ends the metadata (last).
+func (s *Store[T]) resourceVersionAt(value []byte, rev int64) (at int, last, ok bool) {
+	if rev <= 0 || !bytes.HasPrefix(value, s.storedPrefix) {
+		return 0, false, false
+	}
+	at = len(s.storedPrefix)
+	order := 0
+	for {
+		if at < len(value) && value[at] == '}' {
+			return at, true, true
+		}
+		key, j := jsonString(value, at)
+		if j < 0 {
+			return 0, false, false
+		}
+		if afterResourceVersion[string(key)] {
+			return at, false, true
+		}
+		n := beforeResourceVersion[string(key)]
+		if n <= order || j >= len(value) || value[j] != ':' {
+			return 0, false, false // unknown, or out of ObjectMeta's order
+		}
+		order = n
+		if _, j = jsonString(value, j+1); j < 0 || j >= len(value) || (value[j] != ',' && value[j] != '}') {
+			return 0, false, false
+		}
+		if value[j] == '}' {
+			return j, true, true
+		}
+		at = j + 1
+	}
+}
+
+// appendResourceVersion appends the resourceVersion field that goes at at,
+// with a comma before it when it ends the metadata after another field,
+// after it when a field follows.
+func (s *Store[T]) appendResourceVersion(dst []byte, at int, last bool, rev int64) []byte {
+	if last && at > len(s.storedPrefix) {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"resourceVersion":"`...)
+	dst = strconv.AppendInt(dst, rev, 10)
+	dst = append(dst, '"')
+	if !last {
+		dst = append(dst, ',')
+	}
+	return dst
+}
+
+// JSONParts is a JSON encoding in pieces, whose concatenation in order is
+// the encoding; unused pieces are empty. A read value's JSON is the stored
+// bytes around its resourceVersion (see Item.JSONParts): a response that
+// copies the encoding anyway writes the parts, and nothing assembles them.
+// The parts are shared and read-only.
+type JSONParts [3][]byte
+
+// Len returns the encoding's length.
+func (p JSONParts) Len() int { return len(p[0]) + len(p[1]) + len(p[2]) }
+
+// Bytes returns the encoding in one piece: the first part when it is the
+// only one (shared, read-only), else a new slice.
+func (p JSONParts) Bytes() []byte {
+	if len(p[1]) == 0 && len(p[2]) == 0 {
+		return p[0]
+	}
+	return append(append(append(make([]byte, 0, p.Len()), p[0]...), p[1]...), p[2]...)
+}
+
+// equal reports whether the parts make b.
+func (p JSONParts) equal(b []byte) bool {
+	for _, q := range p {
+		if !bytes.HasPrefix(b, q) {
+			return false
+		}
+		b = b[len(q):]
+	}
+	return len(b) == 0
 }
 
 // jsonString reads the JSON string starting at b[i] and returns its

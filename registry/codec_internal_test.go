@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,13 @@ func TestStoredJSON(t *testing.T) {
 			got := st.storedJSON(data, 12345)
 			if got == nil {
 				t.Fatalf("no JSON from the stored bytes of %s", data)
+			}
+			// splice gives the same bytes in parts sharing the value's.
+			parts, ok := st.splice(data, 12345)
+			if !ok || !bytes.Equal(parts.Bytes(), got) {
+				t.Errorf("splice: %q, %v; want the parts of %s", parts, ok, got)
+			} else if &parts[0][0] != &data[0] || &parts[2][len(parts[2])-1] != &data[len(data)-1] {
+				t.Error("splice copies the stored bytes instead of sharing them")
 			}
 			obj, err := st.decodeFresh(data, 12345)
 			if err != nil {
@@ -130,7 +138,7 @@ func TestLazyItem(t *testing.T) {
 	if string(b) != want {
 		t.Errorf("JSON:\n%s\nwant\n%s", b, want)
 	}
-	if _, ok := it.kv.Memo.Load(decodedMemoKey{}); ok {
+	if _, ok := it.kv.Memo.Load(st.decodedKey()); ok {
 		t.Error("JSON decoded the stored value")
 	}
 	if again, _ := it.JSON(); &again[0] != &b[0] {
@@ -271,6 +279,72 @@ func TestConvertedItemKeepsJSONOnly(t *testing.T) {
 	}
 	if conversions != 3 {
 		t.Errorf("%d conversions, want 3 (one JSON, one Object, one JSON of the second)", conversions)
+	}
+}
+
+// TestConvertedItemSharesStoredBytes checks the JSON of a value served
+// through a conversion in the storage version, as every custom resource
+// is: the stored bytes around the resourceVersion when the conversion left
+// the object as stored (the memo keeps no copy of them), its own encoding
+// when the conversion changed it.
+func TestConvertedItemSharesStoredBytes(t *testing.T) {
+	ctx := context.Background()
+	backend := memory.New()
+	defer backend.Close()
+	st, err := NewStore(Options[*v1beta1.Flunder]{
+		Resource: meta.GroupResource{Group: "wardle.example.com", Resource: "flunders"}, Kind: "Flunder",
+		NamespaceScoped: true, StorageVersion: "v1beta1", Strategy: DefaultStrategy[*v1beta1.Flunder]{},
+		Storage: backend,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := ServeVersion(st, "v1beta1", Conversion[*v1beta1.Flunder, *v1beta1.Flunder]{
+		ToStorage: func(f *v1beta1.Flunder) (*v1beta1.Flunder, error) { return f, nil },
+		FromStorage: func(f *v1beta1.Flunder) (*v1beta1.Flunder, error) {
+			c := *f
+			if c.Spec.FlunderReference == "" {
+				c.Spec.FlunderReference = "defaulted"
+			}
+			return &c, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const head = `{"kind":"Flunder","apiVersion":"wardle.example.com/v1beta1","metadata":{"name":"%s","namespace":"ns"`
+	for _, tc := range []struct {
+		name, spec, want string
+		shared           bool
+	}{
+		{"unchanged", `{"flunderReference":"b"}`, `{"flunderReference":"b"}`, true},
+		{"defaulted", `{}`, `{"flunderReference":"defaulted"}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rev, err := backend.Create(ctx, "/wardle.example.com/flunders/ns/"+tc.name,
+				fmt.Appendf(nil, head+`},"spec":%s,"status":{}}`, tc.name, tc.spec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			it, err := res.Get(ctx, "ns", tc.name, meta.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts, err := it.JSONParts()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := fmt.Sprintf(head+`,"resourceVersion":"%d"},"spec":%s,"status":{}}`, tc.name, rev, tc.want)
+			if got := parts.Bytes(); string(got) != want {
+				t.Errorf("JSON:\n%s\nwant\n%s", got, want)
+			}
+			if b, _ := it.JSON(); string(b) != want {
+				t.Errorf("JSON():\n%s\nwant\n%s", b, want)
+			}
+			if shared := &parts[0][0] == &it.kv.Value[0]; shared != tc.shared {
+				t.Errorf("the JSON shares the stored bytes: %v, want %v", shared, tc.shared)
+			}
+		})
 	}
 }
 

@@ -322,20 +322,20 @@ func (s *Scope) writeList(w http.ResponseWriter, r *http.Request, list *registry
 		strconv.Quote(s.info.Kind+"List"), strconv.Quote(s.info.GroupVersion.String()), lmJSON)
 	const tail = "]}"
 	size := len(head) + len(tail)
-	bodies := make([][]byte, len(list.Items))
+	bodies := make([]registry.JSONParts, len(list.Items))
 	for i, it := range list.Items {
-		if bodies[i], err = it.JSON(); err != nil {
+		if bodies[i], err = it.JSONParts(); err != nil {
 			respond.Error(w, r, err)
 			return
 		}
 		// The item's own "{" goes out with the comma before it (see
 		// writeListJSON), so the cached encoding is sliced, not copied.
-		if p := s.itemTypePrefix; len(p) > 0 && bytes.HasPrefix(bodies[i], p) {
-			bodies[i] = bodies[i][len(p):]
+		if p := s.itemTypePrefix; len(p) > 0 && bytes.HasPrefix(bodies[i][0], p) {
+			bodies[i][0] = bodies[i][0][len(p):]
 		} else {
-			bodies[i] = bodies[i][1:]
+			bodies[i][0] = bodies[i][0][1:]
 		}
-		size += len(bodies[i]) + 2
+		size += bodies[i].Len() + 2
 	}
 	if form == formYAML {
 		buf := bytes.NewBuffer(make([]byte, 0, size))
@@ -380,7 +380,7 @@ var listWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, re
 
 // writeListJSON writes a list from its parts: head (up to the items' "["),
 // the items' JSON without their opening "{", and the tail.
-func writeListJSON(w io.Writer, head []byte, bodies [][]byte, tail string) {
+func writeListJSON(w io.Writer, head []byte, bodies []registry.JSONParts, tail string) {
 	_, _ = w.Write(head)
 	for i, b := range bodies {
 		if i == 0 {
@@ -388,7 +388,11 @@ func writeListJSON(w io.Writer, head []byte, bodies [][]byte, tail string) {
 		} else {
 			_, _ = w.Write(itemStart)
 		}
-		_, _ = w.Write(b)
+		for _, part := range b {
+			if len(part) > 0 {
+				_, _ = w.Write(part)
+			}
+		}
 	}
 	_, _ = io.WriteString(w, tail)
 }
