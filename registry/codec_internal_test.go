@@ -109,16 +109,7 @@ func TestStoredJSONFallsBack(t *testing.T) {
 // a broken response.
 func TestLazyItem(t *testing.T) {
 	ctx := context.Background()
-	backend := memory.New()
-	defer backend.Close()
-	st, err := NewStore(Options[*v1beta1.Flunder]{
-		Resource: meta.GroupResource{Group: "wardle.example.com", Resource: "flunders"}, Kind: "Flunder",
-		NamespaceScoped: true, StorageVersion: "v1beta1", Strategy: DefaultStrategy[*v1beta1.Flunder]{},
-		Storage: backend,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, backend := memoryFlunderStore(t)
 	res := Serve(st)
 	const prefix = `{"kind":"Flunder","apiVersion":"wardle.example.com/v1beta1","metadata":{"name":"a","namespace":"ns","creationTimestamp":null}`
 	rev, err := backend.Create(ctx, "/wardle.example.com/flunders/ns/a", []byte(prefix+`,"spec":{"flunderReference":"b"},"retired":true}`))
@@ -189,16 +180,7 @@ func TestLazyItem(t *testing.T) {
 // object, not decoded again.
 func TestConvertedItemKeepsJSONOnly(t *testing.T) {
 	ctx := context.Background()
-	backend := memory.New()
-	defer backend.Close()
-	st, err := NewStore(Options[*v1beta1.Flunder]{
-		Resource: meta.GroupResource{Group: "wardle.example.com", Resource: "flunders"}, Kind: "Flunder",
-		NamespaceScoped: true, StorageVersion: "v1beta1", Strategy: DefaultStrategy[*v1beta1.Flunder]{},
-		Storage: backend,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, backend := memoryFlunderStore(t)
 	conversions := 0
 	serve := func(epoch string) Resource {
 		res, err := ServeVersion(st, "v9", Conversion[*v1beta1.Flunder, *v1beta1.Flunder]{
@@ -289,16 +271,7 @@ func TestConvertedItemKeepsJSONOnly(t *testing.T) {
 // when the conversion changed it.
 func TestConvertedItemSharesStoredBytes(t *testing.T) {
 	ctx := context.Background()
-	backend := memory.New()
-	defer backend.Close()
-	st, err := NewStore(Options[*v1beta1.Flunder]{
-		Resource: meta.GroupResource{Group: "wardle.example.com", Resource: "flunders"}, Kind: "Flunder",
-		NamespaceScoped: true, StorageVersion: "v1beta1", Strategy: DefaultStrategy[*v1beta1.Flunder]{},
-		Storage: backend,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, backend := memoryFlunderStore(t)
 	res, err := ServeVersion(st, "v1beta1", Conversion[*v1beta1.Flunder, *v1beta1.Flunder]{
 		ToStorage: func(f *v1beta1.Flunder) (*v1beta1.Flunder, error) { return f, nil },
 		FromStorage: func(f *v1beta1.Flunder) (*v1beta1.Flunder, error) {
@@ -346,6 +319,23 @@ func TestConvertedItemSharesStoredBytes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// memoryFlunderStore is a store of Flunders over a memory backend the test
+// writes values into directly, as another writer of the prefix would.
+func memoryFlunderStore(t *testing.T) (*Store[*v1beta1.Flunder], *memory.Store) {
+	t.Helper()
+	backend := memory.New()
+	t.Cleanup(func() { backend.Close() })
+	st, err := NewStore(Options[*v1beta1.Flunder]{
+		Resource: meta.GroupResource{Group: "wardle.example.com", Resource: "flunders"}, Kind: "Flunder",
+		NamespaceScoped: true, StorageVersion: "v1beta1", Strategy: DefaultStrategy[*v1beta1.Flunder]{},
+		Storage: backend,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, backend
 }
 
 func itoa(n int64) string {
