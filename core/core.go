@@ -65,6 +65,7 @@ type API struct {
 	// contentFrom, when set, is the server whose chain the namespace
 	// controller deletes from (NamespaceContentFrom).
 	contentFrom server.DelegationTarget
+	remote      []server.ResourceSource
 }
 
 // New builds the stores on c's storage.
@@ -118,7 +119,13 @@ func (a *API) AddNamespaceContent(c ...nsdeletion.Content) { a.content = append(
 // rolebindings) are installed in front of the core group, as
 // examples/controlplane installs them. It may be called after Install,
 // before the server runs.
-func (a *API) NamespaceContentFrom(srv server.DelegationTarget) { a.contentFrom = srv }
+// remote are sources of resources served by other processes (an
+// aggregator's remote APIServices), whose namespaced objects are deleted
+// too: a namespace stays Terminating while one of their group-versions is
+// unavailable, as with kube's namespace controller.
+func (a *API) NamespaceContentFrom(srv server.DelegationTarget, remote ...server.ResourceSource) {
+	a.contentFrom, a.remote = srv, remote
+}
 
 // Install serves the groups on s: the core group at /api/v1,
 // events.k8s.io/v1 and coordination.k8s.io/v1, with the post-start hooks
@@ -191,7 +198,7 @@ func (a *API) Install(s *server.GenericServer) error {
 		if a.contentFrom != nil {
 			from = a.contentFrom
 		}
-		deletion.Discover = nsdeletion.Served(from)
+		deletion.Discover = nsdeletion.Served(from, a.remote...)
 		go nsdeletion.Run(ctx, deletion)
 		return nil
 	}); err != nil {

@@ -74,7 +74,13 @@ func (a *aggregation) available(name string) string {
 // auditEvents reads the backend's audit log.
 func (a *aggregation) auditEvents(t *testing.T) []auditEvent {
 	t.Helper()
-	f, err := os.Open(a.auditLog)
+	return readAudit(t, a.auditLog)
+}
+
+// readAudit reads a server's audit log (--audit-log-path).
+func readAudit(t *testing.T, path string) []auditEvent {
+	t.Helper()
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,3 +77,20 @@ func Resources(groups []*APIGroupInfo) []registry.Resource {
 	}
 	return out
 }
+
+// ResourceSource is a source of resources served outside a chain, behind
+// its outermost server: the resources of an aggregator's remote
+// APIServices (aggregator.Aggregator), served by servers in other
+// processes. The controllers over every served resource (package gc,
+// core/nsdeletion) follow them beside APIGroups, as
+// kube-controller-manager's discovery finds aggregated groups.
+type ResourceSource interface {
+	// RemoteResources lists the resources reachable now, each group's
+	// preferred version first; the error names those left out (a
+	// group-version whose server is unavailable), what it returned still
+	// being usable.
+	RemoteResources() ([]registry.Resource, error)
+	// WatchRemoteResources has f called after every change of what
+	// RemoteResources returns, until stop is called; f must not block.
+	WatchRemoteResources(f func()) (stop func())
+}

@@ -38,9 +38,21 @@ func Store[T meta.Object](s *registry.Store[T]) Content { return Resource(regist
 
 // Resource is a Content over a served resource: a built-in's, or a custom
 // resource's of an extensions server.
-func Resource(res registry.Resource) Content { return resourceContent{res} }
+func Resource(res registry.Resource) Content { return resourceContent{res: res} }
 
-type resourceContent struct{ res registry.Resource }
+// Remote is a Content over a resource served by another process (an
+// aggregator's remote APIService): as kube's namespace controller does,
+// one deletecollection of the namespace's objects where the resource
+// serves it, then a list, deleting one by one what is left unmarked, so
+// that a backend with many objects costs one request, not one per
+// object.
+func Remote(res registry.Resource) Content { return resourceContent{res: res, collection: true} }
+
+type resourceContent struct {
+	res registry.Resource
+	// collection says DeleteAll starts with a deletecollection.
+	collection bool
+}
 
 func (c resourceContent) Resource() meta.GroupResource {
 	info := c.res.Info()
@@ -49,6 +61,12 @@ func (c resourceContent) Resource() meta.GroupResource {
 
 func (c resourceContent) DeleteAll(ctx context.Context, ns string) (int, []string, error) {
 	gr := c.Resource()
+	background := meta.DeletePropagationBackground
+	if c.collection && c.res.Info().Serves("deletecollection") {
+		if _, err := c.res.DeleteCollection(ctx, ns, meta.ListOptions{}, registry.DeleteOptions{PropagationPolicy: &background}); err != nil {
+			return 0, nil, fmt.Errorf("deleting the collection of %s in %s: %w", gr, ns, err)
+		}
+	}
 	list, err := c.res.List(ctx, ns, meta.ListOptions{})
 	if err != nil {
 		return 0, nil, fmt.Errorf("listing %s: %w", gr, err)
@@ -327,20 +345,56 @@ var errNotSynced = errors.New("unable to retrieve the complete list of server AP
 
 // Served discovers every namespaced resource srv and the servers behind it
 // serve now (server.Resources of APIGroups: built-ins, and custom
-// resources of an extensions server while their CRDs are), one version of
-// each, for Config.Discover; an error while srv.APIGroupsSynced is false.
-func Served(srv server.DelegationTarget) func() ([]Content, error) {
+// resources of an extensions server while their CRDs are), and those of
+// remote (an aggregator's remote APIServices, served by other processes),
+// one version of each, for Config.Discover. The error is kube's discovery
+// failure: while srv.APIGroupsSynced is false, or while a remote
+// group-version is unavailable (its objects cannot be known to be gone,
+// so the namespace stays Terminating).
+func Served(srv server.DelegationTarget, remote ...server.ResourceSource) func() ([]Content, error) {
+	deletable := func(info registry.ResourceInfo) bool {
+		return info.NamespaceScoped && info.Serves("list") && info.Serves("delete")
+	}
 	return func() ([]Content, error) {
-		var err error
+		var errs []error
 		if !srv.APIGroupsSynced() {
-			err = errNotSynced
+			errs = append(errs, errNotSynced)
 		}
 		var out []Content
 		for _, res := range server.Resources(srv.APIGroups()) {
-			if info := res.Info(); info.NamespaceScoped && info.Serves("list") && info.Serves("delete") {
+			if deletable(res.Info()) {
 				out = append(out, Resource(res))
 			}
 		}
-		return union(nil, out), err
+		for _, r := range remote {
+			found, err := r.RemoteResources()
+			if err != nil {
+				errs = append(errs, err)
+			}
+			for _, res := range found {
+				if deletable(res.Info()) {
+					out = append(out, Remote(res))
+				}
+			}
+		}
+		return union(nil, out), discoveryError(errs)
 	}
+}
+
+// discoveryError is the message of NamespaceDeletionDiscoveryFailure for
+// errs: kube's "Discovery failed for some groups, N failing: ..." when
+// they name failed group-versions.
+func discoveryError(errs []error) error {
+	failed := 0
+	for _, err := range errs {
+		var de interface{ FailedGroupVersions() int }
+		if !errors.As(err, &de) {
+			return errors.Join(errs...)
+		}
+		failed += de.FailedGroupVersions()
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("Discovery failed for some groups, %d failing: %w", failed, errors.Join(errs...))
 }

@@ -77,9 +77,11 @@ func build(c *server.Config, aggCfg aggregator.Config) (*server.GenericServer, e
 		return nil, err
 	}
 	// The system APIs (RBAC's roles and rolebindings among them) go into
-	// the aggregator: a deleted namespace's objects are looked for there.
-	coreAPI.NamespaceContentFrom(agg.GenericServer)
-	if err := coregroup.InstallGarbageCollector(c, agg.GenericServer); err != nil {
+	// the aggregator: a deleted namespace's objects are looked for there,
+	// and in the servers of its remote APIServices, as the garbage
+	// collector's owners and dependents are.
+	coreAPI.NamespaceContentFrom(agg.GenericServer, agg)
+	if err := coregroup.InstallGarbageCollector(c, agg.GenericServer, agg); err != nil {
 		return nil, err
 	}
 	return agg.GenericServer, nil

@@ -84,6 +84,11 @@ type Aggregator struct {
 	openAPI   atomic.Pointer[mergedOpenAPI]      // served; nil until a merge
 
 	wg sync.WaitGroup // the controllers the post-start hooks start
+
+	// The watchers of RemoteResources (WatchRemoteResources).
+	remoteWatchMu   sync.Mutex
+	remoteWatchers  map[uint64]func()
+	remoteWatchNext uint64
 }
 
 // discoveryDoc is a backend's discovery document of one group-version.

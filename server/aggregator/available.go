@@ -129,6 +129,9 @@ func (a *Aggregator) put(s *APIService) {
 	if specChanged || !hasCondition(s) {
 		a.probeSoon(s.Name)
 	}
+	if (s.Spec.Service != nil || old != nil && old.Spec.Service != nil) && (specChanged || old.IsAvailable() != s.IsAvailable()) {
+		a.remoteChanged()
+	}
 }
 
 // olderRevision reports whether resource version a is older than b. Both
@@ -158,6 +161,7 @@ func (a *Aggregator) remove(name string) {
 	if hadOpenAPI {
 		a.mergeOpenAPI()
 	}
+	a.remoteChanged()
 }
 
 // probeLoop runs the probes: every available APIService each
@@ -279,6 +283,9 @@ func (a *Aggregator) probeBackend(ctx context.Context, s *APIService, b *backend
 	}
 	oa := a.remoteOA[s.Name]
 	a.mu.Unlock()
+	if changed {
+		a.remoteChanged()
+	}
 	if changed || !s.IsAvailable() || oa == nil || time.Since(oa.fetched) > a.cfg.OpenAPIRefreshInterval {
 		a.refreshOpenAPI(ctx, s, b, base)
 	}

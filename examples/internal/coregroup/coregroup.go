@@ -53,10 +53,11 @@ func New(c *server.Config) (*core.API, error) {
 
 // InstallGarbageCollector runs the garbage collector over what srv and its
 // delegates serve when c.GarbageCollection is set (install it on the
-// outermost server of a chain, so that it sees every server's resources).
-func InstallGarbageCollector(c *server.Config, srv *server.GenericServer) error {
+// outermost server of a chain, so that it sees every server's resources),
+// and the resources of remote (an aggregator's remote APIServices).
+func InstallGarbageCollector(c *server.Config, srv *server.GenericServer, remote ...server.ResourceSource) error {
 	if !c.GarbageCollection {
 		return nil
 	}
-	return gc.Install(srv, c.Logger)
+	return gc.Install(srv, c.Logger, remote...)
 }
