@@ -35,6 +35,14 @@
 // APIService for every group-version the chain serves (labelled
 // AutomanagedLabel), as kube-aggregator's autoregister controller does.
 //
+// RemoteResources makes the resources of the available remote
+// group-versions reachable to the control plane's own controllers (the
+// namespace controller and the garbage collector, through
+// server.ResourceSource): registry.Resources whose calls go to the
+// backend as ControllerUser, with the front-proxy certificate, as
+// kube-controller-manager's reach aggregated groups through
+// kube-apiserver.
+//
 // ServiceResolver is pluggable as in kube-apiserver: NewClusterIPResolver
 // and NewEndpointResolver read a cluster's Services through a
 // ServiceLister (NewServiceClient reads them from a cluster's API),
