@@ -144,8 +144,8 @@ type params struct {
 	wg        sync.WaitGroup
 	running   map[meta.GroupVersionKind]*paramInformer
 	// unresolved is set when a bound policy's paramKind was not served at
-	// the last rebuild: WatchParams then rebuilds every second, as
-	// kube-apiserver's policy source retries.
+	// the last rebuild: WatchParams then rebuilds at the next change of
+	// the resources (or second).
 	unresolved bool
 }
 

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/apikit-dev/apikit/admission"
 	"github.com/apikit-dev/apikit/admission/policyset/policysettest"
@@ -185,5 +187,95 @@ func TestCompiledOncePerGeneration(t *testing.T) {
 	src.SetPolicies([]*registration.MutatingAdmissionPolicy{&next})
 	if got := src.Current().Policies["p"].Compiled; got == first.Compiled {
 		t.Error("not compiled again for a new generation")
+	}
+}
+
+// notifying is Served telling of changes when the test says so, as a
+// server's WatchAPIGroups does.
+type notifying struct {
+	*policysettest.Served
+	mu       sync.Mutex
+	watchers map[int]func()
+	next     int
+}
+
+func (n *notifying) WatchAPIGroups(f func()) (stop func()) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	id := n.next
+	n.next++
+	n.watchers[id] = f
+	return func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		delete(n.watchers, id)
+	}
+}
+
+func (n *notifying) notify() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, f := range n.watchers {
+		f()
+	}
+}
+
+func (n *notifying) watching() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.watchers)
+}
+
+// TestParamKindsFollowChanges: with resources that tell of their changes
+// (a server's WatchAPIGroups), a paramKind served later is found at the
+// change, not by polling, and one no longer served is dropped at the
+// change; the watch ends with the Source's.
+func TestParamKindsFollowChanges(t *testing.T) {
+	n := &notifying{Served: policysettest.New(t, false), watchers: map[int]func(){}}
+	n.HideRoots.Store(true)
+	if _, err := n.Roots.Create(context.Background(), "", &meta.PartialObjectMetadata{ObjectMeta: meta.ObjectMeta{Name: "r"}}, registry.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	src := NewSource[*registration.MutatingAdmissionPolicy, *registration.MutatingAdmissionPolicyBinding](func(*registration.MutatingAdmissionPolicy) int { return 0 })
+	src.SetPolicies([]*registration.MutatingAdmissionPolicy{{ObjectMeta: meta.ObjectMeta{Name: "p", UID: "p", Generation: 1},
+		Spec: registration.MutatingAdmissionPolicySpec{ParamKind: &registration.ParamKind{APIVersion: "example.com/v1", Kind: "Root"},
+			MatchConstraints: &registration.MatchResources{}}}})
+	src.SetBindings([]*registration.MutatingAdmissionPolicyBinding{{ObjectMeta: meta.ObjectMeta{Name: "b"},
+		Spec: registration.MutatingAdmissionPolicyBindingSpec{PolicyName: "p", ParamRef: &registration.ParamRef{Name: "r"}}}})
+	ctx, cancel := context.WithCancel(context.Background())
+	wait := src.WatchParams(ctx, n, slog.Default())
+	defer func() { cancel(); wait() }()
+	resolved := func() error {
+		if st := src.Current().Policies["p"].params; st.err != nil {
+			return st.err
+		}
+		return nil
+	}
+	if err := resolved(); err == nil || !strings.Contains(err.Error(), "failed to find resource referenced by paramKind") {
+		t.Fatalf("got %v", err)
+	}
+	// Served without a word: not looked up again (kube's one-second retry
+	// would have found it twice over).
+	n.HideRoots.Store(false)
+	time.Sleep(2500 * time.Millisecond)
+	if err := resolved(); err == nil {
+		t.Fatal("resolved without a change told of")
+	}
+	n.notify()
+	policysettest.Eventually(t, "the kind found at the change", resolved)
+	n.HideRoots.Store(true)
+	n.notify()
+	policysettest.Eventually(t, "the kind no longer served dropped at the change", func() error {
+		src.mu.Lock()
+		defer src.mu.Unlock()
+		if len(src.params.running) != 0 {
+			return errors.New("informer still running")
+		}
+		return nil
+	})
+	cancel()
+	wait()
+	if w := n.watching(); w != 0 {
+		t.Errorf("%d watches left after the Source stopped", w)
 	}
 }

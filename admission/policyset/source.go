@@ -261,18 +261,42 @@ func watch[T meta.Object](ctx context.Context, wg *sync.WaitGroup, mu *sync.Mute
 	})
 }
 
+// Notifying is Resources that tell of every change of what they serve,
+// as server.DelegationTarget's WatchAPIGroups does: f is called after
+// each (a CRD's custom resources served or gone) until stop is called,
+// and must not block.
+type Notifying interface {
+	Resources
+	WatchAPIGroups(f func()) (stop func())
+}
+
 // WatchParams reads the params of bound policies with a paramKind, and
 // the namespaces namespaceObject shows, from resources until ctx ends: an
 // informer per paramKind, started when a bound policy first names it,
 // stopped when none does or its resource is no longer served. A
-// paramKind no resource serves is looked up again every second (a CRD
-// created after the policy), as kube-apiserver does. The bound
-// paramKinds are resolved before it returns; the returned wait blocks
-// until ctx has ended and every informer has stopped. Run calls it; call
-// it alone for a Source kept by SetPolicies and SetBindings.
+// paramKind no resource serves is looked up again at each change
+// Notifying resources tell of (a CRD created after the policy), or, for
+// other resources, every second as kube-apiserver's policy source
+// retries. The bound paramKinds are resolved before it returns; the
+// returned wait blocks until ctx has ended and every informer has
+// stopped. Run calls it; call it alone for a Source kept by SetPolicies
+// and SetBindings.
 func (s *Source[P, B, C]) WatchParams(ctx context.Context, resources Resources, log *slog.Logger) (wait func()) {
 	if log == nil {
 		log = slog.Default()
+	}
+	// changed is signalled at each change of what resources serve; nil
+	// polls every second instead.
+	var changed chan struct{}
+	stop := func() {}
+	if n, ok := resources.(Notifying); ok {
+		changed = make(chan struct{}, 1)
+		stop = n.WatchAPIGroups(func() {
+			select {
+			case changed <- struct{}{}:
+			default: // one pending look covers every change before it
+			}
+		})
 	}
 	s.mu.Lock()
 	s.params.resources, s.params.ctx, s.params.log = resources, ctx, log
@@ -282,14 +306,21 @@ func (s *Source[P, B, C]) WatchParams(ctx context.Context, resources Resources, 
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.runParams(ctx)
+		defer stop()
+		s.runParams(ctx, changed)
 	}()
 	return func() { <-done }
 }
 
-func (s *Source[P, B, C]) runParams(ctx context.Context) {
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
+// runParams resolves the bound paramKinds again when changed is
+// signalled, or every second when changed is nil, until ctx ends.
+func (s *Source[P, B, C]) runParams(ctx context.Context, changed <-chan struct{}) {
+	var tick <-chan time.Time
+	if changed == nil {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		tick = t.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -298,13 +329,14 @@ func (s *Source[P, B, C]) runParams(ctx context.Context) {
 			s.mu.Unlock()
 			s.params.wg.Wait()
 			return
-		case <-t.C:
-			s.mu.Lock()
-			if s.params.dropGone() || s.params.unresolved {
-				s.rebuild()
-			}
-			s.mu.Unlock()
+		case <-tick:
+		case <-changed:
 		}
+		s.mu.Lock()
+		if s.params.dropGone() || s.params.unresolved {
+			s.rebuild()
+		}
+		s.mu.Unlock()
 	}
 }
 

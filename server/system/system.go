@@ -427,6 +427,11 @@ func (r servedResources) ResourceFor(kind meta.GroupVersionKind) (registry.Resou
 	return r.find(kind.Group, kind.Version, func(i registry.ResourceInfo) bool { return i.Kind == kind.Kind })
 }
 
+// WatchAPIGroups implements policyset.Notifying: the policy sources
+// resolve paramKinds again when the chain's groups change instead of
+// polling.
+func (r servedResources) WatchAPIGroups(f func()) (stop func()) { return r.s.WatchAPIGroups(f) }
+
 // ResourceOf implements policyset.Resources.
 func (r servedResources) ResourceOf(gvr meta.GroupVersionResource) (registry.Resource, bool) {
 	return r.find(gvr.Group, gvr.Version, func(i registry.ResourceInfo) bool { return i.Resource == gvr.Resource })
