@@ -67,21 +67,6 @@ func SetPriorityLevelDefaults(pl *PriorityLevelConfiguration) {
 	}
 }
 
-// validatePathSegmentName is Kubernetes' rule for the names of these
-// objects: anything that can be one path segment.
-func validatePathSegmentName(name string) []string {
-	switch {
-	case name == "." || name == "..":
-		return []string{`may not be '` + name + `'`}
-	case strings.ContainsAny(name, "/%"):
-		return []string{`may not contain '/' or '%'`}
-	}
-	return nil
-}
-
-// ValidateName checks a FlowSchema or PriorityLevelConfiguration name.
-func ValidateName(name string, prefix bool) []string { return validatePathSegmentName(name) }
-
 var distinguisherMethods = []string{string(FlowDistinguisherMethodByNamespace), string(FlowDistinguisherMethodByUser)}
 
 // ValidateFlowSchema checks a FlowSchema's spec.
@@ -101,7 +86,9 @@ func ValidateFlowSchema(fs *FlowSchema) meta.FieldErrors {
 	if fs.Spec.PriorityLevelConfiguration.Name == "" {
 		errs = append(errs, meta.Required(plName, "must reference a priority level"))
 	} else {
-		for _, msg := range validatePathSegmentName(fs.Spec.PriorityLevelConfiguration.Name) {
+		// kube-apiserver's ValidatePriorityLevelConfigurationName: the
+		// level's own names are DNS subdomains (the registry's default).
+		for _, msg := range meta.ValidateDNS1123Subdomain(fs.Spec.PriorityLevelConfiguration.Name) {
 			errs = append(errs, meta.Invalid(plName, fs.Spec.PriorityLevelConfiguration.Name, msg))
 		}
 	}

@@ -222,3 +222,23 @@ func ValidateConfigMapKey(value string) []string {
 	}
 	return errs
 }
+
+// ValidatePathSegmentName returns the problems of name as one segment of a
+// URL path (and of a storage key), as k8s.io/apimachinery's
+// ValidatePathSegmentName words them: it may not be "." or "..", nor
+// contain "/" or "%". With prefix set name is a generateName prefix, which
+// may be "." or ".." since a suffix follows. It is the whole rule for the
+// names of RBAC objects, APIServices and custom resources, for a namespace
+// or name in a request's path, and for names that policies refer to.
+func ValidatePathSegmentName(name string, prefix bool) []string {
+	if !prefix && (name == "." || name == "..") {
+		return []string{"may not be '" + name + "'"}
+	}
+	var errs []string
+	for _, bad := range []string{"/", "%"} {
+		if strings.Contains(name, bad) {
+			errs = append(errs, "may not contain '"+bad+"'")
+		}
+	}
+	return errs
+}

@@ -123,3 +123,33 @@ func TestValidateConfigMapKey(t *testing.T) {
 }
 
 var k8sConfigMapKeyRe = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
+
+func TestValidatePathSegmentName(t *testing.T) {
+	tests := []struct {
+		name   string
+		in     string
+		prefix bool
+		want   []string
+	}{
+		{"core group's APIService", "v1.", false, nil},
+		{"RBAC name with a colon", "system:discovery", false, nil},
+		{"upper case and underscore", "UPPER_case", false, nil},
+		{"empty", "", false, nil},
+		{"dot", ".", false, []string{"may not be '.'"}},
+		{"dot dot", "..", false, []string{"may not be '..'"}},
+		{"dot prefix", ".", true, nil},
+		{"dot dot prefix", "..", true, nil},
+		{"dots inside", "a..b", false, nil},
+		{"slash", "a/b", false, []string{"may not contain '/'"}},
+		{"percent", "a%2Fb", false, []string{"may not contain '%'"}},
+		{"slash and percent", "a/%b", false, []string{"may not contain '/'", "may not contain '%'"}},
+		{"slash and percent prefix", "a%b/", true, []string{"may not contain '/'", "may not contain '%'"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ValidatePathSegmentName(tt.in, tt.prefix); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("ValidatePathSegmentName(%q, %t) = %q, want %q", tt.in, tt.prefix, got, tt.want)
+			}
+		})
+	}
+}

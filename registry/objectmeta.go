@@ -3,7 +3,6 @@ package registry
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/apikit-dev/apikit/meta"
 )
@@ -36,23 +35,6 @@ func ValidateDNSLabelName(name string, prefix bool) []string {
 		name = maskTrailingDash(name)
 	}
 	return meta.ValidateDNS1123Label(name)
-}
-
-// ValidatePathSegmentName is a NameValidator for names that need only be
-// one path segment, as Kubernetes' ValidatePathSegmentName has them
-// (APIServices, whose core group's is "v1."): "." and ".." are refused,
-// and "/" and "%" anywhere; a generateName prefix may be "." or "..".
-func ValidatePathSegmentName(name string, prefix bool) []string {
-	var msgs []string
-	if !prefix && (name == "." || name == "..") {
-		msgs = append(msgs, fmt.Sprintf("may not be '%s'", name))
-	}
-	for _, c := range []string{"/", "%"} {
-		if strings.Contains(name, c) {
-			msgs = append(msgs, fmt.Sprintf("may not contain '%s'", c))
-		}
-	}
-	return msgs
 }
 
 const totalAnnotationSizeLimit = 256 * 1024

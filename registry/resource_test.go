@@ -291,26 +291,3 @@ func TestTwoGroupsOverOneStorage(t *testing.T) {
 		}
 	}
 }
-
-// TestValidatePathSegmentName checks Kubernetes' ValidatePathSegmentName
-// rules, which APIService names ("v1." of the core group) follow.
-func TestValidatePathSegmentName(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		prefix bool
-		want   string
-	}{
-		{"v1.", false, ""},
-		{"v1.example.com", false, ""},
-		{"UPPER_case", false, ""},
-		{".", false, "may not be '.'"},
-		{"..", false, "may not be '..'"},
-		{"..", true, ""},
-		{"a/b", false, "may not contain '/'"},
-		{"a%b/", true, "may not contain '/'; may not contain '%'"},
-	} {
-		if got := strings.Join(registry.ValidatePathSegmentName(tc.name, tc.prefix), "; "); got != tc.want {
-			t.Errorf("ValidatePathSegmentName(%q, %t) = %q, want %q", tc.name, tc.prefix, got, tc.want)
-		}
-	}
-}

@@ -214,7 +214,7 @@ func (info *Info) resolveParts(method string, parts, groupless []string) {
 		}
 		if fs := q.Get("fieldSelector"); fs != "" {
 			if sel, err := meta.ParseFieldSelector(fs); err == nil {
-				if name, ok := sel.RequiresExactMatch("metadata.name"); ok && len(pathSegmentNameErrors(name)) == 0 {
+				if name, ok := sel.RequiresExactMatch("metadata.name"); ok && len(meta.ValidatePathSegmentName(name, false)) == 0 {
 					info.Name = name
 					info.FieldSelectorName = true
 				}
@@ -234,12 +234,12 @@ func (info *Info) pathError() error {
 	// The fieldSelector's name never came from the path and was checked
 	// when it was taken.
 	if info.Name != "" && !info.FieldSelectorName {
-		if msgs := pathSegmentNameErrors(info.Name); len(msgs) > 0 {
+		if msgs := meta.ValidatePathSegmentName(info.Name, false); len(msgs) > 0 {
 			return meta.NewBadRequest(fmt.Sprintf("Name parameter invalid: %q: %s", info.Name, strings.Join(msgs, ";")))
 		}
 	}
 	if info.Namespace != "" {
-		if msgs := pathSegmentNameErrors(info.Namespace); len(msgs) > 0 {
+		if msgs := meta.ValidatePathSegmentName(info.Namespace, false); len(msgs) > 0 {
 			return meta.NewBadRequest(fmt.Sprintf("Namespace parameter invalid: %q: %s", info.Namespace, strings.Join(msgs, ";")))
 		}
 	}
@@ -250,22 +250,6 @@ func (info *Info) pathError() error {
 		}
 	}
 	return nil
-}
-
-// pathSegmentNameErrors lists why name cannot be a namespace or an object's
-// name in a path, in the words of Kubernetes' IsValidPathSegmentName: "."
-// and ".." are refused, as are "/" and "%" anywhere.
-func pathSegmentNameErrors(name string) []string {
-	if name == "." || name == ".." {
-		return []string{fmt.Sprintf("may not be '%s'", name)}
-	}
-	var msgs []string
-	for _, c := range []string{"/", "%"} {
-		if strings.Contains(name, c) {
-			msgs = append(msgs, fmt.Sprintf("may not contain '%s'", c))
-		}
-	}
-	return msgs
 }
 
 // cleanSegments reports whether no segment is empty, "." or "..".

@@ -316,7 +316,7 @@ func validateNamedRule(r *NamedRuleWithOperations, p *meta.Path) meta.FieldError
 	var errs meta.FieldErrors
 	seen := map[string]bool{}
 	for i, n := range r.ResourceNames {
-		for _, msg := range pathSegmentName(n) {
+		for _, msg := range meta.ValidatePathSegmentName(n, false) {
 			errs = append(errs, meta.Invalid(p.Child("resourceNames").Index(i), n, msg))
 		}
 		if seen[n] {
@@ -325,20 +325,6 @@ func validateNamedRule(r *NamedRuleWithOperations, p *meta.Path) meta.FieldError
 		seen[n] = true
 	}
 	return append(errs, validateRuleWithOperations(&r.RuleWithOperations, p)...)
-}
-
-// pathSegmentName is apimachinery's ValidatePathSegmentName.
-func pathSegmentName(name string) []string {
-	if name == "." || name == ".." {
-		return []string{"may not be '" + name + "'"}
-	}
-	var msgs []string
-	for _, c := range []string{"/", "%"} {
-		if strings.Contains(name, c) {
-			msgs = append(msgs, "may not contain '"+c+"'")
-		}
-	}
-	return msgs
 }
 
 // ValidateBinding validates a ValidatingAdmissionPolicyBinding (create
@@ -366,7 +352,7 @@ func validateParamRef(r *ParamRef, p *meta.Path) meta.FieldErrors {
 	var errs meta.FieldErrors
 	const exclusive = "name and selector are mutually exclusive"
 	if r.Name != "" {
-		for _, msg := range pathSegmentName(r.Name) {
+		for _, msg := range meta.ValidatePathSegmentName(r.Name, false) {
 			errs = append(errs, meta.Invalid(p.Child("name"), r.Name, msg))
 		}
 		if r.Selector != nil {

@@ -125,10 +125,25 @@ func TestValidation(t *testing.T) {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
 		}
 	}
-	if errs := ValidateName("system:discovery", false); errs != nil {
-		t.Errorf("system:discovery: %v", errs)
-	}
-	if errs := ValidateName("a/b", false); len(errs) != 1 {
-		t.Errorf("a/b: %v", errs)
+}
+
+// TestValidateName: RBAC names are any path segment, and kube-apiserver's
+// ValidateRBACName judges a generateName prefix as it judges a name.
+func TestValidateName(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		prefix bool
+		want   []string
+	}{
+		{"system:discovery", false, nil},
+		{"system:", true, nil},
+		{"a/b", false, []string{"may not contain '/'"}},
+		{"a%b", true, []string{"may not contain '%'"}},
+		{"..", false, []string{"may not be '..'"}},
+		{".", true, []string{"may not be '.'"}},
+	} {
+		if got := ValidateName(tc.name, tc.prefix); !slices.Equal(got, tc.want) {
+			t.Errorf("ValidateName(%q, %t) = %q, want %q", tc.name, tc.prefix, got, tc.want)
+		}
 	}
 }

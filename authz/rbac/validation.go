@@ -3,30 +3,17 @@ package rbac
 import (
 	"context"
 	"reflect"
-	"strings"
 
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
 )
 
 // ValidateName is the NameValidator of RBAC objects: any path segment
-// ("system:discovery" is a valid name), as kube-apiserver has it.
-func ValidateName(name string, prefix bool) []string {
-	var errs []string
-	if !prefix {
-		switch name {
-		case ".":
-			errs = append(errs, "may not be '.'")
-		case "..":
-			errs = append(errs, "may not be '..'")
-		}
-	}
-	for _, bad := range []string{"/", "%"} {
-		if strings.Contains(name, bad) {
-			errs = append(errs, "may not contain '"+bad+"'")
-		}
-	}
-	return errs
+// ("system:discovery" is a valid name), as kube-apiserver's
+// ValidateRBACName has it, which judges a generateName prefix as a whole
+// name (so "." is refused there too).
+func ValidateName(name string, _ bool) []string {
+	return meta.ValidatePathSegmentName(name, false)
 }
 
 // ValidatePolicyRule checks one rule with kube-apiserver's messages.

@@ -63,7 +63,6 @@ func New(f storage.Factory) (*API, error) {
 		StatusSubresource: true,
 		Strategy:          strategy[*flowSchema]{defaults: flowcontrol.SetFlowSchemaDefaults, validate: flowcontrol.ValidateFlowSchema},
 		Storage:           fsStorage,
-		NameValidator:     flowcontrol.ValidateName,
 		Columns: []registry.Column[*flowSchema]{
 			{Name: "PriorityLevel", Type: "string", Value: func(fs *flowSchema) any { return fs.Spec.PriorityLevelConfiguration.Name }},
 			{Name: "MatchingPrecedence", Type: "string", Value: func(fs *flowSchema) any {
@@ -95,7 +94,6 @@ func New(f storage.Factory) (*API, error) {
 		StatusSubresource: true,
 		Strategy:          strategy[*priorityLevel]{defaults: flowcontrol.SetPriorityLevelDefaults, validate: flowcontrol.ValidatePriorityLevel},
 		Storage:           plStorage,
-		NameValidator:     flowcontrol.ValidateName,
 		Columns: []registry.Column[*priorityLevel]{
 			{Name: "Type", Type: "string", Value: func(pl *priorityLevel) any { return string(pl.Spec.Type) }},
 			{Name: "NominalConcurrencyShares", Type: "string", Value: func(pl *priorityLevel) any {

@@ -2,6 +2,7 @@ package resources
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -160,4 +161,82 @@ func TestConfigurationIsAppliedLive(t *testing.T) {
 func countOf(apf *flowcontrol.APF) int64 {
 	n, _ := apf.ObjectCount(FlowSchemas)
 	return n
+}
+
+// TestNamesAreDNSSubdomains: kube-apiserver 1.37 names FlowSchemas and
+// PriorityLevelConfigurations, and a schema's priority level, with
+// NameIsDNSSubdomain, not with the looser path-segment rule of RBAC names.
+func TestNamesAreDNSSubdomains(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.New()
+	defer mem.Close()
+	api, err := New(storage.Shared(mem))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const subdomain = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+	schema := func(name, level string) *flowcontrol.FlowSchema {
+		return &flowcontrol.FlowSchema{
+			ObjectMeta: meta.ObjectMeta{Name: name},
+			Spec: flowcontrol.FlowSchemaSpec{
+				PriorityLevelConfiguration: flowcontrol.PriorityLevelConfigurationReference{Name: level},
+				MatchingPrecedence:         500,
+				Rules: []flowcontrol.PolicyRulesWithSubjects{{
+					Subjects:      []flowcontrol.Subject{{Kind: flowcontrol.SubjectKindUser, User: &flowcontrol.UserSubject{Name: "alice"}}},
+					ResourceRules: []flowcontrol.ResourcePolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}, Namespaces: []string{"*"}}},
+				}},
+			},
+		}
+	}
+	level := func(name string) *flowcontrol.PriorityLevelConfiguration {
+		return &flowcontrol.PriorityLevelConfiguration{
+			ObjectMeta: meta.ObjectMeta{Name: name},
+			Spec: flowcontrol.PriorityLevelConfigurationSpec{Type: flowcontrol.PriorityLevelEnablementLimited,
+				Limited: &flowcontrol.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: int32Ptr(10),
+					LimitResponse: flowcontrol.LimitResponse{Type: flowcontrol.LimitResponseTypeReject}}},
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		create func() error
+		want   string // the Status message; "" when the create succeeds
+	}{
+		{"schema ok", func() error {
+			_, err := api.FlowSchemas.Create(ctx, "", schema("tenants.example.com", "tenants"), registry.WriteOptions{})
+			return err
+		}, ""},
+		{"schema with a colon", func() error {
+			_, err := api.FlowSchemas.Create(ctx, "", schema("system:alice", "tenants"), registry.WriteOptions{})
+			return err
+		}, `FlowSchema.flowcontrol.apiserver.k8s.io "system:alice" is invalid: metadata.name: Invalid value: "system:alice": ` + subdomain},
+		{"schema's level upper case", func() error {
+			_, err := api.FlowSchemas.Create(ctx, "", schema("alice", "Tenants"), registry.WriteOptions{})
+			return err
+		}, `FlowSchema.flowcontrol.apiserver.k8s.io "alice" is invalid: spec.priorityLevelConfiguration.name: Invalid value: "Tenants": ` + subdomain},
+		{"level with a slash", func() error {
+			_, err := api.PriorityLevels.Create(ctx, "", level("a/b"), registry.WriteOptions{})
+			return err
+		}, `PriorityLevelConfiguration.flowcontrol.apiserver.k8s.io "a/b" is invalid: metadata.name: Invalid value: "a/b": ` + subdomain},
+		{"level upper case", func() error {
+			_, err := api.PriorityLevels.Create(ctx, "", level("Tenants"), registry.WriteOptions{})
+			return err
+		}, `PriorityLevelConfiguration.flowcontrol.apiserver.k8s.io "Tenants" is invalid: metadata.name: Invalid value: "Tenants": ` + subdomain},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.create()
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("create: %v", err)
+				}
+				return
+			}
+			var se *meta.StatusError
+			if !errors.As(err, &se) {
+				t.Fatalf("create: %v, want a StatusError", err)
+			}
+			if se.ErrStatus.Code != 422 || se.ErrStatus.Reason != meta.StatusReasonInvalid || se.ErrStatus.Message != tc.want {
+				t.Errorf("create: %d %s %q\nwant 422 Invalid %q", se.ErrStatus.Code, se.ErrStatus.Reason, se.ErrStatus.Message, tc.want)
+			}
+		})
+	}
 }

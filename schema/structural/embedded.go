@@ -173,12 +173,12 @@ func validateEmbeddedMetadata(v any, p *meta.Path) meta.FieldErrors {
 	}
 	var errs meta.FieldErrors
 	if m.GenerateName != "" {
-		for _, msg := range pathSegmentName(m.GenerateName, true) {
+		for _, msg := range meta.ValidatePathSegmentName(m.GenerateName, true) {
 			errs = append(errs, meta.Invalid(p.Child("generateName"), m.GenerateName, msg))
 		}
 	}
 	if m.Name != "" {
-		for _, msg := range pathSegmentName(m.Name, false) {
+		for _, msg := range meta.ValidatePathSegmentName(m.Name, false) {
 			errs = append(errs, meta.Invalid(p.Child("name"), m.Name, msg))
 		}
 	}
@@ -258,24 +258,4 @@ func sortedStringKeys(m map[string]string) []string {
 	}
 	sortStrings(keys)
 	return keys
-}
-
-// pathSegmentName is Kubernetes' rule for names that appear in a URL path
-// (custom resources' and embedded objects' names): not "." or "..", no
-// "/" or "%". A generateName prefix may be "." or "..".
-func pathSegmentName(name string, prefix bool) []string {
-	if !prefix {
-		for _, bad := range []string{".", ".."} {
-			if name == bad {
-				return []string{fmt.Sprintf("may not be '%s'", bad)}
-			}
-		}
-	}
-	var msgs []string
-	for _, bad := range []string{"/", "%"} {
-		if strings.Contains(name, bad) {
-			msgs = append(msgs, fmt.Sprintf("may not contain '%s'", bad))
-		}
-	}
-	return msgs
 }

@@ -25,7 +25,7 @@ func NewStore(f storage.Factory) (*registry.Store[*APIService], error) {
 		Storage:        s,
 		// kube-aggregator's: one path segment, <version>.<group>
 		// (ValidateAPIService), so the core group's is "v1.".
-		NameValidator:     registry.ValidatePathSegmentName,
+		NameValidator:     meta.ValidatePathSegmentName,
 		StatusSubresource: true,
 		Columns: []registry.Column[*APIService]{
 			{Name: "Service", Type: "string", Description: "The reference to the service that hosts this API endpoint.", Value: func(a *APIService) any {
