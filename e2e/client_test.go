@@ -161,6 +161,29 @@ func TestErrors(t *testing.T) {
 		t.Errorf("invalid causes = %+v", c)
 	}
 
+	// FlowSchemas are named as kube-apiserver 1.37 names them (a DNS
+	// subdomain), not as RBAC objects are (any path segment).
+	schemas := client.Resource(schema.GroupVersionResource{Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Resource: "flowschemas"})
+	fs := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "flowcontrol.apiserver.k8s.io/v1", "kind": "FlowSchema",
+		"metadata": map[string]any{"name": "system:alice"},
+		"spec": map[string]any{
+			"priorityLevelConfiguration": map[string]any{"name": "global-default"},
+			"matchingPrecedence":         int64(500),
+			"rules": []any{map[string]any{
+				"subjects":      []any{map[string]any{"kind": "User", "user": map[string]any{"name": "alice"}}},
+				"resourceRules": []any{map[string]any{"verbs": []any{"*"}, "apiGroups": []any{"*"}, "resources": []any{"*"}, "namespaces": []any{"*"}}},
+			}},
+		},
+	}}
+	_, err = schemas.Create(ctx, fs, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !errors.As(err, &se) {
+		t.Fatalf("create FlowSchema system:alice: %v, want Invalid", err)
+	}
+	if c := se.ErrStatus.Details.Causes; len(c) != 1 || c[0].Field != "metadata.name" || !strings.HasPrefix(c[0].Message, `Invalid value: "system:alice": a lowercase RFC 1123 subdomain must consist of`) {
+		t.Errorf("FlowSchema system:alice causes = %+v", c)
+	}
+
 	// Three MiB is the body limit.
 	big := newFlunder("errs", "big", strings.Repeat("x", 3<<20))
 	_, err = res.Create(ctx, big, metav1.CreateOptions{})
