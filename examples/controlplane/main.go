@@ -71,7 +71,6 @@ func build(c *server.Config, aggCfg aggregator.Config) (*server.GenericServer, e
 	if err := coreAPI.Install(coreServer); err != nil {
 		return nil, err
 	}
-	aggCfg.CustomResources = ext
 	agg, err := aggregator.New(completed, coreServer, aggCfg)
 	if err != nil {
 		return nil, err

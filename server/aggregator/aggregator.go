@@ -42,12 +42,6 @@ type Config struct {
 	// fetched again (default 1m); they are fetched as well whenever a
 	// backend becomes available or its discovery document changes.
 	OpenAPIRefreshInterval time.Duration
-	// CustomResources, when set, is the chain's extensions server (or
-	// another source of group-versions that come and go): each
-	// group-version it serves gets a local APIService labelled
-	// AutomanagedLabel: AutomanagedAlways within moments, deleted when it
-	// is no longer served, as kube-apiserver registers CRD versions.
-	CustomResources GroupVersionSource
 	// Logger defaults to the server's.
 	Logger *slog.Logger
 }
@@ -76,7 +70,7 @@ type Aggregator struct {
 	localRL  map[meta.GroupVersion]*meta.APIResourceList
 
 	probe chan string // names to probe now
-	// autoregisterAgain asks registerCustomResources for a round.
+	// autoregisterAgain asks registerDynamicGroups for a round.
 	autoregisterAgain chan struct{}
 
 	localDocs func() (*openapi.Documents, error) // the chain's, built once

@@ -27,16 +27,6 @@ const (
 	AutomanagedAlways  = "true"
 )
 
-// GroupVersionSource is a server of the chain whose group-versions come and
-// go while it runs: server/extensions' Server, whose CRD versions the
-// aggregator registers as local APIServices (Config.CustomResources).
-type GroupVersionSource interface {
-	// ServedGroupVersions returns the group-versions served now and a
-	// channel closed when they may have changed; synced is false while
-	// the source does not know yet what it serves (before its start).
-	ServedGroupVersions() (gvs []meta.GroupVersion, synced bool, changed <-chan struct{})
-}
-
 // priorities of the built-in groups apikit servers serve, as
 // kube-apiserver's apiVersionPriorities has them; other groups get
 // groupPriorityMinimum 1000 and a versionPriority from 100 down, in the
@@ -91,8 +81,7 @@ func localSpecs(groups []*server.APIGroupInfo, keep func(*server.APIGroupInfo) b
 // group-version the chain serves for its lifetime, puts back the spec of
 // one a user changed, and deletes those of group-versions no longer
 // served. Storage that does not answer is retried for 30 seconds, as the
-// RBAC bootstrap does. Then, with Config.CustomResources, it starts
-// registerCustomResources.
+// RBAC bootstrap does. Then it starts registerDynamicGroups.
 func (a *Aggregator) autoregister(ctx context.Context) error {
 	builtIn := localSpecs(a.GenericServer.APIGroups(), func(g *server.APIGroupInfo) bool { return !g.Dynamic() })
 	deadline := time.Now().Add(30 * time.Second)
@@ -110,33 +99,46 @@ func (a *Aggregator) autoregister(ctx context.Context) error {
 		case <-time.After(time.Second):
 		}
 	}
-	if a.cfg.CustomResources != nil {
-		skip := make(map[meta.GroupVersion]bool, len(builtIn))
-		for _, s := range builtIn {
-			skip[s.GroupVersion()] = true
-		}
-		a.wg.Go(func() { a.registerCustomResources(ctx, skip) })
+	skip := make(map[meta.GroupVersion]bool, len(builtIn))
+	for _, s := range builtIn {
+		skip[s.GroupVersion()] = true
 	}
+	// Watching before the first round: a change between the two is
+	// another round, never lost.
+	stop := a.GenericServer.WatchAPIGroups(a.registerAgain)
+	a.wg.Go(func() {
+		defer stop()
+		a.registerDynamicGroups(ctx, skip)
+	})
 	return nil
 }
 
-// registerCustomResources keeps a local APIService (labelled
-// AutomanagedAlways) for every group-version Config.CustomResources
-// serves, as kube-apiserver's crdRegistrationController and autoregister
-// controller do: made when the source serves it, deleted when it no
-// longer does, put back when a user deletes or changes it. A group-version
-// of builtIn (registered on start) is left to that registration. It runs
-// until ctx ends; a failed round is retried after a second.
-func (a *Aggregator) registerCustomResources(ctx context.Context, builtIn map[meta.GroupVersion]bool) {
+// registerDynamicGroups keeps a local APIService (labelled
+// AutomanagedAlways) for every group-version of the chain's dynamic groups
+// (the CRD versions an extensions server behind the aggregator serves), as
+// kube-apiserver's crdRegistrationController and autoregister controller
+// do: made when it is served, deleted when it no longer is, put back when
+// a user deletes or changes it. It reads the chain as the garbage
+// collector does, again whenever WatchAPIGroups calls registerAgain, and
+// does nothing while APIGroupsSynced is false (the CRDs stored at start
+// not served yet: an absent version is then not known to be gone). A
+// group-version of builtIn (registered on start) is left to that
+// registration. It runs until ctx ends; a failed round is retried after a
+// second.
+func (a *Aggregator) registerDynamicGroups(ctx context.Context, builtIn map[meta.GroupVersion]bool) {
 	for {
-		gvs, synced, changed := a.cfg.CustomResources.ServedGroupVersions()
 		var retry <-chan time.Time
-		if synced {
+		if a.GenericServer.APIGroupsSynced() {
 			var specs []APIServiceSpec
-			for _, gv := range gvs {
-				if !builtIn[gv] {
-					specs = append(specs, APIServiceSpec{Group: gv.Group, Version: gv.Version,
-						GroupPriorityMinimum: crdGroupPriorityMinimum, VersionPriority: crdVersionPriority})
+			for _, g := range a.GenericServer.APIGroups() {
+				if !g.Dynamic() {
+					continue
+				}
+				for _, v := range g.Versions {
+					if gv := (meta.GroupVersion{Group: g.Name, Version: v.Version}); !builtIn[gv] {
+						specs = append(specs, APIServiceSpec{Group: gv.Group, Version: gv.Version,
+							GroupPriorityMinimum: crdGroupPriorityMinimum, VersionPriority: crdVersionPriority})
+					}
 				}
 			}
 			if err := a.reconcileLocal(ctx, specs, AutomanagedAlways); err != nil {
@@ -150,15 +152,15 @@ func (a *Aggregator) registerCustomResources(ctx context.Context, builtIn map[me
 		select {
 		case <-ctx.Done():
 			return
-		case <-changed:
 		case <-a.autoregisterAgain:
 		case <-retry:
 		}
 	}
 }
 
-// registerAgain asks registerCustomResources for another round, after an
-// APIService it may keep changed or went.
+// registerAgain asks registerDynamicGroups for another round, after the
+// chain's groups or an APIService it may keep changed. It must not block:
+// WatchAPIGroups calls it on the goroutine that made the change.
 func (a *Aggregator) registerAgain() {
 	select {
 	case a.autoregisterAgain <- struct{}{}:

@@ -359,9 +359,8 @@ func (c *controller) publish() {
 		}
 	}
 	c.generation++
-	old := c.s.served.Swap(newState(crds, c.generation))
-	close(old.replaced)
-	// The garbage collector and the namespace controller of this chain
-	// follow the custom resources served.
+	c.s.served.Store(newState(crds, c.generation))
+	// The garbage collector, the namespace controller and an
+	// aggregator's CRD registration follow the custom resources served.
 	c.s.GenericServer.DynamicGroupsChanged()
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	iwebhook "github.com/apikit-dev/apikit/internal/webhook"
-	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/server"
 	"github.com/apikit-dev/apikit/server/openapi"
@@ -126,24 +125,6 @@ func New(c server.CompletedConfig, delegate server.DelegationTarget, cfg Config)
 		return nil, err
 	}
 	return s, nil
-}
-
-// ServedGroupVersions returns the group-versions of the custom resources
-// served now, each group's in kube-apiserver's version priority order, and
-// a channel closed when they may have changed (when the serving state is
-// next replaced). synced is false until the CRDs stored at start are
-// served (the post-start hook's work): an empty list then means "not known
-// yet", not "none". An aggregator in front registers an APIService for
-// each (aggregator.Config.CustomResources), as kube-apiserver's
-// crdRegistrationController does.
-func (s *Server) ServedGroupVersions() (gvs []meta.GroupVersion, synced bool, changed <-chan struct{}) {
-	st := s.served.Load()
-	for _, g := range st.groups {
-		for _, v := range g.Versions {
-			gvs = append(gvs, meta.GroupVersion{Group: g.Name, Version: v.Version})
-		}
-	}
-	return gvs, st.generation > 0, st.replaced
 }
 
 // Wait blocks until the controllers the post-start hook started have

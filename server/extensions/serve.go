@@ -59,12 +59,10 @@ type state struct {
 	generation uint64
 	docsOnce   sync.Once
 	docs       []openapi.Remote
-	// replaced is closed when the next state is published.
-	replaced chan struct{}
 }
 
 func newState(crds map[string]*servedCRD, generation uint64) *state {
-	st := &state{byName: crds, byGVR: map[meta.GroupVersionResource]*servedCRD{}, generation: generation, replaced: make(chan struct{})}
+	st := &state{byName: crds, byGVR: map[meta.GroupVersionResource]*servedCRD{}, generation: generation}
 	versions := map[string]map[string][]*servedVersion{} // group -> version -> resources
 	names := make([]string, 0, len(crds))
 	for name := range crds {
