@@ -1,22 +1,14 @@
 package system_test
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/meta"
-	"github.com/apikit-dev/apikit/registry"
-	"github.com/apikit-dev/apikit/server"
-	"github.com/apikit-dev/apikit/server/system"
-	"github.com/apikit-dev/apikit/storage"
-	"github.com/apikit-dev/apikit/storage/backend"
 )
 
 // gadget is the object the benchmark creates: a spec for the policy's
@@ -120,70 +112,9 @@ func BenchmarkCreateWithPolicy(b *testing.B) {
 	}
 }
 
-// benchServer runs a server built from Go code with the system APIs
-// (admission policies among them) and gadgets on the memory backend, and
-// returns its handler once it is ready.
+// benchServer runs the benchmark's server (startGoCodeServer, serving
+// gadgets) and returns its handler once it is ready.
 func benchServer(b *testing.B) http.Handler {
 	b.Helper()
-	st := backend.New(backend.Config{Backend: backend.Memory, MaxObjectBytes: storage.DefaultMaxObjectBytes})
-	b.Cleanup(func() { st.Close() })
-	cfg := server.NewConfig()
-	cfg.Storage = st
-	cfg.Logger = discardLogger()
-	cfg.Authenticator = authn.Func(func(r *http.Request) (*authn.Response, bool, error) {
-		if r.Header.Get(userHeader) != "admin" {
-			return nil, false, nil
-		}
-		return &authn.Response{User: authn.User{Name: "admin", Groups: []string{authn.AllAuthenticated, authn.SystemPrivilegedGroup}}}, true, nil
-	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.SecureServing.Listener = ln
-	sys, err := system.Defaults(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	resource := meta.GroupResource{Group: "example.com", Resource: "gadgets"}
-	s, err := cfg.Storage.For(resource)
-	if err != nil {
-		b.Fatal(err)
-	}
-	gadgets, err := registry.NewStore(registry.Options[*gadget]{Resource: resource, Kind: "Gadget", NamespaceScoped: true,
-		StorageVersion: "v1", Strategy: registry.DefaultStrategy[*gadget]{}, Storage: s})
-	if err != nil {
-		b.Fatal(err)
-	}
-	completed, err := cfg.Complete()
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv, err := completed.New("bench", server.NewEmptyDelegate())
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := srv.InstallAPIGroup(server.NewAPIGroupInfo("example.com").AddVersion("v1", registry.Serve(gadgets))); err != nil {
-		b.Fatal(err)
-	}
-	if err := system.Install(srv, sys); err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.PrepareRun().Run(ctx) }()
-	b.Cleanup(func() { cancel(); <-done })
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		r := httptest.NewRequest("GET", "/readyz", nil)
-		w := httptest.NewRecorder()
-		srv.Handler.ServeHTTP(w, r)
-		if w.Code == http.StatusOK {
-			return srv.Handler
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("not ready within 60 s: %d %s", w.Code, w.Body)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return startGoCodeServer[*gadget](b, "bench", "gadgets", "Gadget").Handler
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -31,13 +32,28 @@ type widget struct {
 // (a real server verifies certificates or tokens).
 const userHeader = "X-Test-User"
 
-// TestServerFromGoCode builds a server with no options package, no flags:
-// Defaults and Install give it RBAC, priority and fairness and the review
-// APIs, as the server command has them.
-func TestServerFromGoCode(t *testing.T) {
+// goCodeServer is a server built from Go code alone, running until its
+// test ends.
+type goCodeServer struct {
+	*server.GenericServer
+	// Base is its https:// address; Client trusts its serving
+	// certificate.
+	Base   string
+	Client *http.Client
+}
+
+// startGoCodeServer builds and runs a server as a program without the
+// options package does: storage assembled by storage/backend (memory),
+// system.Defaults and system.Install, and one namespaced resource of T
+// at example.com/v1 (its plural and kind given). The authenticator
+// trusts userHeader; "admin" is in system:masters. It returns once
+// /readyz passes, which waits for the post-start hooks: the RBAC index
+// synced, the default flow control configuration written.
+func startGoCodeServer[T meta.Object](tb testing.TB, name, resource, kind string) *goCodeServer {
+	tb.Helper()
 	// Storage assembled by the library, as the flags would have it.
 	st := backend.New(backend.Config{Backend: backend.Memory, MaxObjectBytes: storage.DefaultMaxObjectBytes})
-	t.Cleanup(func() { st.Close() })
+	tb.Cleanup(func() { st.Close() })
 	cfg := server.NewConfig()
 	cfg.Storage = st
 	cfg.Logger = discardLogger()
@@ -54,47 +70,67 @@ func TestServerFromGoCode(t *testing.T) {
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	cfg.SecureServing.Listener = ln
 	sys, err := system.Defaults(cfg)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	resource := meta.GroupResource{Group: "example.com", Resource: "widgets"}
-	s, err := cfg.Storage.For(resource)
+	gr := meta.GroupResource{Group: "example.com", Resource: resource}
+	s, err := cfg.Storage.For(gr)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	widgets, err := registry.NewStore(registry.Options[*widget]{Resource: resource, Kind: "Widget", NamespaceScoped: true,
-		StorageVersion: "v1", Strategy: registry.DefaultStrategy[*widget]{}, Storage: s})
+	store, err := registry.NewStore(registry.Options[T]{Resource: gr, Kind: kind, NamespaceScoped: true,
+		StorageVersion: "v1", Strategy: registry.DefaultStrategy[T]{}, Storage: s})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	completed, err := cfg.Complete()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	srv, err := completed.New("go-code", server.NewEmptyDelegate())
+	srv, err := completed.New(name, server.NewEmptyDelegate())
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	if err := srv.InstallAPIGroup(server.NewAPIGroupInfo("example.com").AddVersion("v1", registry.Serve(widgets))); err != nil {
-		t.Fatal(err)
+	if err := srv.InstallAPIGroup(server.NewAPIGroupInfo("example.com").AddVersion("v1", registry.Serve(store))); err != nil {
+		tb.Fatal(err)
 	}
 	if err := system.Install(srv, sys); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.PrepareRun().Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	tb.Cleanup(func() { cancel(); <-done })
 
 	pool := x509.NewCertPool()
-	pool.AddCert(leaf(t, cfg.SecureServing.Certificate))
+	pool.AddCert(leaf(tb, cfg.SecureServing.Certificate))
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	t.Cleanup(client.CloseIdleConnections)
-	base := "https://" + ln.Addr().String()
+	tb.Cleanup(client.CloseIdleConnections)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		w := httptest.NewRecorder()
+		srv.Handler.ServeHTTP(w, httptest.NewRequest("GET", "/readyz", nil))
+		if w.Code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("not ready within 60 s: %d %s", w.Code, w.Body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return &goCodeServer{GenericServer: srv, Base: "https://" + ln.Addr().String(), Client: client}
+}
+
+// TestServerFromGoCode builds a server with no options package, no flags:
+// Defaults and Install give it RBAC, priority and fairness and the review
+// APIs, as the server command has them.
+func TestServerFromGoCode(t *testing.T) {
+	srv := startGoCodeServer[*widget](t, "go-code", "widgets", "Widget")
+	client, base := srv.Client, srv.Base
 	do := func(user, method, path, body string) (int, map[string]any) {
 		t.Helper()
 		req, err := http.NewRequest(method, base+path, strings.NewReader(body))
@@ -127,9 +163,6 @@ func TestServerFromGoCode(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	// /readyz waits for the post-start hooks: the RBAC index synced, the
-	// default flow control configuration written.
-	poll("ready", func() bool { code, _ := do("", "GET", "/readyz", ""); return code == http.StatusOK })
 
 	if code, m := do("admin", "GET", "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas/exempt", ""); code != http.StatusOK {
 		t.Errorf("flow control's exempt FlowSchema: %d %v", code, m)
@@ -161,14 +194,14 @@ func TestServerFromGoCode(t *testing.T) {
 	}
 }
 
-func leaf(t *testing.T, c *tls.Certificate) *x509.Certificate {
-	t.Helper()
+func leaf(tb testing.TB, c *tls.Certificate) *x509.Certificate {
+	tb.Helper()
 	if c.Leaf != nil {
 		return c.Leaf
 	}
 	l, err := x509.ParseCertificate(c.Certificate[0])
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return l
 }
