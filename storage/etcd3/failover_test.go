@@ -145,14 +145,12 @@ func TestLostAnswers(t *testing.T) {
 	})
 }
 
-// TestFrozenMember freezes one member of a three-member cluster for far
-// longer than any call may take: with the fail-over options every read and
-// write completes on the other members, where the client alone holds the
-// calls routed to the frozen member until it thaws.
-func TestFrozenMember(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a three-member etcd cluster")
-	}
+// failoverStore starts a three-member etcd cluster and a store under
+// prefix on it with the fail-over options: a client per member (returned
+// in the cluster's member order) and attempts of 500 ms. Both close when
+// the test ends.
+func failoverStore(t *testing.T, prefix string) (*etcdtest.Cluster, storage.Interface, []*clientv3.Client) {
+	t.Helper()
 	cluster := etcdtest.StartCluster(t, 3)
 	client := newClient(t, cluster.Endpoints())
 	clients, err := DialMembers(Config{Endpoints: cluster.Endpoints()})
@@ -164,8 +162,20 @@ func TestFrozenMember(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 		kvs = append(kvs, c)
 	}
-	s := New(client, WithPrefix("/frozen"), WithMembers(kvs...), WithAttemptTimeout(500*time.Millisecond))
-	defer s.Close()
+	s := New(client, WithPrefix(prefix), WithMembers(kvs...), WithAttemptTimeout(500*time.Millisecond))
+	t.Cleanup(func() { s.Close() })
+	return cluster, s, clients
+}
+
+// TestFrozenMember freezes one member of a three-member cluster for far
+// longer than any call may take: with the fail-over options every read and
+// write completes on the other members, where the client alone holds the
+// calls routed to the frozen member until it thaws.
+func TestFrozenMember(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-member etcd cluster")
+	}
+	cluster, s, _ := failoverStore(t, "/frozen")
 
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -330,19 +340,7 @@ func TestWatchLeavesFrozenMember(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-member etcd cluster")
 	}
-	cluster := etcdtest.StartCluster(t, 3)
-	client := newClient(t, cluster.Endpoints())
-	clients, err := DialMembers(Config{Endpoints: cluster.Endpoints()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var kvs []clientv3.KV
-	for _, c := range clients {
-		t.Cleanup(func() { c.Close() })
-		kvs = append(kvs, c)
-	}
-	s := New(client, WithPrefix("/watchfrozen"), WithMembers(kvs...), WithAttemptTimeout(500*time.Millisecond))
-	defer s.Close()
+	cluster, s, clients := failoverStore(t, "/watchfrozen")
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	// Warm up every member's connection. The values carry uids, so that a
