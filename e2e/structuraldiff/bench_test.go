@@ -2,6 +2,7 @@ package structuraldiff
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
@@ -14,44 +15,32 @@ import (
 	"github.com/apikit-dev/apikit/schema/structural"
 )
 
-// benchSchema and benchCR are schema/structural's benchmark resource: a
-// workload with list maps and sets, int-or-string, formats, a pattern, an
-// embedded resource, defaults and two unknown fields.
-const benchSchema = `{"type":"object","properties":{
- "apiVersion":{"type":"string"},"kind":{"type":"string"},"metadata":{"type":"object"},
- "spec":{"type":"object","required":["image"],"properties":{
-  "replicas":{"type":"integer","minimum":0,"maximum":100,"default":1},
-  "image":{"type":"string","minLength":1,"maxLength":255,"pattern":"^[a-z0-9./:-]+$"},
-  "mode":{"type":"string","enum":["Always","IfNotPresent","Never"],"default":"IfNotPresent"},
-  "maxSurge":{"x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}],"default":"25%"},
-  "owner":{"type":"string","format":"email"},
-  "id":{"type":"string","format":"uuid"},
-  "schedule":{"type":"string","format":"date-time"},
-  "labels":{"type":"object","additionalProperties":{"type":"string","maxLength":63}},
-  "args":{"type":"array","x-kubernetes-list-type":"atomic","items":{"type":"string"}},
-  "tags":{"type":"array","x-kubernetes-list-type":"set","items":{"type":"string"}},
-  "ports":{"type":"array","x-kubernetes-list-type":"map","x-kubernetes-list-map-keys":["name"],"maxItems":16,"items":{"type":"object","required":["name","port"],"properties":{
-   "name":{"type":"string"},"port":{"type":"integer","minimum":1,"maximum":65535},"protocol":{"type":"string","enum":["TCP","UDP"],"default":"TCP"}}}},
-  "resources":{"type":"object","properties":{"cpu":{"x-kubernetes-int-or-string":true},"memory":{"x-kubernetes-int-or-string":true}}},
-  "template":{"type":"object","x-kubernetes-embedded-resource":true,"x-kubernetes-preserve-unknown-fields":true}}},
- "status":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}`
-
-const benchCR = `{"apiVersion":"example.com/v1","kind":"Workload","metadata":{"name":"w","namespace":"default","labels":{"app":"w"}},
- "spec":{"replicas":3,"image":"registry.example.com/app:1.2.3","owner":"ops@example.com","id":"123e4567-e89b-12d3-a456-426614174000",
-  "schedule":"2024-01-02T10:00:00Z","labels":{"tier":"web","team":"a"},"args":["--port=8080","--verbose"],"tags":["a","b","c"],
-  "ports":[{"name":"http","port":8080},{"name":"https","port":8443,"protocol":"TCP"}],
-  "resources":{"cpu":"500m","memory":"256Mi"},"unknownA":1,
-  "template":{"apiVersion":"v1","kind":"Pod","metadata":{"labels":{"app":"w"}},"spec":{"containers":[{"name":"c","image":"x"}]}}},
- "status":{"ready":2,"conditions":[{"type":"Ready","status":"True"}]},"unknownB":{"x":1}}`
+// benchFixture returns schema/structural's benchmark resource (its
+// testdata): a workload with list maps and sets, int-or-string, formats,
+// a pattern, an embedded resource, defaults and two unknown fields.
+func benchFixture(tb testing.TB) (schemaJSON, cr string) {
+	tb.Helper()
+	const dir = "../../schema/structural/testdata/"
+	sch, err := os.ReadFile(dir + "workload-schema.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	obj, err := os.ReadFile(dir + "workload.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(sch), string(obj)
+}
 
 // BenchmarkApikit is one write through apikit: decode, prune, default,
 // validate.
 func BenchmarkApikit(b *testing.B) {
-	s, err := schema.FromOpenAPIV3([]byte(benchSchema))
+	schemaJSON, cr := benchFixture(b)
+	s, err := schema.FromOpenAPIV3([]byte(schemaJSON))
 	if err != nil {
 		b.Fatal(err)
 	}
-	data := []byte(benchCR)
+	data := []byte(cr)
 	b.ReportAllocs()
 	for b.Loop() {
 		v, err := structural.DecodeJSON(data)
@@ -72,12 +61,13 @@ func BenchmarkApikit(b *testing.B) {
 // validation.
 func BenchmarkKube(b *testing.B) {
 	t := &testing.T{}
-	internal, ss := kubeSchema(t, benchSchema)
+	schemaJSON, cr := benchFixture(b)
+	internal, ss := kubeSchema(t, schemaJSON)
 	validator, _, err := apiservervalidation.NewSchemaValidator(internal)
 	if err != nil {
 		b.Fatal(err)
 	}
-	data := []byte(benchCR)
+	data := []byte(cr)
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
