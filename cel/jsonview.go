@@ -581,6 +581,14 @@ func (m *jsonMap) Find(key ref.Val) (ref.Val, bool) {
 	if !ok {
 		return nil, false
 	}
+	// Labels and annotations, without reflection's allocations.
+	if ss, ok := stringMap(m.v); ok {
+		s, found := ss[string(k)]
+		if !found {
+			return nil, false
+		}
+		return types.String(validUTF8(s)), true
+	}
 	e := m.v.MapIndex(reflect.ValueOf(string(k)).Convert(m.v.Type().Key()))
 	if !e.IsValid() {
 		return nil, false
@@ -621,6 +629,14 @@ func (m *jsonMap) Type() ref.Type                              { return types.Ma
 func (m *jsonMap) Value() any {
 	v, _ := jsonOf(m)
 	return v
+}
+
+func stringMap(v reflect.Value) (map[string]string, bool) {
+	if !v.CanInterface() {
+		return nil, false
+	}
+	m, ok := v.Interface().(map[string]string)
+	return m, ok
 }
 
 // mapEqual is cel-go's equality of maps: the same keys, and values not

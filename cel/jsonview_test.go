@@ -47,6 +47,7 @@ type viewSpec struct {
 	Zero     zeroStruct        `json:"zero,omitzero"`
 	Nested   map[string]any    `json:"nested,omitempty"`
 	Strings  map[string]string `json:"strings"`
+	Keys     map[string]string `json:"keys,omitempty"`
 	Ignored  string            `json:"-"`
 	Dash     string            `json:"-,"`
 	BadTag   string            `json:"a\"b"`
@@ -130,7 +131,7 @@ func viewObjects() map[string]any {
 		"full":          full,
 		"empty":         &viewObject{},
 		"floats":        &viewSpec{Ratio: 1e21, Small: 1e-7, Any: []any{math.Copysign(0, -1), 1e20, 0.5, float32(3), 123456789.0}},
-		"invalid utf-8": &viewSpec{Mode: "a\xffb\xfe\xfdc", Strings: map[string]string{"k\xff": "v"}, Items: []viewItem{{Name: "\xc3"}}},
+		"invalid utf-8": &viewSpec{Mode: "a\xffb\xfe\xfdc", Strings: map[string]string{"k": "v\xff"}, Keys: map[string]string{"k\xff": "v", "k\xfe": "w"}, Items: []viewItem{{Name: "\xc3"}}},
 		"items":         &viewItem{Name: "only"},
 	}
 }
@@ -274,6 +275,8 @@ var viewExpressions = []string{
 	"object.spec.nested.deep.x[0].y",
 	"object.spec.strings",
 	"object.spec.strings.size() == 0",
+	"object.spec.strings.k",
+	"object.spec.keys",
 	"object.spec.Ignored",
 	"object.spec['-']",
 	"object.spec.NoTag",
