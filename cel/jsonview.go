@@ -114,7 +114,12 @@ func viewOf(v reflect.Value) ref.Val {
 			return types.NullValue
 		}
 	}
-	k := kindOf(v.Type())
+	return viewWith(v, kindOf(v.Type()))
+}
+
+// viewWith is viewOf with v's typeKind known; v is not a nil pointer or
+// interface.
+func viewWith(v reflect.Value, k *typeKind) ref.Val {
 	switch {
 	case k.refVal:
 		return v.Interface().(ref.Val)
@@ -282,6 +287,9 @@ type structField struct {
 	tagged              bool
 	omitEmpty, omitZero bool
 	isZero              func(reflect.Value) bool
+	// kind is the field's typeKind when its type is neither a pointer
+	// nor an interface (whose values' kinds are found as they are read).
+	kind *typeKind
 }
 
 func fieldsOf(t reflect.Type) *structFields {
@@ -353,6 +361,10 @@ func fieldsOf(t reflect.Type) *structFields {
 				}
 				if f.omitZero {
 					f.isZero = zeroTest(sf.Type)
+				}
+				// A struct cannot hold itself by value: this ends.
+				if k := sf.Type.Kind(); k != reflect.Pointer && k != reflect.Interface {
+					f.kind = kindOf(sf.Type)
 				}
 				found = append(found, f)
 				if count[l.typ] > 1 {
@@ -529,6 +541,9 @@ func (s *jsonStruct) Find(key ref.Val) (ref.Val, bool) {
 	}
 	if i, ok := s.fields.byName[string(k)]; ok {
 		if v, ok := s.at(i); ok {
+			if kind := s.fields.list[i].kind; kind != nil {
+				return viewWith(v, kind), true
+			}
 			return viewOf(v), true
 		}
 	}

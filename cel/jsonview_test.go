@@ -56,8 +56,9 @@ type viewSpec struct {
 }
 
 type viewItem struct {
-	Name  string  `json:"name"`
-	Value *string `json:"value,omitempty"`
+	Name  string     `json:"name"`
+	Value *string    `json:"value,omitempty"`
+	Kids  []viewItem `json:"kids,omitempty"`
 }
 
 // textual encodes itself as text, ptrTextual through its pointer (used
@@ -117,7 +118,7 @@ func viewObjects() map[string]any {
 		other:           &other{Tie: "t2", Tagged: "tagged"},
 		unexportedEmbed: &unexportedEmbed{Visible: "yes"},
 		Spec: viewSpec{Size: 3, Mode: "fast", Ratio: 2, Small: 0.1, Big: math.MaxUint64, Flag: &yes,
-			Items: []viewItem{{Name: "a", Value: &v}, {Name: "b"}}, Data: []byte("hello"),
+			Items: []viewItem{{Name: "a", Value: &v}, {Name: "b", Kids: []viewItem{{Name: "c"}}}}, Data: []byte("hello"),
 			Counts: map[string]int{"x": 1}, ByNumber: map[int]string{2: "two", 10: "ten"},
 			Any: map[string]any{"n": 1.5, "i": 7, "l": []any{uint8(1), "s", nil}}, Raw: json.RawMessage(`{"r":[1,2.5]}`),
 			When: now, Since: &now, Text: textual{4}, PtrText: ptrTextual{5}, Quoted: quoted{6}, Pair: [2]int8{-1, 1},
@@ -254,7 +255,8 @@ var viewExpressions = []string{
 	"object.spec.items.exists(i, has(i.value))",
 	"object.spec.items + [1]",
 	"[1] + object.spec.items",
-	"object.spec.items == [{'name': 'a', 'value': 'v'}, {'name': 'b'}]",
+	"object.spec.items == [dyn({'name': 'a', 'value': 'v'}), dyn({'name': dyn('b'), 'kids': dyn([{'name': 'c'}])})]",
+	"object.spec.items[1].kids[0].name",
 	"{'name': 'b'} in object.spec.items",
 	"object.spec.items == [{'name': 'a', 'value': 'v'}]",
 	"[{'name': 'a', 'value': 'v'}] == object.spec.items",
