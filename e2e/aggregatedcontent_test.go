@@ -66,7 +66,8 @@ func flunderIn(ns, name, owners string) string {
 // garbage collector of examples/controlplane reach the resources of an
 // aggregated API server in another process (wardle), as
 // kube-controller-manager's do through kube-apiserver: `kubectl delete ns`
-// removes the namespace's flunders and then the namespace; a flunder owned
+// removes the namespace's flunders and then the namespace (kept, with
+// kube's conditions, while a finalizer holds one); a flunder owned
 // by a ConfigMap goes with it (background and foreground) or loses the
 // reference (orphan); while wardle is down the namespace stays Terminating
 // with NamespaceDeletionDiscoveryFailure and finishes once it is back;
@@ -112,11 +113,20 @@ func TestControlPlaneAggregatedContent(t *testing.T) {
 		cp.Kubectl("create", "ns", "team-x")
 		cp.KubectlStdin(flunderIn("team-x", "f1", ""), "create", "-f", "-")
 		cp.KubectlStdin(flunderIn("team-x", "f2", ""), "create", "-f", "-")
+		held := strings.Replace(flunderIn("team-x", "held", ""), `"ownerReferences":[]`, `"finalizers":["example.com/hold"]`, 1)
+		cp.KubectlStdin(held, "create", "-f", "-")
 		cp.Kubectl("delete", "ns", "team-x", "--wait=false")
-		poll(t, "team-x's flunders deleted in wardle", func() (bool, string) {
+		poll(t, "team-x's flunders deleted in wardle but the held one", func() (bool, string) {
 			out := backend.Kubectl("get", "flunders", "-n", "team-x", "-o", "name")
-			return out == "", out
+			return strings.TrimSpace(out) == "flunder.wardle.example.com/held", out
 		})
+		poll(t, "team-x's conditions name the held flunder", func() (bool, string) {
+			out, _, _ := cp.kubectlRaw(t.Context(), "get", "ns", "team-x", "-o",
+				`jsonpath={.status.conditions[?(@.type=="NamespaceContentRemaining")].message}|{.status.conditions[?(@.type=="NamespaceFinalizersRemaining")].message}`)
+			return out == "Some resources are remaining: flunders.wardle.example.com has 1 resource instances|"+
+				"Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances", out
+		})
+		backend.Kubectl("patch", "flunder", "held", "-n", "team-x", "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
 		poll(t, "team-x deleted", gone(cp, "get", "ns", "team-x"))
 	})
 
