@@ -2,17 +2,13 @@ package endpoints_test
 
 import (
 	"context"
-	"crypto/tls"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/apikit-dev/apikit/admission"
-	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/server"
@@ -117,27 +113,8 @@ func TestAdmissionSeesRequestedVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	plugin := &versionLog{}
-	cfg := server.NewConfig()
-	cfg.SecureServing.Certificate = &tls.Certificate{} // served over plain HTTP here
-	cfg.Authenticator = authn.Func(func(*http.Request) (*authn.Response, bool, error) {
-		return &authn.Response{User: authn.User{Name: "tester"}}, true, nil
-	})
-	cfg.Admission = admission.Chain{plugin}
-	cfg.Logger = discardLogger()
-	completed, err := cfg.Complete()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := completed.New("test", server.NewEmptyDelegate())
-	if err != nil {
-		t.Fatal(err)
-	}
 	info := server.NewAPIGroupInfo(group).AddVersion("v1", registry.Serve(things)).AddVersion("v2", v2)
-	if err := srv.InstallAPIGroup(info); err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler)
-	t.Cleanup(hs.Close)
+	_, hs := serveGroup(t, info, nil, func(c *server.Config) { c.Admission = admission.Chain{plugin} })
 	ts := &testServer{Server: hs}
 
 	for _, tc := range []struct {

@@ -1,11 +1,9 @@
 package endpoints_test
 
 import (
-	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -338,25 +336,7 @@ func TestTooLargeRetriedWithoutManagedFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := server.NewConfig()
-	cfg.SecureServing.Certificate = &tls.Certificate{}
-	cfg.Authenticator = authn.Func(func(*http.Request) (*authn.Response, bool, error) {
-		return &authn.Response{User: authn.User{Name: "tester", Groups: []string{authn.SystemPrivilegedGroup}}}, true, nil
-	})
-	cfg.Logger = discardLogger()
-	completed, err := cfg.Complete()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := completed.New("test", server.NewEmptyDelegate())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.InstallAPIGroup(server.NewAPIGroupInfo(group).AddVersion("v1", registry.Serve(widgets))); err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler)
-	t.Cleanup(hs.Close)
+	_, hs := serveGroup(t, server.NewAPIGroupInfo(group).AddVersion("v1", registry.Serve(widgets)), []string{authn.SystemPrivilegedGroup})
 	ts := &testServer{Server: hs}
 
 	// Labels of ~1.1 KB: the object fits, its labels' managedFields
@@ -421,25 +401,7 @@ func TestApplyAcrossVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := server.NewConfig()
-	cfg.SecureServing.Certificate = &tls.Certificate{}
-	cfg.Authenticator = authn.Func(func(*http.Request) (*authn.Response, bool, error) {
-		return &authn.Response{User: authn.User{Name: "tester", Groups: []string{authn.SystemPrivilegedGroup}}}, true, nil
-	})
-	cfg.Logger = discardLogger()
-	completed, err := cfg.Complete()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := completed.New("test", server.NewEmptyDelegate())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.InstallAPIGroup(group); err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler)
-	t.Cleanup(hs.Close)
+	_, hs := serveGroup(t, group, []string{authn.SystemPrivilegedGroup})
 	ts := &testServer{Server: hs}
 	const (
 		beta  = "/apis/wardle.example.com/v1beta1/namespaces/default/flunders/f"

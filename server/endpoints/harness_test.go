@@ -154,12 +154,22 @@ func newTestServer(t testing.TB, mutate ...func(*server.Config)) *testServer {
 		t.Fatal(err)
 	}
 	adm := &admissionLog{}
+	mutate = append([]func(*server.Config){func(c *server.Config) { c.Admission = admission.Chain{adm} }}, mutate...)
+	srv, hs := serveGroup(t, server.NewAPIGroupInfo(group).AddVersion("v1", registry.Serve(widgets), registry.Serve(gadgets)), []string{"testers"}, mutate...)
+	return &testServer{Server: hs, srv: srv, widgets: widgets, mem: mem, admission: adm}
+}
+
+// serveGroup runs info's group in a server of its own over plain HTTP
+// (httptest), which takes every request for user "tester" in groups and
+// discards its logs; mutate changes its config before Complete. Both stop
+// when the test ends.
+func serveGroup(t testing.TB, info *server.APIGroupInfo, groups []string, mutate ...func(*server.Config)) (*server.GenericServer, *httptest.Server) {
+	t.Helper()
 	cfg := server.NewConfig()
 	cfg.SecureServing.Certificate = &tls.Certificate{} // served over plain HTTP here
 	cfg.Authenticator = authn.Func(func(*http.Request) (*authn.Response, bool, error) {
-		return &authn.Response{User: authn.User{Name: "tester", Groups: []string{"testers"}}}, true, nil
+		return &authn.Response{User: authn.User{Name: "tester", Groups: groups}}, true, nil
 	})
-	cfg.Admission = admission.Chain{adm}
 	cfg.Logger = discardLogger()
 	for _, m := range mutate {
 		m(cfg)
@@ -172,12 +182,12 @@ func newTestServer(t testing.TB, mutate ...func(*server.Config)) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.InstallAPIGroup(server.NewAPIGroupInfo(group).AddVersion("v1", registry.Serve(widgets), registry.Serve(gadgets))); err != nil {
+	if err := srv.InstallAPIGroup(info); err != nil {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(srv.Handler)
 	t.Cleanup(hs.Close)
-	return &testServer{Server: hs, srv: srv, widgets: widgets, mem: mem, admission: adm}
+	return srv, hs
 }
 
 // req is one request to make.
