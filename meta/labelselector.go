@@ -13,18 +13,18 @@ import (
 // AsSelector.
 type LabelSelector struct {
 	// MatchLabels requires each key to have its value, like "key=value".
-	MatchLabels map[string]string `json:"matchLabels,omitempty"`
+	MatchLabels map[string]string `json:"matchLabels,omitempty" protobuf:"1"`
 	// MatchExpressions are set-based requirements.
-	MatchExpressions []LabelSelectorRequirement `json:"matchExpressions,omitempty"`
+	MatchExpressions []LabelSelectorRequirement `json:"matchExpressions,omitempty" protobuf:"2"`
 }
 
 // LabelSelectorRequirement is one set-based requirement of a LabelSelector.
 type LabelSelectorRequirement struct {
-	Key      string                `json:"key"`
-	Operator LabelSelectorOperator `json:"operator"`
+	Key      string                `json:"key" protobuf:"1"`
+	Operator LabelSelectorOperator `json:"operator" protobuf:"2"`
 	// Values must be non-empty for In and NotIn, and empty for Exists and
 	// DoesNotExist.
-	Values []string `json:"values,omitempty"`
+	Values []string `json:"values,omitempty" protobuf:"3"`
 }
 
 // LabelSelectorOperator relates a requirement's key to its values.

@@ -29,21 +29,21 @@ func (t *TypeMeta) GroupVersionKind() GroupVersionKind {
 // quirk that a zero creationTimestamp is written as null rather than omitted,
 // and its lists' merge semantics (package schema reads the tags).
 type ObjectMeta struct {
-	Name                       string            `json:"name,omitempty"`
-	GenerateName               string            `json:"generateName,omitempty"`
-	Namespace                  string            `json:"namespace,omitempty"`
-	SelfLink                   string            `json:"selfLink,omitempty"`
-	UID                        string            `json:"uid,omitempty"`
-	ResourceVersion            string            `json:"resourceVersion,omitempty"`
-	Generation                 int64             `json:"generation,omitempty"`
-	CreationTimestamp          Time              `json:"creationTimestamp,omitzero"`
-	DeletionTimestamp          *Time             `json:"deletionTimestamp,omitempty"`
-	DeletionGracePeriodSeconds *int64            `json:"deletionGracePeriodSeconds,omitempty"`
-	Labels                     map[string]string `json:"labels,omitempty"`
-	Annotations                map[string]string `json:"annotations,omitempty"`
-	OwnerReferences            []OwnerReference  `json:"ownerReferences,omitempty" patchStrategy:"merge" patchMergeKey:"uid" listType:"map" listMapKeys:"uid"`
-	Finalizers                 []string          `json:"finalizers,omitempty" patchStrategy:"merge" listType:"set"`
-	ManagedFields              []ManagedFields   `json:"managedFields,omitempty" listType:"atomic"`
+	Name                       string            `json:"name,omitempty" protobuf:"1"`
+	GenerateName               string            `json:"generateName,omitempty" protobuf:"2"`
+	Namespace                  string            `json:"namespace,omitempty" protobuf:"3"`
+	SelfLink                   string            `json:"selfLink,omitempty" protobuf:"4"`
+	UID                        string            `json:"uid,omitempty" protobuf:"5"`
+	ResourceVersion            string            `json:"resourceVersion,omitempty" protobuf:"6"`
+	Generation                 int64             `json:"generation,omitempty" protobuf:"7"`
+	CreationTimestamp          Time              `json:"creationTimestamp,omitzero" protobuf:"8"`
+	DeletionTimestamp          *Time             `json:"deletionTimestamp,omitempty" protobuf:"9"`
+	DeletionGracePeriodSeconds *int64            `json:"deletionGracePeriodSeconds,omitempty" protobuf:"10"`
+	Labels                     map[string]string `json:"labels,omitempty" protobuf:"11"`
+	Annotations                map[string]string `json:"annotations,omitempty" protobuf:"12"`
+	OwnerReferences            []OwnerReference  `json:"ownerReferences,omitempty" patchStrategy:"merge" patchMergeKey:"uid" listType:"map" listMapKeys:"uid" protobuf:"13"`
+	Finalizers                 []string          `json:"finalizers,omitempty" patchStrategy:"merge" listType:"set" protobuf:"14"`
+	ManagedFields              []ManagedFields   `json:"managedFields,omitempty" listType:"atomic" protobuf:"17"`
 }
 
 // GetObjectMeta returns the ObjectMeta itself, so that any struct embedding
@@ -52,24 +52,24 @@ func (m *ObjectMeta) GetObjectMeta() *ObjectMeta { return m }
 
 // OwnerReference identifies an object that owns the referring one.
 type OwnerReference struct {
-	APIVersion         string `json:"apiVersion"`
-	Kind               string `json:"kind"`
-	Name               string `json:"name"`
-	UID                string `json:"uid"`
-	Controller         *bool  `json:"controller,omitempty"`
-	BlockOwnerDeletion *bool  `json:"blockOwnerDeletion,omitempty"`
+	APIVersion         string `json:"apiVersion" protobuf:"5"`
+	Kind               string `json:"kind" protobuf:"1"`
+	Name               string `json:"name" protobuf:"3"`
+	UID                string `json:"uid" protobuf:"4"`
+	Controller         *bool  `json:"controller,omitempty" protobuf:"6"`
+	BlockOwnerDeletion *bool  `json:"blockOwnerDeletion,omitempty" protobuf:"7"`
 }
 
 // ManagedFields records which manager set which fields. apikit stores and
 // returns it as given; it does not implement server-side apply field tracking.
 type ManagedFields struct {
-	Manager     string          `json:"manager,omitempty"`
-	Operation   string          `json:"operation,omitempty"`
-	APIVersion  string          `json:"apiVersion,omitempty"`
-	Time        *Time           `json:"time,omitempty"`
-	FieldsType  string          `json:"fieldsType,omitempty"`
-	FieldsV1    json.RawMessage `json:"fieldsV1,omitempty"`
-	Subresource string          `json:"subresource,omitempty"`
+	Manager     string          `json:"manager,omitempty" protobuf:"1"`
+	Operation   string          `json:"operation,omitempty" protobuf:"2"`
+	APIVersion  string          `json:"apiVersion,omitempty" protobuf:"3"`
+	Time        *Time           `json:"time,omitempty" protobuf:"4"`
+	FieldsType  string          `json:"fieldsType,omitempty" protobuf:"6"`
+	FieldsV1    json.RawMessage `json:"fieldsV1,omitempty" protobuf:"7"`
+	Subresource string          `json:"subresource,omitempty" protobuf:"8"`
 }
 
 // ListMeta is the metadata of a list response.

@@ -77,5 +77,6 @@ func paramKindColumn(k *ParamKind) string {
 // Resources returns what a server installs beside the other
 // admissionregistration.k8s.io resources.
 func (s *MutatingPolicyStores) Resources() []registry.Resource {
-	return []registry.Resource{registry.Serve(s.Policies), registry.Serve(s.Bindings)}
+	return []registry.Resource{registry.ServeProtobuf(s.Policies, mutatingPoliciesProtobuf.ToJSON),
+		registry.ServeProtobuf(s.Bindings, mutatingBindingsProtobuf.ToJSON)}
 }

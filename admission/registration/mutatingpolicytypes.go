@@ -12,8 +12,8 @@ var (
 // matchConstraints match, in force where a binding names it.
 type MutatingAdmissionPolicy struct {
 	meta.TypeMeta   `json:",inline"`
-	meta.ObjectMeta `json:"metadata,omitempty"`
-	Spec            MutatingAdmissionPolicySpec `json:"spec,omitempty"`
+	meta.ObjectMeta `json:"metadata,omitempty" protobuf:"1"`
+	Spec            MutatingAdmissionPolicySpec `json:"spec,omitempty" protobuf:"2"`
 }
 
 // MutatingAdmissionPolicyList is a list of MutatingAdmissionPolicies.
@@ -26,21 +26,21 @@ type MutatingAdmissionPolicyList struct {
 // MutatingAdmissionPolicySpec is what a policy changes and on which
 // writes.
 type MutatingAdmissionPolicySpec struct {
-	ParamKind          *ParamKind             `json:"paramKind,omitempty"`
-	MatchConstraints   *MatchResources        `json:"matchConstraints,omitempty"`
-	Variables          []Variable             `json:"variables,omitempty" listType:"atomic"`
-	Mutations          []Mutation             `json:"mutations,omitempty" listType:"atomic"`
-	FailurePolicy      *FailurePolicyType     `json:"failurePolicy,omitempty"`
-	MatchConditions    []MatchCondition       `json:"matchConditions,omitempty" patchStrategy:"merge" patchMergeKey:"name" listType:"map" listMapKeys:"name"`
-	ReinvocationPolicy ReinvocationPolicyType `json:"reinvocationPolicy,omitempty"`
+	ParamKind          *ParamKind             `json:"paramKind,omitempty" protobuf:"1"`
+	MatchConstraints   *MatchResources        `json:"matchConstraints,omitempty" protobuf:"2"`
+	Variables          []Variable             `json:"variables,omitempty" listType:"atomic" protobuf:"3"`
+	Mutations          []Mutation             `json:"mutations,omitempty" listType:"atomic" protobuf:"4"`
+	FailurePolicy      *FailurePolicyType     `json:"failurePolicy,omitempty" protobuf:"5"`
+	MatchConditions    []MatchCondition       `json:"matchConditions,omitempty" patchStrategy:"merge" patchMergeKey:"name" listType:"map" listMapKeys:"name" protobuf:"6"`
+	ReinvocationPolicy ReinvocationPolicyType `json:"reinvocationPolicy,omitempty" protobuf:"7"`
 }
 
 // Mutation is one CEL expression that changes the object: an apply
 // configuration merged into it, or a JSON Patch applied to it.
 type Mutation struct {
-	PatchType          PatchType           `json:"patchType"`
-	ApplyConfiguration *ApplyConfiguration `json:"applyConfiguration,omitempty"`
-	JSONPatch          *JSONPatch          `json:"jsonPatch,omitempty"`
+	PatchType          PatchType           `json:"patchType" protobuf:"2"`
+	ApplyConfiguration *ApplyConfiguration `json:"applyConfiguration,omitempty" protobuf:"3"`
+	JSONPatch          *JSONPatch          `json:"jsonPatch,omitempty" protobuf:"4"`
 }
 
 // PatchType is how a mutation changes the object.
@@ -55,21 +55,21 @@ const (
 // ApplyConfiguration is an expression building an Object{...} that is
 // merged into the object with server-side apply's merge.
 type ApplyConfiguration struct {
-	Expression string `json:"expression,omitempty"`
+	Expression string `json:"expression,omitempty" protobuf:"1"`
 }
 
 // JSONPatch is an expression building a list of JSONPatch{...}
 // operations applied to the object.
 type JSONPatch struct {
-	Expression string `json:"expression,omitempty"`
+	Expression string `json:"expression,omitempty" protobuf:"1"`
 }
 
 // MutatingAdmissionPolicyBinding puts a mutating policy in force on the
 // writes its matchResources match.
 type MutatingAdmissionPolicyBinding struct {
 	meta.TypeMeta   `json:",inline"`
-	meta.ObjectMeta `json:"metadata,omitempty"`
-	Spec            MutatingAdmissionPolicyBindingSpec `json:"spec,omitempty"`
+	meta.ObjectMeta `json:"metadata,omitempty" protobuf:"1"`
+	Spec            MutatingAdmissionPolicyBindingSpec `json:"spec,omitempty" protobuf:"2"`
 }
 
 // MutatingAdmissionPolicyBindingList is a list of bindings.
@@ -82,7 +82,7 @@ type MutatingAdmissionPolicyBindingList struct {
 // MutatingAdmissionPolicyBindingSpec names the policy, its parameters and
 // where it applies.
 type MutatingAdmissionPolicyBindingSpec struct {
-	PolicyName     string          `json:"policyName,omitempty"`
-	ParamRef       *ParamRef       `json:"paramRef,omitempty"`
-	MatchResources *MatchResources `json:"matchResources,omitempty"`
+	PolicyName     string          `json:"policyName,omitempty" protobuf:"1"`
+	ParamRef       *ParamRef       `json:"paramRef,omitempty" protobuf:"2"`
+	MatchResources *MatchResources `json:"matchResources,omitempty" protobuf:"3"`
 }

@@ -100,5 +100,6 @@ func selectorString(s *meta.LabelSelector) string {
 // Resources returns what a server installs beside the webhook
 // configurations.
 func (s *PolicyStores) Resources() []registry.Resource {
-	return []registry.Resource{registry.Serve(s.Policies), registry.Serve(s.Bindings)}
+	return []registry.Resource{registry.ServeProtobuf(s.Policies, policiesProtobuf.ToJSON),
+		registry.ServeProtobuf(s.Bindings, bindingsProtobuf.ToJSON)}
 }

@@ -12,9 +12,9 @@ var (
 // matchConstraints match, in force where a binding names it.
 type ValidatingAdmissionPolicy struct {
 	meta.TypeMeta   `json:",inline"`
-	meta.ObjectMeta `json:"metadata,omitempty"`
-	Spec            ValidatingAdmissionPolicySpec   `json:"spec,omitempty"`
-	Status          ValidatingAdmissionPolicyStatus `json:"status,omitempty"`
+	meta.ObjectMeta `json:"metadata,omitempty" protobuf:"1"`
+	Spec            ValidatingAdmissionPolicySpec   `json:"spec,omitempty" protobuf:"2"`
+	Status          ValidatingAdmissionPolicyStatus `json:"status,omitempty" protobuf:"3"`
 }
 
 // ValidatingAdmissionPolicyList is a list of ValidatingAdmissionPolicies.
@@ -26,95 +26,95 @@ type ValidatingAdmissionPolicyList struct {
 
 // ValidatingAdmissionPolicySpec is what a policy checks and on which writes.
 type ValidatingAdmissionPolicySpec struct {
-	ParamKind        *ParamKind         `json:"paramKind,omitempty"`
-	MatchConstraints *MatchResources    `json:"matchConstraints,omitempty"`
-	Validations      []Validation       `json:"validations,omitempty"`
-	FailurePolicy    *FailurePolicyType `json:"failurePolicy,omitempty"`
-	AuditAnnotations []AuditAnnotation  `json:"auditAnnotations,omitempty"`
-	MatchConditions  []MatchCondition   `json:"matchConditions,omitempty" patchStrategy:"merge" patchMergeKey:"name" listType:"map" listMapKeys:"name"`
-	Variables        []Variable         `json:"variables,omitempty"`
+	ParamKind        *ParamKind         `json:"paramKind,omitempty" protobuf:"1"`
+	MatchConstraints *MatchResources    `json:"matchConstraints,omitempty" protobuf:"2"`
+	Validations      []Validation       `json:"validations,omitempty" protobuf:"3"`
+	FailurePolicy    *FailurePolicyType `json:"failurePolicy,omitempty" protobuf:"4"`
+	AuditAnnotations []AuditAnnotation  `json:"auditAnnotations,omitempty" protobuf:"5"`
+	MatchConditions  []MatchCondition   `json:"matchConditions,omitempty" patchStrategy:"merge" patchMergeKey:"name" listType:"map" listMapKeys:"name" protobuf:"6"`
+	Variables        []Variable         `json:"variables,omitempty" protobuf:"7"`
 }
 
 // ValidatingAdmissionPolicyStatus is the policy's type checking (written
 // by package admission/policy) and conditions.
 type ValidatingAdmissionPolicyStatus struct {
-	ObservedGeneration int64         `json:"observedGeneration,omitempty"`
-	TypeChecking       *TypeChecking `json:"typeChecking,omitempty"`
-	Conditions         []Condition   `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type" listType:"map" listMapKeys:"type"`
+	ObservedGeneration int64         `json:"observedGeneration,omitempty" protobuf:"1"`
+	TypeChecking       *TypeChecking `json:"typeChecking,omitempty" protobuf:"2"`
+	Conditions         []Condition   `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type" listType:"map" listMapKeys:"type" protobuf:"3"`
 }
 
 // TypeChecking holds the warnings of checking a policy's expressions
 // against the types of the resources it matches.
 type TypeChecking struct {
-	ExpressionWarnings []ExpressionWarning `json:"expressionWarnings,omitempty"`
+	ExpressionWarnings []ExpressionWarning `json:"expressionWarnings,omitempty" protobuf:"1"`
 }
 
 // ExpressionWarning is one type checking warning.
 type ExpressionWarning struct {
-	FieldRef string `json:"fieldRef"`
-	Warning  string `json:"warning"`
+	FieldRef string `json:"fieldRef" protobuf:"2"`
+	Warning  string `json:"warning" protobuf:"3"`
 }
 
 // Condition is metav1.Condition.
 type Condition struct {
-	Type               string    `json:"type"`
-	Status             string    `json:"status"`
-	ObservedGeneration int64     `json:"observedGeneration,omitempty"`
-	LastTransitionTime meta.Time `json:"lastTransitionTime"`
-	Reason             string    `json:"reason"`
-	Message            string    `json:"message"`
+	Type               string    `json:"type" protobuf:"1"`
+	Status             string    `json:"status" protobuf:"2"`
+	ObservedGeneration int64     `json:"observedGeneration,omitempty" protobuf:"3"`
+	LastTransitionTime meta.Time `json:"lastTransitionTime" protobuf:"4"`
+	Reason             string    `json:"reason" protobuf:"5"`
+	Message            string    `json:"message" protobuf:"6"`
 }
 
 // ParamKind is the kind of the objects that parameterize a policy.
 type ParamKind struct {
-	APIVersion string `json:"apiVersion,omitempty"`
-	Kind       string `json:"kind,omitempty"`
+	APIVersion string `json:"apiVersion,omitempty" protobuf:"1"`
+	Kind       string `json:"kind,omitempty" protobuf:"2"`
 }
 
 // Validation is one CEL expression that must be true for a write to pass.
 type Validation struct {
-	Expression        string             `json:"expression"`
-	Message           string             `json:"message,omitempty"`
-	Reason            *meta.StatusReason `json:"reason,omitempty"`
-	MessageExpression string             `json:"messageExpression,omitempty"`
+	Expression        string             `json:"expression" protobuf:"1"`
+	Message           string             `json:"message,omitempty" protobuf:"2"`
+	Reason            *meta.StatusReason `json:"reason,omitempty" protobuf:"3"`
+	MessageExpression string             `json:"messageExpression,omitempty" protobuf:"4"`
 }
 
 // Variable is a named CEL expression the others read as variables.<name>.
 type Variable struct {
-	Name       string `json:"name"`
-	Expression string `json:"expression"`
+	Name       string `json:"name" protobuf:"1"`
+	Expression string `json:"expression" protobuf:"2"`
 }
 
 // AuditAnnotation is an audit annotation a policy adds, its value a CEL
 // expression.
 type AuditAnnotation struct {
-	Key             string `json:"key"`
-	ValueExpression string `json:"valueExpression"`
+	Key             string `json:"key" protobuf:"1"`
+	ValueExpression string `json:"valueExpression" protobuf:"2"`
 }
 
 // MatchResources selects writes by resource rules and by the labels of
 // the namespace and the object.
 type MatchResources struct {
-	NamespaceSelector    *meta.LabelSelector       `json:"namespaceSelector,omitempty"`
-	ObjectSelector       *meta.LabelSelector       `json:"objectSelector,omitempty"`
-	ResourceRules        []NamedRuleWithOperations `json:"resourceRules,omitempty"`
-	ExcludeResourceRules []NamedRuleWithOperations `json:"excludeResourceRules,omitempty"`
-	MatchPolicy          *MatchPolicyType          `json:"matchPolicy,omitempty"`
+	NamespaceSelector    *meta.LabelSelector       `json:"namespaceSelector,omitempty" protobuf:"1"`
+	ObjectSelector       *meta.LabelSelector       `json:"objectSelector,omitempty" protobuf:"2"`
+	ResourceRules        []NamedRuleWithOperations `json:"resourceRules,omitempty" protobuf:"3"`
+	ExcludeResourceRules []NamedRuleWithOperations `json:"excludeResourceRules,omitempty" protobuf:"4"`
+	MatchPolicy          *MatchPolicyType          `json:"matchPolicy,omitempty" protobuf:"7"`
 }
 
 // NamedRuleWithOperations is a RuleWithOperations limited to some names
 // (all when empty).
 type NamedRuleWithOperations struct {
-	ResourceNames      []string `json:"resourceNames,omitempty"`
-	RuleWithOperations `json:",inline"`
+	ResourceNames      []string `json:"resourceNames,omitempty" protobuf:"1"`
+	RuleWithOperations `json:",inline" protobuf:"2"`
 }
 
 // ValidatingAdmissionPolicyBinding puts a policy in force on the writes
 // its matchResources match, with its validation actions.
 type ValidatingAdmissionPolicyBinding struct {
 	meta.TypeMeta   `json:",inline"`
-	meta.ObjectMeta `json:"metadata,omitempty"`
-	Spec            ValidatingAdmissionPolicyBindingSpec `json:"spec,omitempty"`
+	meta.ObjectMeta `json:"metadata,omitempty" protobuf:"1"`
+	Spec            ValidatingAdmissionPolicyBindingSpec `json:"spec,omitempty" protobuf:"2"`
 }
 
 // ValidatingAdmissionPolicyBindingList is a list of bindings.
@@ -127,18 +127,18 @@ type ValidatingAdmissionPolicyBindingList struct {
 // ValidatingAdmissionPolicyBindingSpec names the policy, its parameters,
 // where it applies and what a failed validation does.
 type ValidatingAdmissionPolicyBindingSpec struct {
-	PolicyName        string             `json:"policyName,omitempty"`
-	ParamRef          *ParamRef          `json:"paramRef,omitempty"`
-	MatchResources    *MatchResources    `json:"matchResources,omitempty"`
-	ValidationActions []ValidationAction `json:"validationActions,omitempty" listType:"set"`
+	PolicyName        string             `json:"policyName,omitempty" protobuf:"1"`
+	ParamRef          *ParamRef          `json:"paramRef,omitempty" protobuf:"2"`
+	MatchResources    *MatchResources    `json:"matchResources,omitempty" protobuf:"3"`
+	ValidationActions []ValidationAction `json:"validationActions,omitempty" listType:"set" protobuf:"4"`
 }
 
 // ParamRef finds a binding's parameter objects.
 type ParamRef struct {
-	Name                    string                       `json:"name,omitempty"`
-	Namespace               string                       `json:"namespace,omitempty"`
-	Selector                *meta.LabelSelector          `json:"selector,omitempty"`
-	ParameterNotFoundAction *ParameterNotFoundActionType `json:"parameterNotFoundAction,omitempty"`
+	Name                    string                       `json:"name,omitempty" protobuf:"1"`
+	Namespace               string                       `json:"namespace,omitempty" protobuf:"2"`
+	Selector                *meta.LabelSelector          `json:"selector,omitempty" protobuf:"3"`
+	ParameterNotFoundAction *ParameterNotFoundActionType `json:"parameterNotFoundAction,omitempty" protobuf:"4"`
 }
 
 // ParameterNotFoundActionType says what a binding does when its params

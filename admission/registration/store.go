@@ -86,5 +86,6 @@ func webhooksColumn[T meta.Object](n func(T) int) registry.Column[T] {
 
 // Resources returns what a server installs as admissionregistration.k8s.io/v1.
 func (s *Stores) Resources() []registry.Resource {
-	return []registry.Resource{registry.Serve(s.Mutating), registry.Serve(s.Validating)}
+	return []registry.Resource{registry.ServeProtobuf(s.Mutating, mutatingWebhooksProtobuf.ToJSON),
+		registry.ServeProtobuf(s.Validating, validatingWebhooksProtobuf.ToJSON)}
 }

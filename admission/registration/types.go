@@ -18,8 +18,8 @@ var (
 // of the writes their rules match.
 type MutatingWebhookConfiguration struct {
 	meta.TypeMeta   `json:",inline"`
-	meta.ObjectMeta `json:"metadata,omitempty"`
-	Webhooks        []MutatingWebhook `json:"webhooks,omitempty" patchStrategy:"merge" patchMergeKey:"name"`
+	meta.ObjectMeta `json:"metadata,omitempty" protobuf:"1"`
+	Webhooks        []MutatingWebhook `json:"webhooks,omitempty" patchStrategy:"merge" patchMergeKey:"name" protobuf:"2"`
 }
 
 // MutatingWebhookConfigurationList is a list of MutatingWebhookConfigurations.
@@ -33,8 +33,8 @@ type MutatingWebhookConfigurationList struct {
 // writes their rules match.
 type ValidatingWebhookConfiguration struct {
 	meta.TypeMeta   `json:",inline"`
-	meta.ObjectMeta `json:"metadata,omitempty"`
-	Webhooks        []ValidatingWebhook `json:"webhooks,omitempty" patchStrategy:"merge" patchMergeKey:"name"`
+	meta.ObjectMeta `json:"metadata,omitempty" protobuf:"1"`
+	Webhooks        []ValidatingWebhook `json:"webhooks,omitempty" patchStrategy:"merge" patchMergeKey:"name" protobuf:"2"`
 }
 
 // ValidatingWebhookConfigurationList is a list of ValidatingWebhookConfigurations.
@@ -49,73 +49,73 @@ type ValidatingWebhookConfigurationList struct {
 type MutatingWebhook struct {
 	// Name is a fully qualified name ("imagepolicy.example.com"), unique
 	// in its configuration.
-	Name                    string                  `json:"name"`
-	ClientConfig            WebhookClientConfig     `json:"clientConfig"`
-	Rules                   []RuleWithOperations    `json:"rules,omitempty"`
-	FailurePolicy           *FailurePolicyType      `json:"failurePolicy,omitempty"`
-	MatchPolicy             *MatchPolicyType        `json:"matchPolicy,omitempty"`
-	NamespaceSelector       *meta.LabelSelector     `json:"namespaceSelector,omitempty"`
-	ObjectSelector          *meta.LabelSelector     `json:"objectSelector,omitempty"`
-	SideEffects             *SideEffectClass        `json:"sideEffects"`
-	TimeoutSeconds          *int32                  `json:"timeoutSeconds,omitempty"`
-	AdmissionReviewVersions []string                `json:"admissionReviewVersions"`
-	ReinvocationPolicy      *ReinvocationPolicyType `json:"reinvocationPolicy,omitempty"`
-	MatchConditions         []MatchCondition        `json:"matchConditions,omitempty" patchStrategy:"merge" patchMergeKey:"name" listType:"map" listMapKeys:"name"`
+	Name                    string                  `json:"name" protobuf:"1"`
+	ClientConfig            WebhookClientConfig     `json:"clientConfig" protobuf:"2"`
+	Rules                   []RuleWithOperations    `json:"rules,omitempty" protobuf:"3"`
+	FailurePolicy           *FailurePolicyType      `json:"failurePolicy,omitempty" protobuf:"4"`
+	MatchPolicy             *MatchPolicyType        `json:"matchPolicy,omitempty" protobuf:"9"`
+	NamespaceSelector       *meta.LabelSelector     `json:"namespaceSelector,omitempty" protobuf:"5"`
+	ObjectSelector          *meta.LabelSelector     `json:"objectSelector,omitempty" protobuf:"11"`
+	SideEffects             *SideEffectClass        `json:"sideEffects" protobuf:"6"`
+	TimeoutSeconds          *int32                  `json:"timeoutSeconds,omitempty" protobuf:"7"`
+	AdmissionReviewVersions []string                `json:"admissionReviewVersions" protobuf:"8"`
+	ReinvocationPolicy      *ReinvocationPolicyType `json:"reinvocationPolicy,omitempty" protobuf:"10"`
+	MatchConditions         []MatchCondition        `json:"matchConditions,omitempty" patchStrategy:"merge" patchMergeKey:"name" listType:"map" listMapKeys:"name" protobuf:"12"`
 }
 
 // ValidatingWebhook is one validating webhook.
 type ValidatingWebhook struct {
-	Name                    string               `json:"name"`
-	ClientConfig            WebhookClientConfig  `json:"clientConfig"`
-	Rules                   []RuleWithOperations `json:"rules,omitempty"`
-	FailurePolicy           *FailurePolicyType   `json:"failurePolicy,omitempty"`
-	MatchPolicy             *MatchPolicyType     `json:"matchPolicy,omitempty"`
-	NamespaceSelector       *meta.LabelSelector  `json:"namespaceSelector,omitempty"`
-	ObjectSelector          *meta.LabelSelector  `json:"objectSelector,omitempty"`
-	SideEffects             *SideEffectClass     `json:"sideEffects"`
-	TimeoutSeconds          *int32               `json:"timeoutSeconds,omitempty"`
-	AdmissionReviewVersions []string             `json:"admissionReviewVersions"`
-	MatchConditions         []MatchCondition     `json:"matchConditions,omitempty" patchStrategy:"merge" patchMergeKey:"name" listType:"map" listMapKeys:"name"`
+	Name                    string               `json:"name" protobuf:"1"`
+	ClientConfig            WebhookClientConfig  `json:"clientConfig" protobuf:"2"`
+	Rules                   []RuleWithOperations `json:"rules,omitempty" protobuf:"3"`
+	FailurePolicy           *FailurePolicyType   `json:"failurePolicy,omitempty" protobuf:"4"`
+	MatchPolicy             *MatchPolicyType     `json:"matchPolicy,omitempty" protobuf:"9"`
+	NamespaceSelector       *meta.LabelSelector  `json:"namespaceSelector,omitempty" protobuf:"5"`
+	ObjectSelector          *meta.LabelSelector  `json:"objectSelector,omitempty" protobuf:"10"`
+	SideEffects             *SideEffectClass     `json:"sideEffects" protobuf:"6"`
+	TimeoutSeconds          *int32               `json:"timeoutSeconds,omitempty" protobuf:"7"`
+	AdmissionReviewVersions []string             `json:"admissionReviewVersions" protobuf:"8"`
+	MatchConditions         []MatchCondition     `json:"matchConditions,omitempty" patchStrategy:"merge" patchMergeKey:"name" listType:"map" listMapKeys:"name" protobuf:"11"`
 }
 
 // WebhookClientConfig says how to reach a webhook: exactly one of URL and
 // Service, and the CA bundle that verifies its serving certificate (the
 // server's system roots when empty).
 type WebhookClientConfig struct {
-	URL      *string           `json:"url,omitempty"`
-	Service  *ServiceReference `json:"service,omitempty"`
-	CABundle []byte            `json:"caBundle,omitempty"`
+	URL      *string           `json:"url,omitempty" protobuf:"3"`
+	Service  *ServiceReference `json:"service,omitempty" protobuf:"1"`
+	CABundle []byte            `json:"caBundle,omitempty" protobuf:"2"`
 }
 
 // ServiceReference names a Service in front of a webhook.
 type ServiceReference struct {
-	Namespace string  `json:"namespace"`
-	Name      string  `json:"name"`
-	Path      *string `json:"path,omitempty"`
+	Namespace string  `json:"namespace" protobuf:"1"`
+	Name      string  `json:"name" protobuf:"2"`
+	Path      *string `json:"path,omitempty" protobuf:"3"`
 	// Port defaults to 443.
-	Port *int32 `json:"port,omitempty"`
+	Port *int32 `json:"port,omitempty" protobuf:"4"`
 }
 
 // RuleWithOperations is a Rule and the operations it matches.
 type RuleWithOperations struct {
-	Operations []OperationType `json:"operations,omitempty"`
-	Rule       `json:",inline"`
+	Operations []OperationType `json:"operations,omitempty" protobuf:"1"`
+	Rule       `json:",inline" protobuf:"2"`
 }
 
 // Rule matches resources by group, version, resource (and subresource,
 // "pods/status", "*/scale", "*/*") and scope; "*" matches any.
 type Rule struct {
-	APIGroups   []string   `json:"apiGroups,omitempty"`
-	APIVersions []string   `json:"apiVersions,omitempty"`
-	Resources   []string   `json:"resources,omitempty"`
-	Scope       *ScopeType `json:"scope,omitempty"`
+	APIGroups   []string   `json:"apiGroups,omitempty" protobuf:"1"`
+	APIVersions []string   `json:"apiVersions,omitempty" protobuf:"2"`
+	Resources   []string   `json:"resources,omitempty" protobuf:"3"`
+	Scope       *ScopeType `json:"scope,omitempty" protobuf:"4"`
 }
 
 // MatchCondition is a CEL expression that must be true for the webhook to
 // be called.
 type MatchCondition struct {
-	Name       string `json:"name"`
-	Expression string `json:"expression"`
+	Name       string `json:"name" protobuf:"1"`
+	Expression string `json:"expression" protobuf:"2"`
 }
 
 // ScopeType is a Rule's scope.

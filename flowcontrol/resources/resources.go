@@ -125,5 +125,6 @@ func queuing(f func(*flowcontrol.QueuingConfiguration) int32) func(*priorityLeve
 // Resources returns what the server installs as
 // flowcontrol.apiserver.k8s.io/v1.
 func (a *API) Resources() []registry.Resource {
-	return []registry.Resource{registry.Serve(a.FlowSchemas), registry.Serve(a.PriorityLevels)}
+	return []registry.Resource{registry.ServeProtobuf(a.FlowSchemas, flowSchemasProtobuf.ToJSON),
+		registry.ServeProtobuf(a.PriorityLevels, priorityLevelsProtobuf.ToJSON)}
 }

@@ -1,10 +1,11 @@
-// Package k8sproto reads the Kubernetes protobuf encoding of the few
-// built-in kinds apikit serves (RBAC objects, authorization reviews), which
-// client-go's typed clients, and so kubectl, post as protobuf: the
-// "k8s\x00" magic, the runtime.Unknown envelope, and the messages' fields
-// by number, as in k8s.io/api's generated.proto files. Decoders turn them
-// into JSON-ready values, so that the server decodes and validates as it
-// does for JSON.
+// Package k8sproto reads the Kubernetes protobuf encoding of the built-in
+// kinds apikit serves, which client-go's typed clients, and so kubectl and
+// operators, post as protobuf: the "k8s\x00" magic, the runtime.Unknown
+// envelope, and the messages' fields by number, as in k8s.io/api's
+// generated.proto files. Decoders turn them into JSON, so that the server
+// decodes and validates as it does for JSON: a Decoder by the protobuf
+// tags of the Go type a kind decodes into, or a hand-written reader over
+// Message.
 package k8sproto
 
 import (

@@ -147,7 +147,7 @@ func New(c server.CompletedConfig, delegate server.DelegationTarget, cfg Config)
 		autoregisterAgain: make(chan struct{}, 1),
 	}
 	a.localDocs = sync.OnceValues(s.OpenAPIDocuments)
-	if err := s.InstallAPIGroup(server.NewAPIGroupInfo(GroupName).AddVersion(Version, registry.Serve(store))); err != nil {
+	if err := s.InstallAPIGroup(server.NewAPIGroupInfo(GroupName).AddVersion(Version, registry.ServeProtobuf(store, apiServicesProtobuf.ToJSON))); err != nil {
 		return nil, err
 	}
 	if err := s.Handle("/apis/", http.HandlerFunc(a.route)); err != nil {

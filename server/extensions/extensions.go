@@ -105,7 +105,7 @@ func New(c server.CompletedConfig, delegate server.DelegationTarget, cfg Config)
 	}
 	s.served.Store(newState(map[string]*servedCRD{}, 0))
 	s.ctrl = newController(s)
-	res := crdResource{Resource: registry.Serve(store), store: store}
+	res := crdResource{Resource: registry.ServeProtobuf(store, ProtobufToJSON), store: store}
 	if err := gs.InstallAPIGroup(server.NewAPIGroupInfo(GroupName).AddVersion(Version, res)); err != nil {
 		return nil, err
 	}

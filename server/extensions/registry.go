@@ -155,3 +155,9 @@ func (r crdResource) DeleteCollection(ctx context.Context, ns string, listOpts m
 	}
 	return out, nil
 }
+
+// ProtobufToJSON implements registry.ProtobufDecoder, which the embedded
+// Resource does but an embedded interface does not pass on.
+func (r crdResource) ProtobufToJSON(body []byte) ([]byte, error) {
+	return r.Resource.(registry.ProtobufDecoder).ProtobufToJSON(body)
+}
