@@ -555,18 +555,8 @@ func (s *jsonStruct) Find(key ref.Val) (ref.Val, bool) {
 	return nil, false
 }
 
-func (s *jsonStruct) Get(key ref.Val) ref.Val {
-	v, found := s.Find(key)
-	if !found {
-		return types.NewErr("no such key: %v", key)
-	}
-	return v
-}
-
-func (s *jsonStruct) Contains(key ref.Val) ref.Val {
-	_, found := s.Find(key)
-	return types.Bool(found)
-}
+func (s *jsonStruct) Get(key ref.Val) ref.Val      { return mapGet(s, key) }
+func (s *jsonStruct) Contains(key ref.Val) ref.Val { return types.Bool(mapHas(s, key)) }
 
 func (s *jsonStruct) Size() ref.Val { return types.Int(len(s.keys())) }
 
@@ -583,10 +573,7 @@ func (s *jsonStruct) ConvertToType(t ref.Type) ref.Val { return mapToType(s, t) 
 func (s *jsonStruct) Type() ref.Type { return types.MapType }
 
 // Value is the JSON object, built whole.
-func (s *jsonStruct) Value() any {
-	v, _ := jsonOf(s)
-	return v
-}
+func (s *jsonStruct) Value() any { return valueOf(s) }
 
 // jsonMap is a string-keyed map as the JSON object it encodes to.
 type jsonMap struct{ v reflect.Value }
@@ -611,18 +598,8 @@ func (m *jsonMap) Find(key ref.Val) (ref.Val, bool) {
 	return viewOf(e), true
 }
 
-func (m *jsonMap) Get(key ref.Val) ref.Val {
-	v, found := m.Find(key)
-	if !found {
-		return types.NewErr("no such key: %v", key)
-	}
-	return v
-}
-
-func (m *jsonMap) Contains(key ref.Val) ref.Val {
-	_, found := m.Find(key)
-	return types.Bool(found)
-}
+func (m *jsonMap) Get(key ref.Val) ref.Val      { return mapGet(m, key) }
+func (m *jsonMap) Contains(key ref.Val) ref.Val { return types.Bool(mapHas(m, key)) }
 
 func (m *jsonMap) Size() ref.Val     { return types.Int(m.v.Len()) }
 func (m *jsonMap) IsZeroValue() bool { return m.v.Len() == 0 }
@@ -641,10 +618,7 @@ func (m *jsonMap) ConvertToType(t ref.Type) ref.Val            { return mapToTyp
 func (m *jsonMap) Type() ref.Type                              { return types.MapType }
 
 // Value is the JSON object, built whole.
-func (m *jsonMap) Value() any {
-	v, _ := jsonOf(m)
-	return v
-}
+func (m *jsonMap) Value() any { return valueOf(m) }
 
 func stringMap(v reflect.Value) (map[string]string, bool) {
 	if !v.CanInterface() {
@@ -652,6 +626,27 @@ func stringMap(v reflect.Value) (map[string]string, bool) {
 	}
 	m, ok := v.Interface().(map[string]string)
 	return m, ok
+}
+
+// mapGet is cel-go's indexing of a map: the value, or no such key.
+func mapGet(m traits.Mapper, key ref.Val) ref.Val {
+	v, found := m.Find(key)
+	if !found {
+		return types.NewErr("no such key: %v", key)
+	}
+	return v
+}
+
+func mapHas(m traits.Mapper, key ref.Val) bool {
+	_, found := m.Find(key)
+	return found
+}
+
+// valueOf is a view's JSON value; nil when reading it fails (an
+// expression reading the same place gets the error).
+func valueOf(v ref.Val) any {
+	j, _ := jsonOf(v)
+	return j
 }
 
 // mapEqual is cel-go's equality of maps: the same keys, and values not
@@ -765,10 +760,7 @@ func (l *jsonList) ConvertToType(t ref.Type) ref.Val {
 func (l *jsonList) Type() ref.Type { return types.ListType }
 
 // Value is the JSON array, built whole.
-func (l *jsonList) Value() any {
-	v, _ := jsonOf(l)
-	return v
-}
+func (l *jsonList) Value() any { return valueOf(l) }
 
 type jsonListIterator struct {
 	iteratorVal
