@@ -45,6 +45,13 @@ type Config struct {
 	// RetryInterval is how long a failed object waits before it is tried
 	// again; the default is one second.
 	RetryInterval time.Duration
+	// SyncTimeout bounds how long a kind's informer that has not listed
+	// holds orphaning and foreground deletions (and the collector's
+	// start): the default is 30 s, kube's garbage collector's sync period,
+	// after which kube's collector also goes on without it. A resource
+	// that cannot be listed (an aggregated API server refusing the list)
+	// must not stop every cascade of the control plane.
+	SyncTimeout time.Duration
 	// Logger receives failures; nil is slog.Default().
 	Logger *slog.Logger
 }
@@ -56,6 +63,7 @@ type Collector struct {
 	rediscover <-chan struct{}
 	complete   func() bool
 	retry      time.Duration
+	syncWait   time.Duration
 	logger     *slog.Logger
 
 	mu     sync.Mutex
@@ -81,6 +89,9 @@ type kind struct {
 	inf  *informer.Informer[*meta.PartialObjectMetadata]
 	stop context.CancelFunc
 	done chan struct{} // closed when inf.Run returned
+	// started is when the informer started: past Config.SyncTimeout, an
+	// informer that has not listed no longer holds the collector.
+	started time.Time
 }
 
 func (k *kind) resource() registry.Resource { return *k.res.Load() }
@@ -99,6 +110,7 @@ func New(cfg Config) *Collector {
 		rediscover: cfg.Rediscover,
 		complete:   cfg.Complete,
 		retry:      cfg.RetryInterval,
+		syncWait:   cfg.SyncTimeout,
 		logger:     cfg.Logger,
 		byKind:     map[meta.GroupKind]*kind{},
 		dirty:      map[ref]bool{},
@@ -111,6 +123,9 @@ func New(cfg Config) *Collector {
 	}
 	if c.retry <= 0 {
 		c.retry = time.Second
+	}
+	if c.syncWait <= 0 {
+		c.syncWait = 30 * time.Second
 	}
 	if c.logger == nil {
 		c.logger = slog.Default()
@@ -190,6 +205,7 @@ func (c *Collector) resync(ctx context.Context) {
 	for _, k := range added {
 		kctx, cancel := context.WithCancel(ctx)
 		k.stop = cancel
+		k.started = time.Now()
 		c.informers.Go(func() {
 			defer close(k.done)
 			k.inf.Run(kctx)
@@ -234,7 +250,7 @@ func (c *Collector) synced() bool {
 		return false
 	}
 	for _, k := range c.kinds() {
-		if !k.inf.HasSynced() {
+		if !k.inf.HasSynced() && time.Since(k.started) < c.syncWait {
 			return false
 		}
 	}
@@ -312,8 +328,14 @@ func (c *Collector) Run(ctx context.Context) {
 	defer c.informers.Wait()
 	c.resync(ctx)
 	for _, k := range c.kinds() {
-		if err := k.inf.WaitForSync(ctx); err != nil {
+		wctx, cancel := context.WithDeadline(ctx, k.started.Add(c.syncWait))
+		err := k.inf.WaitForSync(wctx)
+		cancel()
+		if ctx.Err() != nil {
 			return
+		}
+		if err != nil {
+			c.logger.Warn("garbage collector: going on without a resource that has not listed", "group", k.gk.Group, "kind", k.gk.Kind, "after", c.syncWait)
 		}
 	}
 	retry := time.NewTicker(c.retry)

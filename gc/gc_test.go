@@ -2,6 +2,7 @@ package gc_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -387,4 +388,47 @@ func TestWaitsForCompleteDiscovery(t *testing.T) {
 	if err != nil || len(d.OwnerReferences) != 0 {
 		t.Errorf("dependent: %v %+v, want orphaned", err, d)
 	}
+}
+
+// unlistable is a resource whose list always fails, as an aggregated API
+// server refusing the collector's list would.
+type unlistable struct{ registry.Resource }
+
+func (unlistable) List(context.Context, string, meta.ListOptions) (*registry.List, error) {
+	return nil, meta.NewForbidden(meta.GroupResource{Group: "remote.example.com", Resource: "gadgets"}, "", errors.New("no"))
+}
+
+// TestUnlistableResourceHoldsOnlyForAWhile: a kind whose informer cannot
+// list holds orphaning for SyncTimeout, not for ever.
+func TestUnlistableResourceHoldsOnlyForAWhile(t *testing.T) {
+	mem := memory.New()
+	t.Cleanup(func() { _ = mem.Close() })
+	store := func(group, resource, kind string) *registry.Store[*thing] {
+		return registry.MustNewStore(registry.Options[*thing]{
+			Resource: meta.GroupResource{Group: group, Resource: resource}, Kind: kind, NamespaceScoped: true,
+			StorageVersion: "v1", Strategy: registry.DefaultStrategy[*thing]{}, Storage: mem,
+		})
+	}
+	things := store("example.com", "things", "Thing")
+	gadgets := store("remote.example.com", "gadgets", "Gadget")
+	c := gc.New(gc.Config{Resources: []registry.Resource{registry.Serve(things), unlistable{registry.Serve(gadgets)}},
+		RetryInterval: 50 * time.Millisecond, SyncTimeout: 500 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); c.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	w := world{things: things}
+	owner := w.create(t, things, "owner")
+	w.create(t, things, "child", owner)
+	del(t, things, "ns", "owner", meta.DeletePropagationOrphan)
+	eventually(t, "the owner orphaned its child and gone", func() error {
+		if _, _, err := things.Get(context.Background(), "ns", "owner", meta.GetOptions{}); !meta.IsNotFound(err) {
+			return fmt.Errorf("owner still there (%v)", err)
+		}
+		if got := w.get(t, "child"); len(got.OwnerReferences) != 0 {
+			return fmt.Errorf("child's ownerReferences %+v", got.OwnerReferences)
+		}
+		return nil
+	})
 }
