@@ -21,11 +21,11 @@ const MaxSize = 1 << 20
 // ConfigMap is core/v1 ConfigMap.
 type ConfigMap struct {
 	meta.TypeMeta   `json:",inline"`
-	meta.ObjectMeta `json:"metadata,omitempty"`
+	meta.ObjectMeta `json:"metadata,omitempty" protobuf:"1"`
 
-	Immutable  *bool             `json:"immutable,omitempty" description:"Immutable, if set to true, ensures that data stored in the ConfigMap cannot be updated (only object metadata can be modified)."`
-	Data       map[string]string `json:"data,omitempty" description:"Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'."`
-	BinaryData map[string][]byte `json:"binaryData,omitempty" description:"BinaryData contains the binary data. Each key must consist of alphanumeric characters, '-', '_' or '.'."`
+	Immutable  *bool             `json:"immutable,omitempty" description:"Immutable, if set to true, ensures that data stored in the ConfigMap cannot be updated (only object metadata can be modified)." protobuf:"4"`
+	Data       map[string]string `json:"data,omitempty" description:"Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'." protobuf:"2"`
+	BinaryData map[string][]byte `json:"binaryData,omitempty" description:"BinaryData contains the binary data. Each key must consist of alphanumeric characters, '-', '_' or '.'." protobuf:"3"`
 }
 
 // SwaggerDoc describes ConfigMap in OpenAPI.

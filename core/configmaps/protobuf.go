@@ -2,27 +2,9 @@ package configmaps
 
 import "github.com/apikit-dev/apikit/internal/k8sproto"
 
+var configMapProtobuf = k8sproto.NewDecoder[ConfigMap]("ConfigMap")
+
 // ProtobufToJSON decodes a ConfigMap in protobuf (k8s.io/api/core/v1's
-// field numbers), as kubectl create configmap posts it.
-func ProtobufToJSON(body []byte) ([]byte, error) {
-	return k8sproto.ToJSON(body, "ConfigMap", func(obj k8sproto.Message, out map[string]any) error {
-		data, err := obj.StringMap(2)
-		if err != nil {
-			return err
-		}
-		binary, err := obj.BytesMap(3)
-		if err != nil {
-			return err
-		}
-		if data != nil {
-			out["data"] = data
-		}
-		if binary != nil {
-			out["binaryData"] = binary
-		}
-		if v, ok := obj.Bool(4); ok {
-			out["immutable"] = v
-		}
-		return nil
-	})
-}
+// field numbers, the protobuf tags on ConfigMap), as kubectl create
+// configmap posts it.
+func ProtobufToJSON(body []byte) ([]byte, error) { return configMapProtobuf.ToJSON(body) }

@@ -40,10 +40,10 @@ const (
 // Namespace is core/v1 Namespace.
 type Namespace struct {
 	meta.TypeMeta   `json:",inline"`
-	meta.ObjectMeta `json:"metadata,omitempty"`
+	meta.ObjectMeta `json:"metadata,omitempty" protobuf:"1"`
 
-	Spec   NamespaceSpec   `json:"spec,omitempty" description:"Spec defines the behavior of the Namespace."`
-	Status NamespaceStatus `json:"status,omitempty" description:"Status describes the current status of a Namespace."`
+	Spec   NamespaceSpec   `json:"spec,omitempty" description:"Spec defines the behavior of the Namespace." protobuf:"2"`
+	Status NamespaceStatus `json:"status,omitempty" description:"Status describes the current status of a Namespace." protobuf:"3"`
 }
 
 // SwaggerDoc describes Namespace in OpenAPI.
@@ -53,23 +53,23 @@ func (Namespace) SwaggerDoc() map[string]string {
 
 // NamespaceSpec holds the finalizers of a namespace.
 type NamespaceSpec struct {
-	Finalizers []string `json:"finalizers,omitempty" listType:"atomic" description:"Finalizers is an opaque list of values that must be empty to permanently remove object from storage."`
+	Finalizers []string `json:"finalizers,omitempty" listType:"atomic" description:"Finalizers is an opaque list of values that must be empty to permanently remove object from storage." protobuf:"1"`
 }
 
 // NamespaceStatus is the phase and conditions of a namespace.
 type NamespaceStatus struct {
-	Phase      string               `json:"phase,omitempty" description:"Phase is the current lifecycle phase of the namespace." enum:"Active|Terminating"`
-	Conditions []NamespaceCondition `json:"conditions,omitempty" listType:"map" listMapKeys:"type" description:"Represents the latest available observations of a namespace's current state."`
+	Phase      string               `json:"phase,omitempty" description:"Phase is the current lifecycle phase of the namespace." enum:"Active|Terminating" protobuf:"1"`
+	Conditions []NamespaceCondition `json:"conditions,omitempty" listType:"map" listMapKeys:"type" description:"Represents the latest available observations of a namespace's current state." protobuf:"2"`
 }
 
 // NamespaceCondition is one observation of a namespace's state (the
 // namespace controller's NamespaceDeletionDiscoveryFailure and kin).
 type NamespaceCondition struct {
-	Type               string     `json:"type" description:"Type of namespace controller condition."`
-	Status             string     `json:"status" description:"Status of the condition, one of True, False, Unknown."`
-	LastTransitionTime *meta.Time `json:"lastTransitionTime,omitempty" description:"Last time the condition transitioned from one status to another."`
-	Reason             string     `json:"reason,omitempty" description:"Unique, one-word, CamelCase reason for the condition's last transition."`
-	Message            string     `json:"message,omitempty" description:"Human-readable message indicating details about last transition."`
+	Type               string     `json:"type" description:"Type of namespace controller condition." protobuf:"1"`
+	Status             string     `json:"status" description:"Status of the condition, one of True, False, Unknown." protobuf:"2"`
+	LastTransitionTime *meta.Time `json:"lastTransitionTime,omitempty" description:"Last time the condition transitioned from one status to another." protobuf:"4"`
+	Reason             string     `json:"reason,omitempty" description:"Unique, one-word, CamelCase reason for the condition's last transition." protobuf:"5"`
+	Message            string     `json:"message,omitempty" description:"Human-readable message indicating details about last transition." protobuf:"6"`
 }
 
 // New returns the namespaces store on the storage f gives it.

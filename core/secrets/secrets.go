@@ -40,12 +40,12 @@ const (
 // Secret is core/v1 Secret.
 type Secret struct {
 	meta.TypeMeta   `json:",inline"`
-	meta.ObjectMeta `json:"metadata,omitempty"`
+	meta.ObjectMeta `json:"metadata,omitempty" protobuf:"1"`
 
-	Immutable  *bool             `json:"immutable,omitempty" description:"Immutable, if set to true, ensures that data stored in the Secret cannot be updated (only object metadata can be modified)."`
-	Data       map[string][]byte `json:"data,omitempty" description:"Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The serialized form of the secret data is a base64 encoded string."`
-	StringData map[string]string `json:"stringData,omitempty" description:"stringData allows specifying non-binary secret data in string form. It is provided as a write-only input field for convenience. All keys and values are merged into the data field on write, overwriting any existing values. The stringData field is never output when reading from the API."`
-	Type       string            `json:"type,omitempty" description:"Used to facilitate programmatic handling of secret data."`
+	Immutable  *bool             `json:"immutable,omitempty" description:"Immutable, if set to true, ensures that data stored in the Secret cannot be updated (only object metadata can be modified)." protobuf:"5"`
+	Data       map[string][]byte `json:"data,omitempty" description:"Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The serialized form of the secret data is a base64 encoded string." protobuf:"2"`
+	StringData map[string]string `json:"stringData,omitempty" description:"stringData allows specifying non-binary secret data in string form. It is provided as a write-only input field for convenience. All keys and values are merged into the data field on write, overwriting any existing values. The stringData field is never output when reading from the API." protobuf:"4"`
+	Type       string            `json:"type,omitempty" description:"Used to facilitate programmatic handling of secret data." protobuf:"3"`
 }
 
 // SwaggerDoc describes Secret in OpenAPI.

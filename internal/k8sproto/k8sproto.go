@@ -199,35 +199,6 @@ func ObjectMeta(m Message) (map[string]any, error) {
 	return out, nil
 }
 
-// LabelSelector reads a LabelSelector message (matchLabels 1,
-// matchExpressions 2: key 1, operator 2, values 3) into its JSON form.
-func LabelSelector(m Message) (map[string]any, error) {
-	out := map[string]any{}
-	labels, err := m.StringMap(1)
-	if err != nil {
-		return nil, err
-	}
-	if labels != nil {
-		out["matchLabels"] = labels
-	}
-	exprs, err := m.Messages(2)
-	if err != nil {
-		return nil, err
-	}
-	var list []any
-	for _, e := range exprs {
-		expr := map[string]any{"key": e.String(1), "operator": e.String(2)}
-		if v := e.Strings(3); len(v) > 0 {
-			expr["values"] = v
-		}
-		list = append(list, expr)
-	}
-	if list != nil {
-		out["matchExpressions"] = list
-	}
-	return out, nil
-}
-
 // ToJSON decodes an object of kind wantKind from a protobuf body (its
 // envelope, then metadata in field 1) into JSON; fields adds the kind's
 // own fields to out, the object's JSON form.
@@ -252,20 +223,6 @@ func ToJSON(body []byte, wantKind string, fields func(obj Message, out map[strin
 		return nil, fmt.Errorf("decoding protobuf %s: %w", kind, err)
 	}
 	return json.Marshal(out)
-}
-
-// BytesMap reads map<string, bytes> field n as JSON writes it: values in
-// base64 (encoding/json's form of []byte).
-func (m Message) BytesMap(n protowire.Number) (map[string][]byte, error) {
-	s, err := m.StringMap(n)
-	if err != nil || s == nil {
-		return nil, err
-	}
-	out := make(map[string][]byte, len(s))
-	for k, v := range s {
-		out[k] = []byte(v)
-	}
-	return out, nil
 }
 
 // zeroTimeSeconds is what client-go writes for an unset meta/v1 Time:
