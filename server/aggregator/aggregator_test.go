@@ -132,7 +132,7 @@ func TestProxy(t *testing.T) {
 		if code != http.StatusServiceUnavailable {
 			t.Errorf("backend down: %d %s", code, body)
 		}
-		h.waitCondition("v1.test.example.com", aggregator.ConditionFalse, aggregator.ReasonFailedDiscoveryCheck, 5*time.Second)
+		h.waitCondition("v1.test.example.com", aggregator.ConditionFalse, aggregator.ReasonFailedDiscoveryCheck, 20*time.Second)
 		t.Logf("unavailable %v after the backend stopped", time.Since(start))
 		if c := h.condition("v1.test.example.com"); !strings.Contains(c.Message, "failing or missing response from https://"+addr+"/apis/test.example.com/v1") {
 			t.Errorf("message %q", c.Message)
@@ -143,7 +143,7 @@ func TestProxy(t *testing.T) {
 			t.Errorf("unavailable: %d %s in %v", code, body, time.Since(begin))
 		}
 		b.start(addr)
-		h.waitCondition("v1.test.example.com", aggregator.ConditionTrue, aggregator.ReasonPassed, 5*time.Second)
+		h.waitCondition("v1.test.example.com", aggregator.ConditionTrue, aggregator.ReasonPassed, 20*time.Second)
 		if code, body := h.get("/apis/test.example.com/v1/namespaces/ns/widgets"); code != 200 {
 			t.Errorf("back: %d %s", code, body)
 		}
@@ -157,7 +157,7 @@ func TestAvailabilityReasons(t *testing.T) {
 
 	// Not in the table: ServiceNotFound.
 	h.register(h.ca.CertPEM)
-	h.waitCondition("v1.test.example.com", aggregator.ConditionFalse, aggregator.ReasonServiceNotFound, 5*time.Second)
+	h.waitCondition("v1.test.example.com", aggregator.ConditionFalse, aggregator.ReasonServiceNotFound, 20*time.Second)
 	if code, _ := h.get("/apis/test.example.com/v1/namespaces/ns/widgets"); code != http.StatusServiceUnavailable {
 		t.Errorf("ServiceNotFound: %d", code)
 	}
@@ -167,7 +167,7 @@ func TestAvailabilityReasons(t *testing.T) {
 
 	// The resolver learns the service; the next probe passes.
 	resolver.set("ns/api", b.addr)
-	h.waitCondition("v1.test.example.com", aggregator.ConditionTrue, aggregator.ReasonPassed, 5*time.Second)
+	h.waitCondition("v1.test.example.com", aggregator.ConditionTrue, aggregator.ReasonPassed, 20*time.Second)
 
 	// A CA bundle that does not sign the backend's certificate.
 	other, err := newCA("other")
@@ -180,7 +180,7 @@ func TestAvailabilityReasons(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("patch: %d", resp.StatusCode)
 	}
-	h.waitCondition("v1.test.example.com", aggregator.ConditionFalse, aggregator.ReasonFailedDiscoveryCheck, 5*time.Second)
+	h.waitCondition("v1.test.example.com", aggregator.ConditionFalse, aggregator.ReasonFailedDiscoveryCheck, 20*time.Second)
 	if c := h.condition("v1.test.example.com"); !strings.Contains(c.Message, "certificate signed by unknown authority") {
 		t.Errorf("message %q", c.Message)
 	}
@@ -317,7 +317,7 @@ func TestDiscoveryAndOpenAPI(t *testing.T) {
 
 	t.Run("unavailable: stale, still listed", func(t *testing.T) {
 		b.stop()
-		h.waitCondition("v1.test.example.com", aggregator.ConditionFalse, aggregator.ReasonFailedDiscoveryCheck, 5*time.Second)
+		h.waitCondition("v1.test.example.com", aggregator.ConditionFalse, aggregator.ReasonFailedDiscoveryCheck, 20*time.Second)
 		if v := aggregated()["test.example.com/v1"]; v.Freshness != meta.DiscoveryStale {
 			t.Errorf("freshness %q", v.Freshness)
 		}
