@@ -19,11 +19,11 @@ import (
 // ServiceAccount is core/v1 ServiceAccount.
 type ServiceAccount struct {
 	meta.TypeMeta   `json:",inline"`
-	meta.ObjectMeta `json:"metadata,omitempty"`
+	meta.ObjectMeta `json:"metadata,omitempty" protobuf:"1"`
 
-	Secrets                      []ObjectReference      `json:"secrets,omitempty" patchStrategy:"merge" patchMergeKey:"name" description:"Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use."`
-	ImagePullSecrets             []LocalObjectReference `json:"imagePullSecrets,omitempty" description:"ImagePullSecrets is a list of references to secrets in the same namespace to use for pulling any images in pods that reference this ServiceAccount."`
-	AutomountServiceAccountToken *bool                  `json:"automountServiceAccountToken,omitempty" description:"AutomountServiceAccountToken indicates whether pods running as this service account should have an API token automatically mounted."`
+	Secrets                      []ObjectReference      `json:"secrets,omitempty" patchStrategy:"merge" patchMergeKey:"name" description:"Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use." protobuf:"2"`
+	ImagePullSecrets             []LocalObjectReference `json:"imagePullSecrets,omitempty" description:"ImagePullSecrets is a list of references to secrets in the same namespace to use for pulling any images in pods that reference this ServiceAccount." protobuf:"3"`
+	AutomountServiceAccountToken *bool                  `json:"automountServiceAccountToken,omitempty" description:"AutomountServiceAccountToken indicates whether pods running as this service account should have an API token automatically mounted." protobuf:"4"`
 }
 
 // SwaggerDoc describes ServiceAccount in OpenAPI.
@@ -33,18 +33,18 @@ func (ServiceAccount) SwaggerDoc() map[string]string {
 
 // ObjectReference is core/v1 ObjectReference.
 type ObjectReference struct {
-	Kind            string `json:"kind,omitempty" description:"Kind of the referent."`
-	Namespace       string `json:"namespace,omitempty" description:"Namespace of the referent."`
-	Name            string `json:"name,omitempty" description:"Name of the referent."`
-	UID             string `json:"uid,omitempty" description:"UID of the referent."`
-	APIVersion      string `json:"apiVersion,omitempty" description:"API version of the referent."`
-	ResourceVersion string `json:"resourceVersion,omitempty" description:"Specific resourceVersion to which this reference is made, if any."`
-	FieldPath       string `json:"fieldPath,omitempty" description:"If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement."`
+	Kind            string `json:"kind,omitempty" description:"Kind of the referent." protobuf:"1"`
+	Namespace       string `json:"namespace,omitempty" description:"Namespace of the referent." protobuf:"2"`
+	Name            string `json:"name,omitempty" description:"Name of the referent." protobuf:"3"`
+	UID             string `json:"uid,omitempty" description:"UID of the referent." protobuf:"4"`
+	APIVersion      string `json:"apiVersion,omitempty" description:"API version of the referent." protobuf:"5"`
+	ResourceVersion string `json:"resourceVersion,omitempty" description:"Specific resourceVersion to which this reference is made, if any." protobuf:"6"`
+	FieldPath       string `json:"fieldPath,omitempty" description:"If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement." protobuf:"7"`
 }
 
 // LocalObjectReference names an object in the same namespace.
 type LocalObjectReference struct {
-	Name string `json:"name,omitempty" description:"Name of the referent."`
+	Name string `json:"name,omitempty" description:"Name of the referent." protobuf:"1"`
 }
 
 // New returns the serviceaccounts store on the storage f gives it.
