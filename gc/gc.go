@@ -138,7 +138,7 @@ func (c *Collector) newKind(gk meta.GroupKind, res registry.Resource) *kind {
 	k := &kind{gk: gk, done: make(chan struct{})}
 	k.res.Store(&res)
 	k.inf = informer.New(informer.Config[*meta.PartialObjectMetadata]{
-		Source: metadataSource{k: k},
+		Source: informer.ItemSource(k.resource, partial),
 		Name:   res.Info().Resource + "." + gk.Group,
 		Logger: c.logger,
 		Indexers: map[string]informer.IndexFunc[*meta.PartialObjectMetadata]{

@@ -53,58 +53,6 @@ func toParam(it registry.Item) (*Param, error) {
 	return &Param{TypeMeta: *obj.GetTypeMeta(), ObjectMeta: *obj.GetObjectMeta(), Value: m}, nil
 }
 
-// paramSource reads a served resource as params, for an informer.
-type paramSource struct{ res registry.Resource }
-
-func (s paramSource) List(ctx context.Context, ns string, opts meta.ListOptions) (*registry.ListResult[*Param], error) {
-	l, err := s.res.List(ctx, ns, opts)
-	if err != nil {
-		return nil, err
-	}
-	out := &registry.ListResult[*Param]{ResourceVersion: l.ResourceVersion, Continue: l.Continue, RemainingItemCount: l.RemainingItemCount}
-	for _, it := range l.Items {
-		p, err := toParam(it)
-		if err != nil {
-			return nil, err
-		}
-		out.Items = append(out.Items, registry.Entry[*Param]{Object: p})
-	}
-	return out, nil
-}
-
-// Watch converts the resource's events; its goroutine ends when the
-// resource's channel closes (ctx ending closes it) or ctx ends.
-func (s paramSource) Watch(ctx context.Context, ns string, opts meta.ListOptions) (<-chan registry.Event[*Param], error) {
-	in, err := s.res.Watch(ctx, ns, opts)
-	if err != nil {
-		return nil, err
-	}
-	out := make(chan registry.Event[*Param])
-	go func() {
-		defer close(out)
-		for e := range in {
-			ev := registry.Event[*Param]{Type: e.Type, Err: e.Err}
-			if e.Err == nil {
-				p, err := toParam(e.Item)
-				if err != nil {
-					ev = registry.Event[*Param]{Type: meta.Error, Err: meta.NewInternalError(err)}
-				} else {
-					ev.Object = p
-				}
-			}
-			select {
-			case out <- ev:
-			case <-ctx.Done():
-				return
-			}
-			if ev.Type == meta.Error {
-				return
-			}
-		}
-	}()
-	return out, nil
-}
-
 // paramInformer watches the objects of one paramKind for every policy
 // that names it; it is stopped once no bound policy does.
 type paramInformer struct {
@@ -177,7 +125,7 @@ func (ps *params) ensure(k *registration.ParamKind, used map[meta.GroupVersionKi
 	}
 	ctx, cancel := context.WithCancel(ps.ctx)
 	pi := &paramInformer{kind: gvk, res: res, namespaced: res.Info().NamespaceScoped, cancel: cancel}
-	pi.inf = informer.New(informer.Config[*Param]{Source: paramSource{res}, Name: "params " + KindString(gvk), Logger: ps.log})
+	pi.inf = informer.New(informer.Config[*Param]{Source: informer.ItemSource(func() registry.Resource { return res }, toParam), Name: "params " + KindString(gvk), Logger: ps.log})
 	ps.running[gvk] = pi
 	ps.wg.Go(func() { pi.inf.Run(ctx) })
 	st.inf = pi
