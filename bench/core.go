@@ -388,6 +388,7 @@ func markdownCoreRun(in coreReportInput) string {
 		in.machine.goVersion, in.etcdVer, fsyncText(in.fsync), in.apikitRev, kubeVersion)
 	fmt.Fprintf(&b, "- N=%d ConfigMaps, %d workers, JSON over HTTP/2, %d runs (medians), %d LISTs per run (paged: limit=%d); the run took %v\n",
 		in.p.n, in.p.workers, in.runs, in.p.lists, in.p.pageSize, in.elapsed.Round(time.Second))
+	b.WriteString(identityLine(in.p))
 	if in.wardleArgs != "" || in.kubeArg != "" {
 		fmt.Fprintf(&b, "- extra flags: wardle `%s`; kube-apiserver `%s`\n", in.wardleArgs, in.kubeArg)
 	}

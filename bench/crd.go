@@ -266,6 +266,7 @@ func markdownCRDRun(in reportInput) string {
 		in.machine.goVersion, in.etcdVer, fsyncText(in.fsync), in.apikitRev, apiextensionsVersion)
 	fmt.Fprintf(&b, "- N=%d custom resources, %d workers, JSON over HTTP/2, %d runs (medians), %d LISTs per run (paged: limit=%d), %d watch events; the run took %v\n",
 		in.p.n, in.p.workers, in.runs, in.p.lists, in.p.pageSize, in.p.watchEvents, in.elapsed.Round(time.Second))
+	b.WriteString(identityLine(in.p))
 	if in.wardleArgs != "" || in.sampleArgs != "" {
 		fmt.Fprintf(&b, "- extra flags: crdserver `%s`; apiextensions-apiserver `%s`\n", in.wardleArgs, in.sampleArgs)
 	}

@@ -52,6 +52,9 @@ type apiClient struct {
 	base string
 	http *http.Client
 	tr   *http.Transport
+	// identity asks for responses as they are (-identity) rather than
+	// gzip-compressed.
+	identity bool
 }
 
 func newAPIClient(base string, tlsConf *tls.Config) *apiClient {
@@ -105,7 +108,8 @@ func (c *apiClient) do(ctx context.Context, method, path string, body []byte, wa
 // It asks for gzip as Go's transport does by itself (and so client-go and
 // kubectl), and as the benchmark's client always did: both servers
 // compress responses over 128 KiB for it. It decompresses here rather than
-// in the transport only to count the bytes on the wire.
+// in the transport only to count the bytes on the wire. With identity set
+// it asks for no compression, and neither server compresses.
 func (c *apiClient) send(ctx context.Context, method, path, contentType string, body []byte, want int, buf *bytes.Buffer) (wire int, err error) {
 	var rd io.Reader
 	if body != nil {
@@ -116,7 +120,11 @@ func (c *apiClient) send(ctx context.Context, method, path, contentType string, 
 		return 0, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("Accept-Encoding", "gzip")
+	if c.identity {
+		req.Header.Set("Accept-Encoding", "identity")
+	} else {
+		req.Header.Set("Accept-Encoding", "gzip")
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", contentType)
 	}

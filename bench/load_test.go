@@ -246,22 +246,35 @@ func TestDoWantsHTTP2AndStatus(t *testing.T) {
 	}
 }
 
-// TestSendGzip: the client asks for gzip, as Go's transport does unasked
-// (and so the benchmark's client always did), gets the body decoded and
-// counts the compressed bytes on the wire.
-func TestSendGzip(t *testing.T) {
-	c := newFakeClient(t, true)
-	var buf bytes.Buffer
-	wire, err := c.send(context.Background(), http.MethodGet, "/big", jsonType, nil, http.StatusOK, &buf)
-	if err != nil {
-		t.Fatal(err)
-	}
+// TestSendEncoding: the client asks for gzip, as Go's transport does
+// unasked (and so the benchmark's client always did), gets the body decoded
+// and counts the compressed bytes on the wire; with -identity it asks for
+// the body as it is, and the wire carries every byte.
+func TestSendEncoding(t *testing.T) {
 	want := strings.Repeat(`{"metadata":{"name":"flunder"}},`, 10000)
-	if buf.String() != want {
-		t.Fatalf("body of %d bytes, want the %d decoded", buf.Len(), len(want))
-	}
-	if wire <= 0 || wire >= len(want)/10 {
-		t.Fatalf("%d bytes on the wire for %d decoded, want the gzipped size", wire, len(want))
+	for _, tc := range []struct {
+		name     string
+		identity bool
+		wireOK   func(wire int) bool
+	}{
+		{"gzip", false, func(wire int) bool { return wire > 0 && wire < len(want)/10 }},
+		{"identity", true, func(wire int) bool { return wire == len(want) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newFakeClient(t, true)
+			c.identity = tc.identity
+			var buf bytes.Buffer
+			wire, err := c.send(context.Background(), http.MethodGet, "/big", jsonType, nil, http.StatusOK, &buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if buf.String() != want {
+				t.Fatalf("body of %d bytes, want the %d decoded", buf.Len(), len(want))
+			}
+			if !tc.wireOK(wire) {
+				t.Fatalf("%d bytes on the wire for %d decoded", wire, len(want))
+			}
+		})
 	}
 }
 

@@ -67,6 +67,7 @@ func parseFlags() (options, error) {
 	fs.IntVar(&o.lists, "lists", 40, "full and paged LISTs per run (CPU is read in 10 ms ticks: 40 LISTs make it 0.25 ms per LIST)")
 	fs.IntVar(&o.pageSize, "page", 500, "page size (limit) of the paged LIST")
 	fs.IntVar(&o.watchEvents, "watch-events", 1000, "events of the watch latency phase")
+	fs.BoolVar(&o.identity, "identity", false, "ask for responses uncompressed (Accept-Encoding: identity) rather than gzip, as Go's transport, client-go and kubectl do: the LIST figures without either server's compressor")
 	fs.DurationVar(&o.settle, "settle", 3*time.Second, "idle time after ready before the idle RSS is read")
 	fs.StringVar(&o.out, "out", "", "write the results to this Markdown file (docs/benchmarks.md), above the runs it already holds")
 	fs.StringVar(&o.label, "label", "", "what this run is, for its heading (e.g. \"before the watch cache\")")

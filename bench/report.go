@@ -358,6 +358,15 @@ type reportInput struct {
 // before the first one is the page's fixed header.
 const runMarker = "<!-- bench:run -->"
 
+// identityLine says, for a run with -identity, that its responses were not
+// compressed; nothing otherwise.
+func identityLine(p params) string {
+	if !p.identity {
+		return ""
+	}
+	return "- responses uncompressed (`-identity`: every request sends Accept-Encoding: identity, so neither server gzips its LISTs)\n"
+}
+
 // markdownRun is one run's section of docs/benchmarks.md.
 func markdownRun(in reportInput) string {
 	var b strings.Builder
@@ -367,6 +376,7 @@ func markdownRun(in reportInput) string {
 		in.machine.goVersion, in.etcdVer, fsyncText(in.fsync), in.apikitRev, sampleVersion)
 	fmt.Fprintf(&b, "- N=%d Flunders, %d workers, JSON over HTTP/2, %d runs (medians), %d LISTs per run (paged: limit=%d), %d watch events; the run took %v\n",
 		in.p.n, in.p.workers, in.runs, in.p.lists, in.p.pageSize, in.p.watchEvents, in.elapsed.Round(time.Second))
+	b.WriteString(identityLine(in.p))
 	if in.wardleArgs != "" || in.sampleArgs != "" {
 		fmt.Fprintf(&b, "- extra flags: wardle `%s`; sample-apiserver `%s`\n", in.wardleArgs, in.sampleArgs)
 	}
@@ -492,7 +502,8 @@ cd bench && go run . -out ../docs/benchmarks.md -label "what changed"
 Flags: ` + "`-runs`" + ` (default 5), ` + "`-n`" + ` (5000), ` + "`-workers`" + ` (16), ` + "`-lists`" + `, ` + "`-page`" + `,
 ` + "`-watch-events`" + `, ` + "`-etcd-fsync`" + `, ` + "`-wardle-args`" + `/` + "`-sample-args`" + ` (extra server flags),
 ` + "`-wardle-bin`" + ` (a prebuilt wardle), ` + "`-only apikit`" + ` (one server), ` + "`-keep`" + ` (keep the scratch
-directory: logs and a kubeconfig per server); ` + "`go run . -h`" + ` lists them. Each new run
+directory: logs and a kubeconfig per server), ` + "`-identity`" + ` (no gzip: every response
+uncompressed, on both servers); ` + "`go run . -h`" + ` lists them. Each new run
 is added at the top; earlier ones stay below. ` + "`cd bench && go test ./...`" + ` tests the
 harness only; ./test.sh does not run the benchmark.
 

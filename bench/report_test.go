@@ -107,6 +107,13 @@ func TestFigures(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, md)
 		}
 	}
+	if strings.Contains(md, "-identity") {
+		t.Errorf("a run asking for gzip says -identity:\n%s", md)
+	}
+	in.p.identity = true
+	if md := markdownRun(in); !strings.Contains(md, "Accept-Encoding: identity") {
+		t.Errorf("a run with -identity does not say so:\n%s", md)
+	}
 }
 
 func TestMergeDoc(t *testing.T) {

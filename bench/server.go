@@ -70,6 +70,10 @@ func sampleSpec(bin string, extra []string) serverSpec {
 type params struct {
 	n, workers, lists, pageSize, watchEvents int
 	settle                                   time.Duration
+	// identity makes every request ask for uncompressed responses
+	// (Accept-Encoding: identity) instead of gzip: the LIST figures of
+	// both servers without their compressors, like for like.
+	identity bool
 }
 
 // phase is the measure of one batch of requests.
@@ -226,6 +230,7 @@ func (r *runner) start(ctx context.Context, spec serverSpec, runNo int) (*live, 
 		return nil, err
 	}
 	c := newAPIClient(url, r.tlsConf)
+	c.identity = r.p.identity
 	started := time.Now()
 	proc, err := startProcess(spec.key, spec.bin, spec.args(ports[0], r.pki, r.etcd.endpoint, dir), filepath.Join(dir, "server.log"))
 	if err != nil {
