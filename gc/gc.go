@@ -16,10 +16,10 @@ import (
 	"github.com/apikit-dev/apikit/registry"
 )
 
-const (
-	byUID   = "uid"
-	byOwner = "owner"
-)
+// byOwner indexes the nodes by the uids of their owners. Owners are found
+// by name and compared by uid (cachedLocked): a uid index would cost ~150
+// bytes an object, for every object followed.
+const byOwner = "owner"
 
 // Config says what a Collector collects.
 type Config struct {
@@ -71,9 +71,9 @@ type Collector struct {
 	// discoveredAll says byKind has every kind served (Config.Complete
 	// at the last resync).
 	discoveredAll bool
-	dirty         map[ref]bool
+	queue         queue
 	wake          chan struct{}
-	pending       map[ref]bool // failed, tried again after retry
+	pending       map[ref]struct{} // failed, tried again after retry
 
 	informers sync.WaitGroup // every kind's informer goroutine
 }
@@ -86,7 +86,7 @@ type kind struct {
 	// are served by a new registry.Resource after each change of the CRD,
 	// over the same storage, so its informer keeps running.
 	res  atomic.Pointer[registry.Resource]
-	inf  *informer.Informer[*meta.PartialObjectMetadata]
+	inf  *informer.Informer[*node]
 	stop context.CancelFunc
 	done chan struct{} // closed when inf.Run returned
 	// started is when the informer started: past Config.SyncTimeout, an
@@ -113,8 +113,6 @@ func New(cfg Config) *Collector {
 		syncWait:   cfg.SyncTimeout,
 		logger:     cfg.Logger,
 		byKind:     map[meta.GroupKind]*kind{},
-		dirty:      map[ref]bool{},
-		pending:    map[ref]bool{},
 		wake:       make(chan struct{}, 1),
 	}
 	if c.discover == nil {
@@ -137,24 +135,26 @@ func New(cfg Config) *Collector {
 func (c *Collector) newKind(gk meta.GroupKind, res registry.Resource) *kind {
 	k := &kind{gk: gk, done: make(chan struct{})}
 	k.res.Store(&res)
-	k.inf = informer.New(informer.Config[*meta.PartialObjectMetadata]{
-		Source: informer.ItemSource(k.resource, partial),
+	k.inf = informer.New(informer.Config[*node]{
+		Source: informer.ItemSource(k.resource, nodeOf),
 		Name:   res.Info().Resource + "." + gk.Group,
 		Logger: c.logger,
-		Indexers: map[string]informer.IndexFunc[*meta.PartialObjectMetadata]{
-			byUID: func(o *meta.PartialObjectMetadata) []string { return []string{o.UID} },
-			byOwner: func(o *meta.PartialObjectMetadata) []string {
-				out := make([]string, 0, len(o.OwnerReferences))
-				for _, r := range o.OwnerReferences {
+		Indexers: map[string]informer.IndexFunc[*node]{
+			byOwner: func(o *node) []string {
+				if len(o.owners) == 0 {
+					return nil
+				}
+				out := make([]string, 0, len(o.owners))
+				for _, r := range o.owners {
 					out = append(out, r.UID)
 				}
 				return out
 			},
 		},
-		Handlers: informer.Handlers[*meta.PartialObjectMetadata]{
-			OnAdd:    func(o *meta.PartialObjectMetadata) { c.changed(k, o, false) },
-			OnUpdate: func(_, o *meta.PartialObjectMetadata) { c.changed(k, o, false) },
-			OnDelete: func(o *meta.PartialObjectMetadata) { c.changed(k, o, true) },
+		Handlers: informer.Handlers[*node]{
+			OnAdd:    func(o *node) { c.changed(k, o, false) },
+			OnUpdate: func(_, o *node) { c.changed(k, o, false) },
+			OnDelete: func(o *node) { c.changed(k, o, true) },
 		},
 	})
 	return k
@@ -260,20 +260,20 @@ func (c *Collector) synced() bool {
 // changed queues what a change of o may unblock: o itself, its dependents
 // (their owner may be gone or going) and its owners (one deleted in the
 // foreground may be waiting for o).
-func (c *Collector) changed(k *kind, o *meta.PartialObjectMetadata, deleted bool) {
+func (c *Collector) changed(k *kind, o *node, deleted bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !deleted {
-		c.dirty[ref{k, o.Namespace, o.Name}] = true
+		c.queue.add(ref{k, o.namespace, o.name})
 	}
-	if deleted || o.DeletionTimestamp != nil {
-		for _, d := range dependentsOf(c.kindsLocked(), o.UID) {
-			c.dirty[d] = true
+	if deleted || o.deleting {
+		for _, d := range dependentsOf(c.kindsLocked(), o.uid) {
+			c.queue.add(d)
 		}
 	}
-	for _, or := range o.OwnerReferences {
-		if owner, ok := c.cachedLocked(or); ok {
-			c.dirty[owner] = true
+	for _, or := range o.owners {
+		if owner, ok := c.cachedLocked(or, o.namespace); ok {
+			c.queue.add(owner)
 		}
 	}
 	select {
@@ -289,22 +289,29 @@ func dependentsOf(kinds []*kind, uid string) []ref {
 	var out []ref
 	for _, k := range kinds {
 		for _, o := range k.inf.ByIndex(byOwner, uid) {
-			out = append(out, ref{k, o.Namespace, o.Name})
+			out = append(out, ref{k, o.namespace, o.name})
 		}
 	}
 	return out
 }
 
-// cachedLocked finds the owner of a reference in the informers' caches.
-func (c *Collector) cachedLocked(or meta.OwnerReference) (ref, bool) {
+// cachedLocked finds the owner of a reference in the informers' caches:
+// by its name, in the dependent's namespace when its kind is namespaced
+// (an owner is in its dependent's namespace or cluster-scoped, as kube
+// requires), and its uid.
+func (c *Collector) cachedLocked(or meta.OwnerReference, namespace string) (ref, bool) {
 	k, ok := c.byKind[groupKindOf(or)]
 	if !ok {
 		return ref{}, false
 	}
-	for _, o := range k.inf.ByIndex(byUID, or.UID) {
-		return ref{k, o.Namespace, o.Name}, true
+	if !k.resource().Info().NamespaceScoped {
+		namespace = ""
 	}
-	return ref{}, false
+	o, ok := k.inf.Get(namespace, or.Name)
+	if !ok || o.uid != or.UID {
+		return ref{}, false
+	}
+	return ref{k, o.namespace, o.name}, true
 }
 
 func (c *Collector) kindOf(or meta.OwnerReference) (*kind, bool) {
@@ -354,9 +361,9 @@ func (c *Collector) Run(ctx context.Context) {
 		case <-retry.C:
 			c.mu.Lock()
 			for r := range c.pending {
-				c.dirty[r] = true
+				c.queue.add(r)
 			}
-			clear(c.pending)
+			c.pending = nil
 			c.mu.Unlock()
 		}
 		for {
@@ -372,7 +379,10 @@ func (c *Collector) Run(ctx context.Context) {
 					c.logger.Warn("garbage collector: will retry", "resource", r.k.resource().Info().Resource, "namespace", r.namespace, "name", r.name, "err", err)
 				}
 				c.mu.Lock()
-				c.pending[r] = true
+				if c.pending == nil {
+					c.pending = map[ref]struct{}{}
+				}
+				c.pending[r] = struct{}{}
 				c.mu.Unlock()
 			}
 		}
@@ -382,11 +392,44 @@ func (c *Collector) Run(ctx context.Context) {
 func (c *Collector) next() (ref, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for r := range c.dirty {
-		delete(c.dirty, r)
-		return r, true
+	return c.queue.pop()
+}
+
+// queue holds the objects to process, each once, in the order they were
+// first queued. Its slice and set are dropped whenever it empties: a Go
+// map keeps the size of its peak (every object at the first list), and
+// taking one entry by ranging over it walks its empty slots, a walk of the
+// peak's size for each object processed.
+type queue struct {
+	order  []ref
+	queued map[ref]struct{}
+}
+
+func (q *queue) len() int { return len(q.order) }
+
+func (q *queue) add(r ref) {
+	if _, ok := q.queued[r]; ok {
+		return
 	}
-	return ref{}, false
+	if q.queued == nil {
+		q.queued = map[ref]struct{}{}
+	}
+	q.queued[r] = struct{}{}
+	q.order = append(q.order, r)
+}
+
+func (q *queue) pop() (ref, bool) {
+	if len(q.order) == 0 {
+		return ref{}, false
+	}
+	r := q.order[0]
+	q.order[0] = ref{} // the array outlives the slice: drop the kind and key
+	q.order = q.order[1:]
+	delete(q.queued, r)
+	if len(q.order) == 0 {
+		q.order, q.queued = nil, nil
+	}
+	return r, true
 }
 
 // process brings one object forward: an owner being deleted with the
@@ -397,20 +440,18 @@ func (c *Collector) process(ctx context.Context, r ref) error {
 	if !ok || !c.collected(r.k) {
 		return nil
 	}
-	if o.DeletionTimestamp != nil {
-		orphan := slices.Contains(o.Finalizers, meta.FinalizerOrphanDependents)
-		foreground := slices.Contains(o.Finalizers, meta.FinalizerDeleteDependents)
-		if (orphan || foreground) && !c.synced() {
+	if o.deleting {
+		if (o.orphan || o.foreground) && !c.synced() {
 			return errNotSynced
 		}
 		switch {
-		case orphan:
+		case o.orphan:
 			return c.orphan(ctx, r, o)
-		case foreground:
+		case o.foreground:
 			return c.foreground(ctx, r, o)
 		}
 	}
-	if len(o.OwnerReferences) == 0 {
+	if len(o.owners) == 0 {
 		return nil
 	}
 	// The references as stored now, not as cached: an orphaning may just
@@ -440,52 +481,52 @@ func (c *Collector) read(ctx context.Context, r ref) (*meta.ObjectMeta, error) {
 
 // orphan removes the references to o from its dependents, then o's orphan
 // finalizer.
-func (c *Collector) orphan(ctx context.Context, r ref, o *meta.PartialObjectMetadata) error {
-	for _, d := range c.dependents(o.UID) {
+func (c *Collector) orphan(ctx context.Context, r ref, o *node) error {
+	for _, d := range c.dependents(o.uid) {
 		err := c.update(ctx, d, func(m *meta.ObjectMeta) bool {
 			n := len(m.OwnerReferences)
-			m.OwnerReferences = slices.DeleteFunc(m.OwnerReferences, func(or meta.OwnerReference) bool { return or.UID == o.UID })
+			m.OwnerReferences = slices.DeleteFunc(m.OwnerReferences, func(or meta.OwnerReference) bool { return or.UID == o.uid })
 			return len(m.OwnerReferences) != n
 		})
 		if err != nil {
 			return fmt.Errorf("orphaning %s/%s: %w", d.namespace, d.name, err)
 		}
 	}
-	return c.removeFinalizer(ctx, r, o.UID, meta.FinalizerOrphanDependents)
+	return c.removeFinalizer(ctx, r, o.uid, meta.FinalizerOrphanDependents)
 }
 
 // foreground deletes o's dependents (in the foreground those that block
 // it) and removes o's foregroundDeletion finalizer once none that blocks
 // it is left, as kube's collector waits only for blocking dependents.
-func (c *Collector) foreground(ctx context.Context, r ref, o *meta.PartialObjectMetadata) error {
+func (c *Collector) foreground(ctx context.Context, r ref, o *node) error {
 	blocked := false
-	for _, d := range c.dependents(o.UID) {
+	for _, d := range c.dependents(o.uid) {
 		dep, ok := d.k.inf.Get(d.namespace, d.name)
 		if !ok {
 			continue
 		}
 		blocks := false
-		for _, or := range dep.OwnerReferences {
-			if or.UID == o.UID && or.BlockOwnerDeletion != nil && *or.BlockOwnerDeletion {
+		for _, or := range dep.owners {
+			if or.UID == o.uid && or.BlockOwnerDeletion != nil && *or.BlockOwnerDeletion {
 				blocks = true
 			}
 		}
 		blocked = blocked || blocks
-		if dep.DeletionTimestamp != nil {
+		if dep.deleting {
 			continue
 		}
 		policy := meta.DeletePropagationBackground
 		if blocks {
 			policy = meta.DeletePropagationForeground
 		}
-		if err := c.delete(ctx, d, dep.UID, policy); err != nil {
+		if err := c.delete(ctx, d, dep.uid, policy); err != nil {
 			return err
 		}
 	}
 	if blocked {
 		return nil // the dependents' deletes queue o again
 	}
-	return c.removeFinalizer(ctx, r, o.UID, meta.FinalizerDeleteDependents)
+	return c.removeFinalizer(ctx, r, o.uid, meta.FinalizerDeleteDependents)
 }
 
 // collect deletes o when none of its owners exists any more (a dangling

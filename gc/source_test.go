@@ -2,19 +2,18 @@ package gc
 
 import (
 	"context"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/storage/memory"
 )
 
-// TestPartialKeepsWhatCollectingReads: the informers keep an object's key,
-// uid, resourceVersion, deletionTimestamp, owner references and finalizers,
-// and none of its labels, annotations or managedFields.
-func TestPartialKeepsWhatCollectingReads(t *testing.T) {
+// TestNodeKeepsWhatCollectingReads: a node keeps an object's key, uid,
+// resourceVersion, whether it is being deleted, its owner references and
+// the orphan and foregroundDeletion finalizers, read from the stored bytes
+// of an item read from storage and from the object of another item.
+func TestNodeKeepsWhatCollectingReads(t *testing.T) {
 	mem := memory.New()
 	t.Cleanup(func() { _ = mem.Close() })
 	store := registry.MustNewStore(registry.Options[*meta.PartialObjectMetadata]{
@@ -24,38 +23,76 @@ func TestPartialKeepsWhatCollectingReads(t *testing.T) {
 	yes := true
 	refs := []meta.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "owner", UID: "owner-uid", BlockOwnerDeletion: &yes}}
 	ctx := context.Background()
-	created, err := store.Create(ctx, "ns", &meta.PartialObjectMetadata{ObjectMeta: meta.ObjectMeta{
-		Name: "thing", Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"big": "value"},
-		OwnerReferences: refs, Finalizers: []string{"example.com/hold"},
-	}}, registry.WriteOptions{})
+	for _, tc := range []struct {
+		name       string
+		finalizers []string
+		orphan     bool
+		foreground bool
+	}{
+		{"another-finalizer", []string{"example.com/hold"}, false, false},
+		{"orphan", []string{"example.com/hold", meta.FinalizerOrphanDependents}, true, false},
+		{"foreground", []string{meta.FinalizerDeleteDependents, "example.com/hold"}, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			created, err := store.Create(ctx, "ns", &meta.PartialObjectMetadata{ObjectMeta: meta.ObjectMeta{
+				Name: tc.name, Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"big": "value"},
+				OwnerReferences: refs, Finalizers: tc.finalizers,
+			}}, registry.WriteOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Marked for deletion, held by its finalizers.
+			if _, _, err := store.Delete(ctx, "ns", tc.name, registry.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			it, err := registry.Serve(store).Get(ctx, "ns", tc.name, meta.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, ok := it.Stored(); !ok {
+				t.Fatal("an item read from storage has no stored value")
+			}
+			full, err := it.Object()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := full.GetObjectMeta()
+			for _, src := range []struct {
+				name string
+				it   registry.Item
+			}{{"stored", it}, {"object", registry.NewItem(full)}} {
+				got, err := nodeOf(src.it)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.namespace != "ns" || got.name != tc.name || got.uid != created.UID || got.resourceVersion != want.ResourceVersion ||
+					!got.deleting || len(got.owners) != 1 || got.owners[0].UID != "owner-uid" || got.owners[0].BlockOwnerDeletion == nil ||
+					got.orphan != tc.orphan || got.foreground != tc.foreground {
+					t.Errorf("%s: node %+v, want the key, uid, resourceVersion, deletion, references and finalizers of %+v", src.name, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestNodeOfBrokenValue: a stored value whose metadata cannot be read is
+// an error, not a node of zero values.
+func TestNodeOfBrokenValue(t *testing.T) {
+	mem := memory.New()
+	t.Cleanup(func() { _ = mem.Close() })
+	ctx := context.Background()
+	if _, err := mem.Create(ctx, "/example.com/things/ns/x", []byte(`{"metadata":{"name":7}}`)); err != nil {
+		t.Fatal(err)
+	}
+	store := registry.MustNewStore(registry.Options[*meta.PartialObjectMetadata]{
+		Resource: meta.GroupResource{Group: "example.com", Resource: "things"}, Kind: "Thing", NamespaceScoped: true,
+		StorageVersion: "v1", Strategy: registry.DefaultStrategy[*meta.PartialObjectMetadata]{}, Storage: mem,
+	})
+	it, err := registry.Serve(store).Get(ctx, "ns", "x", meta.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Marked for deletion, held by its finalizer.
-	if _, _, err := store.Delete(ctx, "ns", "thing", registry.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	it, err := registry.Serve(store).Get(ctx, "ns", "thing", meta.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	full, err := it.Object()
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := full.GetObjectMeta()
-	got, err := partial(it)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := got.ObjectMeta
-	if m.Name != "thing" || m.Namespace != "ns" || m.UID != created.UID || m.ResourceVersion != want.ResourceVersion ||
-		m.DeletionTimestamp == nil || !m.DeletionTimestamp.Time.Truncate(time.Second).Equal(want.DeletionTimestamp.Time.Truncate(time.Second)) ||
-		len(m.OwnerReferences) != 1 || m.OwnerReferences[0].UID != "owner-uid" || m.OwnerReferences[0].BlockOwnerDeletion == nil ||
-		!slices.Equal(m.Finalizers, []string{"example.com/hold"}) {
-		t.Errorf("kept %+v, want the key, uid, resourceVersion, deletionTimestamp, references and finalizers of %+v", m, want)
-	}
-	if m.Labels != nil || m.Annotations != nil || m.ManagedFields != nil || m.CreationTimestamp != (meta.Time{}) {
-		t.Errorf("kept more than collecting reads: %+v", m)
+	if n, err := nodeOf(it); err == nil {
+		t.Errorf("nodeOf = %+v, want an error", n)
 	}
 }

@@ -98,3 +98,46 @@ func TestIndexMemoryPerObject(t *testing.T) {
 		t.Errorf("the uid index keeps %.0f bytes per object, want at most 250", perObject)
 	}
 }
+
+// keyedThing is a Keyed object whose metadata an informer must not read.
+type keyedThing struct {
+	ns, name, rv string
+	metaCalls    *int
+}
+
+func (k *keyedThing) InformerKey() (string, string, string) { return k.ns, k.name, k.rv }
+func (k *keyedThing) GetTypeMeta() *meta.TypeMeta         { return &meta.TypeMeta{} }
+func (k *keyedThing) GetObjectMeta() *meta.ObjectMeta {
+	*k.metaCalls++
+	return &meta.ObjectMeta{}
+}
+
+// TestKeyedObjects: an informer of a Keyed type files, updates and removes
+// its objects by InformerKey and never builds their ObjectMeta.
+func TestKeyedObjects(t *testing.T) {
+	calls := 0
+	var adds, updates, deletes int
+	inf := New(Config[*keyedThing]{Handlers: Handlers[*keyedThing]{
+		OnAdd:    func(*keyedThing) { adds++ },
+		OnUpdate: func(_, _ *keyedThing) { updates++ },
+		OnDelete: func(*keyedThing) { deletes++ },
+	}})
+	thing := func(name, rv string) *keyedThing { return &keyedThing{"ns", name, rv, &calls} }
+	inf.put(thing("a", "1"))
+	inf.put(thing("b", "1"))
+	inf.put(thing("a", "1")) // nothing new
+	inf.put(thing("a", "2"))
+	inf.remove(thing("b", "1"))
+	if got, ok := inf.Get("ns", "a"); !ok || got.rv != "2" {
+		t.Errorf("Get(a) = %+v, %v; want a at 2", got, ok)
+	}
+	if _, ok := inf.Get("ns", "b"); ok {
+		t.Error("b is still there")
+	}
+	if adds != 2 || updates != 1 || deletes != 1 {
+		t.Errorf("adds, updates, deletes = %d, %d, %d; want 2, 1, 1", adds, updates, deletes)
+	}
+	if calls != 0 {
+		t.Errorf("GetObjectMeta called %d times", calls)
+	}
+}

@@ -64,6 +64,9 @@ type Config[T meta.Object] struct {
 // changes; see the package documentation. Run it once.
 type Informer[T meta.Object] struct {
 	cfg Config[T]
+	// keyed says T is Keyed: keys and resourceVersions are read from
+	// InformerKey, not from GetObjectMeta.
+	keyed bool
 
 	mu      sync.RWMutex
 	objects map[objectKey]T
@@ -76,9 +79,23 @@ type Informer[T meta.Object] struct {
 
 type objectKey struct{ namespace, name string }
 
-func keyOf[T meta.Object](obj T) objectKey {
+// Keyed is implemented by an object type that names its key and
+// resourceVersion without an ObjectMeta: a compact type that an informer
+// over many objects keeps instead of their metadata (the garbage
+// collector's nodes), whose GetObjectMeta may have to build one. An
+// informer of a Keyed type reads InformerKey only.
+type Keyed interface {
+	InformerKey() (namespace, name, resourceVersion string)
+}
+
+// keyOf returns obj's key and resourceVersion.
+func (i *Informer[T]) keyOf(obj T) (objectKey, string) {
+	if i.keyed {
+		ns, name, rv := any(obj).(Keyed).InformerKey()
+		return objectKey{ns, name}, rv
+	}
 	m := obj.GetObjectMeta()
-	return objectKey{m.Namespace, m.Name}
+	return objectKey{m.Namespace, m.Name}, m.ResourceVersion
 }
 
 // New returns an Informer of cfg; it does nothing until Run.
@@ -104,6 +121,7 @@ func New[T meta.Object](cfg Config[T]) *Informer[T] {
 	for name := range cfg.Indexers {
 		i.indexes[name] = map[string]keySet{}
 	}
+	_, i.keyed = any(*new(T)).(Keyed)
 	return i
 }
 
@@ -266,7 +284,8 @@ func (i *Informer[T]) list(ctx context.Context) (string, error) {
 func (i *Informer[T]) replace(items []T) {
 	seen := make(map[objectKey]struct{}, len(items))
 	for _, obj := range items {
-		seen[keyOf(obj)] = struct{}{}
+		k, _ := i.keyOf(obj)
+		seen[k] = struct{}{}
 		i.put(obj)
 	}
 	i.mu.RLock()
@@ -309,7 +328,7 @@ func (i *Informer[T]) watch(ctx context.Context, rv string) (string, bool, error
 			continue
 		}
 		progressed = true
-		if v := ev.Object.GetObjectMeta().ResourceVersion; v != "" {
+		if _, v := i.keyOf(ev.Object); v != "" {
 			rv = v
 		}
 	}
@@ -319,14 +338,14 @@ func (i *Informer[T]) watch(ctx context.Context, rv string) (string, bool, error
 // put stores obj and tells OnAdd or OnUpdate; an object at the
 // resourceVersion the store has already is nothing new.
 func (i *Informer[T]) put(obj T) {
-	k := keyOf(obj)
+	k, rv := i.keyOf(obj)
 	i.mu.Lock()
 	old, had := i.objects[k]
-	if had && old.GetObjectMeta().ResourceVersion == obj.GetObjectMeta().ResourceVersion {
-		i.mu.Unlock()
-		return
-	}
 	if had {
+		if _, oldRV := i.keyOf(old); oldRV == rv {
+			i.mu.Unlock()
+			return
+		}
 		i.unindexLocked(k, old)
 	}
 	i.objects[k] = obj
@@ -343,7 +362,7 @@ func (i *Informer[T]) put(obj T) {
 // remove forgets obj and tells OnDelete, with the last state the store
 // had when it had one.
 func (i *Informer[T]) remove(obj T) {
-	k := keyOf(obj)
+	k, _ := i.keyOf(obj)
 	i.mu.Lock()
 	old, had := i.objects[k]
 	if had {

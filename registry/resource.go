@@ -107,6 +107,20 @@ func (it Item) JSONParts() (JSONParts, error) {
 	return JSONParts{b}, nil
 }
 
+// Stored returns a lazy item's stored value, shared and read-only, and its
+// revision: the object in the storage version as JSON without its
+// resourceVersion, which is the revision. ok is false for an item not read
+// from storage (NewItem's, a bookmark's). It is for a reader of the
+// metadata alone, which is the same in every served version (the garbage
+// collector): it reads them without decoding the object or having its JSON
+// made, which the value's memo would keep for as long as it is cached.
+func (it Item) Stored() (value []byte, revision int64, ok bool) {
+	if it.src == nil {
+		return nil, 0, false
+	}
+	return it.kv.Value, it.kv.Revision, true
+}
+
 // List is one page of a list in a served version.
 type List struct {
 	Items              []Item
