@@ -106,7 +106,7 @@ type keyedThing struct {
 }
 
 func (k *keyedThing) InformerKey() (string, string, string) { return k.ns, k.name, k.rv }
-func (k *keyedThing) GetTypeMeta() *meta.TypeMeta         { return &meta.TypeMeta{} }
+func (k *keyedThing) GetTypeMeta() *meta.TypeMeta           { return &meta.TypeMeta{} }
 func (k *keyedThing) GetObjectMeta() *meta.ObjectMeta {
 	*k.metaCalls++
 	return &meta.ObjectMeta{}
