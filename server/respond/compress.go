@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 )
 
 // GzipThreshold is the size of a response body above which it is
@@ -55,7 +54,7 @@ func StartGzip(w http.ResponseWriter, code int) io.WriteCloser {
 	h.Add("Vary", "Accept-Encoding")
 	h.Del("Content-Length")
 	w.WriteHeader(code)
-	z := gzipWriters.Get().(*gzipWriter)
+	z := getGzipWriter()
 	// deflate writes its output a few hundred bytes at a time: the
 	// buffer turns them into writes of WriteSize.
 	z.buf.Reset(w)
@@ -74,10 +73,32 @@ type gzipWriter struct {
 	buf *bufio.Writer
 }
 
-var gzipWriters = sync.Pool{New: func() any {
+// gzipWritersKept is how many idle writers are kept for the next
+// responses. A writer holds ~680 KiB (deflate's history and hash table):
+// a sync.Pool kept every writer a burst of compressed responses had in
+// flight until two collections passed (8 at once kept 6.2 MiB), where the
+// next responses, one or two at a time as a rule, reuse one or two; a
+// response beyond makes a writer that is then dropped.
+const gzipWritersKept = 2
+
+var gzipWriters = make(chan *gzipWriter, gzipWritersKept)
+
+func getGzipWriter() *gzipWriter {
+	select {
+	case z := <-gzipWriters:
+		return z
+	default:
+	}
 	gz, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed) // a valid level: no error
 	return &gzipWriter{gz: gz, buf: bufio.NewWriterSize(nil, WriteSize)}
-}}
+}
+
+func putGzipWriter(z *gzipWriter) {
+	select {
+	case gzipWriters <- z:
+	default:
+	}
+}
 
 func (z *gzipWriter) Write(p []byte) (int, error) { return z.gz.Write(p) }
 
@@ -90,7 +111,7 @@ func (z *gzipWriter) Close() error {
 	}
 	z.gz.Reset(nil)
 	z.buf.Reset(nil)
-	gzipWriters.Put(z)
+	putGzipWriter(z)
 	return err
 }
 
