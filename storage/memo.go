@@ -18,8 +18,11 @@ type Memo struct {
 	// list of 5,000 cached objects makes two lookups per object, so this
 	// is on the hot path: a sync.Map lookup costs several times as much.
 	slots [memoSlots]atomic.Pointer[memoEntry]
-	// more holds what does not fit in the slots.
-	more sync.Map
+	// more holds what does not fit in the slots, made when a value first
+	// has more forms than slots, which few ever have: a sync.Map in every
+	// memo (48 bytes) made each 96 bytes instead of 64, and the watch
+	// cache keeps a memo per cached value.
+	more atomic.Pointer[sync.Map]
 }
 
 // memoSlots is how many entries a Memo keeps in slots: the registry's
@@ -48,7 +51,10 @@ func (m *Memo) Load(key any) (any, bool) {
 			return e.value, true
 		}
 	}
-	return m.more.Load(key)
+	if more := m.more.Load(); more != nil {
+		return more.Load(key)
+	}
+	return nil, false
 }
 
 // LoadOrStore returns the existing value for key if present; otherwise it
@@ -73,6 +79,11 @@ func (m *Memo) LoadOrStore(key, v any) any {
 			return e.value
 		}
 	}
-	actual, _ := m.more.LoadOrStore(key, v)
+	more := m.more.Load()
+	if more == nil {
+		m.more.CompareAndSwap(nil, new(sync.Map))
+		more = m.more.Load()
+	}
+	actual, _ := more.LoadOrStore(key, v)
 	return actual
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 type memoKey struct{ version string }
@@ -89,3 +90,16 @@ func BenchmarkMemoLoad(b *testing.B) {
 		}
 	}
 }
+
+// TestMemoSize: the watch cache keeps a memo per cached value, so a memo
+// is one allocation of at most 64 bytes (96 with a sync.Map in it).
+func TestMemoSize(t *testing.T) {
+	if size := unsafe.Sizeof(Memo{}); size > 64 {
+		t.Errorf("a Memo is %d bytes, want at most 64", size)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { sink = NewMemo() }); allocs != 1 {
+		t.Errorf("NewMemo makes %v allocations, want 1", allocs)
+	}
+}
+
+var sink *Memo
