@@ -11,11 +11,15 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
@@ -53,7 +57,8 @@ func newClients(t *testing.T, cfg *rest.Config, contentType string) protobufClie
 // TestProtobufWritesOfSystemKinds: client-go's typed clientsets (and the
 // apiextensions and kube-aggregator ones) post admissionregistration,
 // flowcontrol, apiextensions and apiregistration objects in protobuf, as
-// cert-manager, kyverno and CRD installers do. Each kind is created and
+// cert-manager, kyverno and CRD installers do, and leases and events, as
+// leader election and event recorders do. Each kind is created and
 // updated in protobuf, and what the server keeps is what it keeps for the
 // same object posted as JSON; a malformed body is kube's 400.
 func TestProtobufWritesOfSystemKinds(t *testing.T) {
@@ -66,6 +71,11 @@ func TestProtobufWritesOfSystemKinds(t *testing.T) {
 
 	type kind struct {
 		gvr schema.GroupVersionResource
+		// namespace is a namespaced kind's; name, when set, names the
+		// sample (proto- and json- in it made one when compared).
+		namespace, name string
+		// field is a key the object written must have (spec when empty).
+		field string
 		// create creates the kind's sample called name (its group is
 		// variant, where the name must carry it) with clients c.
 		create func(c protobufClients, name, variant string) error
@@ -174,12 +184,71 @@ func TestProtobufWritesOfSystemKinds(t *testing.T) {
 				}, metav1.CreateOptions{})
 				return err
 			}},
+		{gvr: coordinationv1.SchemeGroupVersion.WithResource("leases"), namespace: "default",
+			create: func(c protobufClients, name, _ string) error {
+				_, err := c.kube.CoordinationV1().Leases("default").Create(ctx, &coordinationv1.Lease{
+					ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app": "operator"}},
+					Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("op-a_1"), LeaseDurationSeconds: ptr.To[int32](15),
+						AcquireTime: &metav1.MicroTime{Time: time.Date(2026, 12, 1, 10, 0, 0, 123456000, time.UTC)},
+						RenewTime:   &metav1.MicroTime{Time: time.Date(2026, 12, 1, 10, 0, 10, 0, time.UTC)}, LeaseTransitions: ptr.To[int32](2)},
+				}, metav1.CreateOptions{})
+				return err
+			},
+			// Released as client-go's leader election releases it: an
+			// empty holder (set, not absent) and a zero acquire time.
+			update: func(c protobufClients, name string) error {
+				o, err := c.kube.CoordinationV1().Leases("default").Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				o.Spec.HolderIdentity, o.Spec.AcquireTime, o.Spec.LeaseDurationSeconds = ptr.To(""), &metav1.MicroTime{}, ptr.To[int32](1)
+				_, err = c.kube.CoordinationV1().Leases("default").Update(ctx, o, metav1.UpdateOptions{})
+				return err
+			}},
+		{gvr: corev1.SchemeGroupVersion.WithResource("events"), namespace: "default", name: "proto-core-event", field: "involvedObject",
+			create: func(c protobufClients, name, _ string) error {
+				_, err := c.kube.CoreV1().Events("default").Create(ctx, &corev1.Event{
+					ObjectMeta:     metav1.ObjectMeta{Name: name},
+					InvolvedObject: corev1.ObjectReference{Kind: "Widget", Namespace: "default", Name: "w", UID: "u-1", APIVersion: "example.com/v1"},
+					Reason:         "Reconciled", Message: "reconciled by a", Source: corev1.EventSource{Component: "widget-operator", Host: "node-1"},
+					FirstTimestamp: metav1.NewTime(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)),
+					LastTimestamp:  metav1.NewTime(time.Date(2026, 12, 1, 10, 0, 5, 0, time.UTC)),
+					Count:          3, Type: corev1.EventTypeNormal, ReportingController: "widget-operator", ReportingInstance: "op-a",
+				}, metav1.CreateOptions{})
+				return err
+			},
+			update: func(c protobufClients, name string) error {
+				o, err := c.kube.CoreV1().Events("default").Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				o.Count, o.LastTimestamp = 4, metav1.NewTime(time.Date(2026, 12, 1, 10, 0, 9, 0, time.UTC))
+				_, err = c.kube.CoreV1().Events("default").Update(ctx, o, metav1.UpdateOptions{})
+				return err
+			}},
+		{gvr: eventsv1.SchemeGroupVersion.WithResource("events"), namespace: "default", name: "proto-v1-event", field: "regarding",
+			create: func(c protobufClients, name, _ string) error {
+				_, err := c.kube.EventsV1().Events("default").Create(ctx, &eventsv1.Event{
+					ObjectMeta: metav1.ObjectMeta{Name: name},
+					EventTime:  metav1.NewMicroTime(time.Date(2026, 12, 1, 10, 0, 0, 250000000, time.UTC)),
+					Series: &eventsv1.EventSeries{Count: 2,
+						LastObservedTime: metav1.NewMicroTime(time.Date(2026, 12, 1, 10, 0, 9, 0, time.UTC))},
+					ReportingController: "widget-operator", ReportingInstance: "op-a", Action: "Reconcile", Reason: "Reconciled",
+					Regarding: corev1.ObjectReference{Kind: "Widget", Namespace: "default", Name: "w", UID: "u-1", APIVersion: "example.com/v1"},
+					Related:   &corev1.ObjectReference{Kind: "Gadget", Name: "g"},
+					Note:      "reconciled by a", Type: corev1.EventTypeWarning,
+				}, metav1.CreateOptions{})
+				return err
+			}},
 	}
 
 	dyn := w.Dynamic()
 	for _, k := range kinds {
-		t.Run(k.gvr.Resource, func(t *testing.T) {
+		t.Run(k.gvr.GroupResource().String(), func(t *testing.T) {
 			name := map[string]string{"customresourcedefinitions": "gadgets.proto.example.com", "apiservices": "v1.protosvc.example.com"}[k.gvr.Resource]
+			if k.name != "" {
+				name = k.name
+			}
 			jsonName := strings.Replace(name, "proto", "json", 1)
 			if name == "" {
 				name, jsonName = "proto-"+k.gvr.Resource, "json-"+k.gvr.Resource
@@ -198,11 +267,15 @@ func TestProtobufWritesOfSystemKinds(t *testing.T) {
 					t.Fatalf("update in JSON: %v", err)
 				}
 			}
-			got, err := dyn.Resource(k.gvr).Get(ctx, name, metav1.GetOptions{})
+			var res dynamic.ResourceInterface = dyn.Resource(k.gvr)
+			if k.namespace != "" {
+				res = dyn.Resource(k.gvr).Namespace(k.namespace)
+			}
+			got, err := res.Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := dyn.Resource(k.gvr).Get(ctx, jsonName, metav1.GetOptions{})
+			want, err := res.Get(ctx, jsonName, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -219,8 +292,12 @@ func TestProtobufWritesOfSystemKinds(t *testing.T) {
 			if g != w {
 				t.Errorf("posted in protobuf, kept\n%s\nposted in JSON, kept\n%s", g, w)
 			}
-			if !strings.Contains(g, `"spec"`) && !strings.Contains(g, `"webhooks"`) {
-				t.Errorf("%s kept no spec: %s", name, g)
+			field := k.field
+			if field == "" {
+				field = "spec"
+			}
+			if !strings.Contains(g, `"`+field+`"`) && !strings.Contains(g, `"webhooks"`) {
+				t.Errorf("%s kept no %s: %s", name, field, g)
 			}
 		})
 	}

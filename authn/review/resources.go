@@ -43,7 +43,7 @@ func selfSubjectReviews() (registry.Resource, error) {
 		GroupVersion:   groupVersion,
 		Resource:       "selfsubjectreviews",
 		Kind:           "SelfSubjectReview",
-		ProtobufToJSON: protobufToJSON("SelfSubjectReview"),
+		ProtobufToJSON: selfSubjectReviewProtobuf.ToJSON,
 		Create: func(ctx context.Context, r *SelfSubjectReview) (*SelfSubjectReview, error) {
 			u, ok := authn.UserFrom(ctx)
 			if !ok {
@@ -68,7 +68,7 @@ func tokenReviews(tokens authn.TokenAuthenticator, apiAudiences []string) (regis
 		GroupVersion:   groupVersion,
 		Resource:       "tokenreviews",
 		Kind:           "TokenReview",
-		ProtobufToJSON: protobufToJSON("TokenReview"),
+		ProtobufToJSON: tokenReviewProtobuf.ToJSON,
 		Create: func(ctx context.Context, r *TokenReview) (*TokenReview, error) {
 			token := r.Spec.Token
 			if token == "" {

@@ -180,22 +180,26 @@ func TestProtobuf(t *testing.T) {
 	obj = protowire.AppendBytes(obj, objectMeta)
 	obj = protowire.AppendTag(obj, 2, protowire.BytesType)
 	obj = protowire.AppendBytes(obj, spec)
+	// A status saying authenticated: the client has no say in it.
+	obj = protowire.AppendTag(obj, 3, protowire.BytesType)
+	obj = protowire.AppendBytes(obj, protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 1))
 
 	ssr, tr := resources(t)
 	got, err := tr.(registry.ProtobufDecoder).ProtobufToJSON(protobufBody("TokenReview", obj))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","metadata":{"name":"review-1"},"spec":{"token":"alice-token","audiences":["api","vault"]}}`; string(got) != want {
+	if want := `{"kind":"TokenReview","apiVersion":"authentication.k8s.io/v1","metadata":{"name":"review-1"},"spec":{"token":"alice-token","audiences":["api","vault"]},"status":{"user":{}}}`; string(got) != want {
 		t.Errorf("TokenReview:\n got %s\nwant %s", got, want)
 	}
 	// kubectl auth whoami posts an empty SelfSubjectReview.
 	got, err = ssr.(registry.ProtobufDecoder).ProtobufToJSON(protobufBody("SelfSubjectReview", nil))
-	if err != nil || string(got) != `{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}` {
+	if err != nil || string(got) != `{"kind":"SelfSubjectReview","apiVersion":"authentication.k8s.io/v1","metadata":{},"status":{"userInfo":{}}}` {
 		t.Errorf("SelfSubjectReview: %s %v", got, err)
 	}
-	if _, err := tr.(registry.ProtobufDecoder).ProtobufToJSON(protobufBody("SelfSubjectReview", nil)); err == nil {
-		t.Error("a SelfSubjectReview posted to tokenreviews")
+	if _, err := tr.(registry.ProtobufDecoder).ProtobufToJSON(protobufBody("SelfSubjectReview", nil)); err == nil ||
+		!strings.Contains(err.Error(), `SelfSubjectReview in version "v1" cannot be handled as a TokenReview`) {
+		t.Errorf("a SelfSubjectReview posted to tokenreviews: %v", err)
 	}
 	if _, err := tr.(registry.ProtobufDecoder).ProtobufToJSON([]byte(`{"kind":"TokenReview"}`)); err == nil {
 		t.Error("JSON taken for protobuf")

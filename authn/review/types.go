@@ -14,16 +14,16 @@ const (
 // TokenReview asks whether a token is valid, for which audiences.
 type TokenReview struct {
 	meta.TypeMeta   `json:",inline"`
-	meta.ObjectMeta `json:"metadata,omitempty"`
-	Spec            TokenReviewSpec   `json:"spec"`
+	meta.ObjectMeta `json:"metadata,omitempty" protobuf:"1"`
+	Spec            TokenReviewSpec   `json:"spec" protobuf:"2"`
 	Status          TokenReviewStatus `json:"status,omitempty"`
 }
 
 // TokenReviewSpec is the token and the audiences it is meant for (empty:
 // the server's own).
 type TokenReviewSpec struct {
-	Token     string   `json:"token,omitempty"`
-	Audiences []string `json:"audiences,omitempty"`
+	Token     string   `json:"token,omitempty" protobuf:"1"`
+	Audiences []string `json:"audiences,omitempty" protobuf:"2"`
 }
 
 // TokenReviewStatus is the answer.
@@ -45,7 +45,7 @@ type UserInfo struct {
 // SelfSubjectReview reports who the caller is.
 type SelfSubjectReview struct {
 	meta.TypeMeta   `json:",inline"`
-	meta.ObjectMeta `json:"metadata,omitempty"`
+	meta.ObjectMeta `json:"metadata,omitempty" protobuf:"1"`
 	Status          SelfSubjectReviewStatus `json:"status,omitempty"`
 }
 

@@ -20,7 +20,7 @@ import (
 func Resources(a authz.Authorizer, r authz.RuleResolver) ([]registry.Resource, error) {
 	gv := meta.GroupVersion{Group: GroupName, Version: Version}
 	sar, err := registry.NewCreateOnly(registry.CreateOnlyOptions[*SubjectAccessReview]{
-		GroupVersion: gv, Resource: "subjectaccessreviews", Kind: "SubjectAccessReview", ProtobufToJSON: protobufOf("SubjectAccessReview"),
+		GroupVersion: gv, Resource: "subjectaccessreviews", Kind: "SubjectAccessReview", ProtobufToJSON: subjectAccessReviewProtobuf.ToJSON,
 		Create: func(ctx context.Context, obj *SubjectAccessReview) (*SubjectAccessReview, error) {
 			if errs := validateSpec(obj.Spec, true); len(errs) > 0 {
 				return nil, meta.NewInvalid(meta.GroupKind{Group: GroupName, Kind: "SubjectAccessReview"}, "", errs)
@@ -33,7 +33,7 @@ func Resources(a authz.Authorizer, r authz.RuleResolver) ([]registry.Resource, e
 		return nil, err
 	}
 	lsar, err := registry.NewCreateOnly(registry.CreateOnlyOptions[*LocalSubjectAccessReview]{
-		GroupVersion: gv, Resource: "localsubjectaccessreviews", Kind: "LocalSubjectAccessReview", ProtobufToJSON: protobufOf("LocalSubjectAccessReview"), NamespaceScoped: true,
+		GroupVersion: gv, Resource: "localsubjectaccessreviews", Kind: "LocalSubjectAccessReview", ProtobufToJSON: localSubjectAccessReviewProtobuf.ToJSON, NamespaceScoped: true,
 		Create: func(ctx context.Context, obj *LocalSubjectAccessReview) (*LocalSubjectAccessReview, error) {
 			errs := validateSpec(obj.Spec, true)
 			if obj.Spec.NonResourceAttributes != nil {
@@ -53,7 +53,7 @@ func Resources(a authz.Authorizer, r authz.RuleResolver) ([]registry.Resource, e
 		return nil, err
 	}
 	ssar, err := registry.NewCreateOnly(registry.CreateOnlyOptions[*SelfSubjectAccessReview]{
-		GroupVersion: gv, Resource: "selfsubjectaccessreviews", Kind: "SelfSubjectAccessReview", ProtobufToJSON: protobufOf("SelfSubjectAccessReview"),
+		GroupVersion: gv, Resource: "selfsubjectaccessreviews", Kind: "SelfSubjectAccessReview", ProtobufToJSON: selfSubjectAccessReviewProtobuf.ToJSON,
 		Create: func(ctx context.Context, obj *SelfSubjectAccessReview) (*SelfSubjectAccessReview, error) {
 			u, ok := authn.UserFrom(ctx)
 			if !ok {
@@ -73,7 +73,7 @@ func Resources(a authz.Authorizer, r authz.RuleResolver) ([]registry.Resource, e
 		return nil, err
 	}
 	ssrr, err := registry.NewCreateOnly(registry.CreateOnlyOptions[*SelfSubjectRulesReview]{
-		GroupVersion: gv, Resource: "selfsubjectrulesreviews", Kind: "SelfSubjectRulesReview", ProtobufToJSON: protobufOf("SelfSubjectRulesReview"),
+		GroupVersion: gv, Resource: "selfsubjectrulesreviews", Kind: "SelfSubjectRulesReview", ProtobufToJSON: selfSubjectRulesReviewProtobuf.ToJSON,
 		Create: func(ctx context.Context, obj *SelfSubjectRulesReview) (*SelfSubjectRulesReview, error) {
 			u, ok := authn.UserFrom(ctx)
 			if !ok {
@@ -90,11 +90,6 @@ func Resources(a authz.Authorizer, r authz.RuleResolver) ([]registry.Resource, e
 		return nil, err
 	}
 	return []registry.Resource{lsar, ssar, ssrr, sar}, nil
-}
-
-// protobufOf reads kind in protobuf, as kubectl posts it.
-func protobufOf(kind string) func([]byte) ([]byte, error) {
-	return func(body []byte) ([]byte, error) { return ProtobufToJSON(body, kind) }
 }
 
 // validateSpec checks a review's spec with kube-apiserver's messages;

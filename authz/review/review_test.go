@@ -32,7 +32,7 @@ func (fake) RulesFor(_ context.Context, u *authn.User, ns string) ([]authz.Resou
 	return []authz.ResourceRuleInfo{{Verbs: []string{"get"}, APIGroups: []string{"g"}, Resources: []string{u.Name + "-" + ns}}}, nil, true, nil
 }
 
-func resources(t *testing.T) map[string]registry.Resource {
+func resources(t testing.TB) map[string]registry.Resource {
 	t.Helper()
 	rs, err := review.Resources(fake{}, fake{})
 	if err != nil {
@@ -98,6 +98,8 @@ func TestReviews(t *testing.T) {
 	}
 }
 
+// TestProtobuf decodes reviews as kubectl posts them in protobuf: the
+// metadata and the spec, never a status, which is the server's to fill.
 func TestProtobuf(t *testing.T) {
 	str := func(b []byte, n protowire.Number, v string) []byte {
 		return protowire.AppendString(protowire.AppendTag(b, n, protowire.BytesType), v)
@@ -105,33 +107,44 @@ func TestProtobuf(t *testing.T) {
 	msg := func(b []byte, n protowire.Number, m []byte) []byte {
 		return protowire.AppendBytes(protowire.AppendTag(b, n, protowire.BytesType), m)
 	}
+	envelope := func(kind string, obj []byte) []byte {
+		return append([]byte("k8s\x00"), msg(msg(nil, 1, str(str(nil, 1, "authorization.k8s.io/v1"), 2, kind)), 2, obj)...)
+	}
+	rs := resources(t)
+	decode := func(resource string, body []byte) (string, error) {
+		out, err := rs[resource].(registry.ProtobufDecoder).ProtobufToJSON(body)
+		return string(out), err
+	}
 	// kubectl auth can-i list flunders.wardle.example.com -n ns
 	attrs := str(str(str(str(nil, 1, "ns"), 2, "list"), 3, "wardle.example.com"), 5, "flunders")
-	ssar := msg(msg(nil, 1, nil), 2, msg(nil, 1, attrs))
-	body := append([]byte("k8s\x00"), msg(msg(nil, 1, str(str(nil, 1, "authorization.k8s.io/v1"), 2, "SelfSubjectAccessReview")), 2, ssar)...)
-	got, err := review.ProtobufToJSON(body, "SelfSubjectAccessReview")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectAccessReview","spec":{"resourceAttributes":{"namespace":"ns","verb":"list","group":"wardle.example.com","resource":"flunders"}}}`
-	if string(got) != want {
-		t.Errorf("got  %s\nwant %s", got, want)
-	}
-	// A SubjectAccessReview with user, groups and extra.
+	allowed := msg(nil, 3, protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 1)) // a status the client has no say in
+	ssar := envelope("SelfSubjectAccessReview", msg(msg(msg(nil, 1, nil), 2, msg(nil, 1, attrs)), 3, allowed))
+	// A SubjectAccessReview with user, groups and extra (ExtraValue: a
+	// message holding the values in field 1).
 	extra := msg(str(nil, 1, "scopes"), 2, str(str(nil, 1, "a"), 1, "b"))
 	spec := msg(str(str(str(str(nil, 3, "bob"), 4, "g1"), 4, "g2"), 6, "uid-1"), 5, extra)
 	spec = msg(spec, 2, str(str(nil, 1, "/healthz"), 2, "get"))
-	sar := append([]byte("k8s\x00"), msg(msg(nil, 1, str(str(nil, 1, "authorization.k8s.io/v1"), 2, "SubjectAccessReview")), 2, msg(nil, 2, spec))...)
-	got, err = review.ProtobufToJSON(sar, "SubjectAccessReview")
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		resource string
+		body     []byte
+		want     string
+	}{
+		{"selfsubjectaccessreviews", ssar,
+			`{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","metadata":{},"spec":{"resourceAttributes":{"namespace":"ns","verb":"list","group":"wardle.example.com","resource":"flunders"}},"status":{"allowed":false}}`},
+		{"subjectaccessreviews", envelope("SubjectAccessReview", msg(nil, 2, spec)),
+			`{"kind":"SubjectAccessReview","apiVersion":"authorization.k8s.io/v1","metadata":{},"spec":{"nonResourceAttributes":{"path":"/healthz","verb":"get"},"user":"bob","groups":["g1","g2"],"extra":{"scopes":["a","b"]},"uid":"uid-1"},"status":{"allowed":false}}`},
+		{"localsubjectaccessreviews", envelope("LocalSubjectAccessReview", msg(msg(nil, 1, str(nil, 3, "ns")), 2, msg(str(nil, 3, "bob"), 1, attrs))),
+			`{"kind":"LocalSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","metadata":{"namespace":"ns"},"spec":{"resourceAttributes":{"namespace":"ns","verb":"list","group":"wardle.example.com","resource":"flunders"},"user":"bob"},"status":{"allowed":false}}`},
+		{"selfsubjectrulesreviews", envelope("SelfSubjectRulesReview", msg(nil, 2, str(nil, 1, "ns"))),
+			`{"kind":"SelfSubjectRulesReview","apiVersion":"authorization.k8s.io/v1","metadata":{},"spec":{"namespace":"ns"},"status":{"resourceRules":null,"nonResourceRules":null,"incomplete":false}}`},
+	} {
+		got, err := decode(tc.resource, tc.body)
+		if err != nil || got != tc.want {
+			t.Errorf("%s:\n got %s %v\nwant %s", tc.resource, got, err, tc.want)
+		}
 	}
-	want = `{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"nonResourceAttributes":{"path":"/healthz","verb":"get"},"user":"bob","groups":["g1","g2"],"extra":{"scopes":["a","b"]},"uid":"uid-1"}}`
-	if string(got) != want {
-		t.Errorf("got  %s\nwant %s", got, want)
-	}
-	if _, err := review.ProtobufToJSON(body, "SubjectAccessReview"); err == nil {
-		t.Error("a SelfSubjectAccessReview read as a SubjectAccessReview")
+	if _, err := decode("subjectaccessreviews", ssar); err == nil || !strings.Contains(err.Error(), "cannot be handled as a SubjectAccessReview") {
+		t.Errorf("a SelfSubjectAccessReview read as a SubjectAccessReview: %v", err)
 	}
 }
 
@@ -161,12 +174,17 @@ func FuzzProtobufToJSON(f *testing.F) {
 	envelope := func(kind string, obj []byte) []byte {
 		return append([]byte("k8s\x00"), msg(msg(nil, 1, str(str(nil, 1, "authorization.k8s.io/v1"), 2, kind)), 2, obj)...)
 	}
-	f.Add(envelope("SelfSubjectAccessReview", msg(msg(nil, 1, nil), 2, msg(nil, 1, attrs))), "SelfSubjectAccessReview")
-	f.Add(envelope("SubjectAccessReview", msg(nil, 2, msg(str(nil, 3, "bob"), 2, str(nil, 1, "/healthz")))), "SubjectAccessReview")
-	f.Add(envelope("SelfSubjectRulesReview", msg(nil, 2, str(nil, 1, "ns"))), "SelfSubjectRulesReview")
-	f.Add([]byte("k8s\x00\x0a\xff\xff\xff\xff\x0f"), "SubjectAccessReview")
-	f.Fuzz(func(t *testing.T, body []byte, kind string) {
-		out, err := review.ProtobufToJSON(body, kind)
+	f.Add(envelope("SelfSubjectAccessReview", msg(msg(nil, 1, nil), 2, msg(nil, 1, attrs))), "selfsubjectaccessreviews")
+	f.Add(envelope("SubjectAccessReview", msg(nil, 2, msg(str(nil, 3, "bob"), 2, str(nil, 1, "/healthz")))), "subjectaccessreviews")
+	f.Add(envelope("SelfSubjectRulesReview", msg(nil, 2, str(nil, 1, "ns"))), "selfsubjectrulesreviews")
+	f.Add([]byte("k8s\x00\x0a\xff\xff\xff\xff\x0f"), "subjectaccessreviews")
+	rs := resources(f)
+	f.Fuzz(func(t *testing.T, body []byte, resource string) {
+		r, ok := rs[resource]
+		if !ok {
+			return
+		}
+		out, err := r.(registry.ProtobufDecoder).ProtobufToJSON(body)
 		if err != nil {
 			return
 		}
@@ -174,8 +192,8 @@ func FuzzProtobufToJSON(f *testing.F) {
 		if err := json.Unmarshal(out, &m); err != nil {
 			t.Fatalf("ProtobufToJSON(%x) = %s: not a JSON object: %v", body, out, err)
 		}
-		if m["kind"] != kind {
-			t.Fatalf("ProtobufToJSON(%x, %q) = kind %v", body, kind, m["kind"])
+		if m["kind"] != r.Info().Kind {
+			t.Fatalf("%s: ProtobufToJSON(%x) = kind %v", resource, body, m["kind"])
 		}
 	})
 }

@@ -13,19 +13,19 @@ const APIVersion = GroupName + "/" + Version
 
 // ResourceAttributes describe a request on a resource.
 type ResourceAttributes struct {
-	Namespace   string `json:"namespace,omitempty"`
-	Verb        string `json:"verb,omitempty"`
-	Group       string `json:"group,omitempty"`
-	Version     string `json:"version,omitempty"`
-	Resource    string `json:"resource,omitempty"`
-	Subresource string `json:"subresource,omitempty"`
-	Name        string `json:"name,omitempty"`
+	Namespace   string `json:"namespace,omitempty" protobuf:"1"`
+	Verb        string `json:"verb,omitempty" protobuf:"2"`
+	Group       string `json:"group,omitempty" protobuf:"3"`
+	Version     string `json:"version,omitempty" protobuf:"4"`
+	Resource    string `json:"resource,omitempty" protobuf:"5"`
+	Subresource string `json:"subresource,omitempty" protobuf:"6"`
+	Name        string `json:"name,omitempty" protobuf:"7"`
 }
 
 // NonResourceAttributes describe a request on a non-resource path.
 type NonResourceAttributes struct {
-	Path string `json:"path,omitempty"`
-	Verb string `json:"verb,omitempty"`
+	Path string `json:"path,omitempty" protobuf:"1"`
+	Verb string `json:"verb,omitempty" protobuf:"2"`
 }
 
 // ExtraValue is one extra attribute of a user.
@@ -34,12 +34,12 @@ type ExtraValue []string
 // SubjectAccessReviewSpec is a request and the user making it. Exactly one
 // of ResourceAttributes and NonResourceAttributes is set.
 type SubjectAccessReviewSpec struct {
-	ResourceAttributes    *ResourceAttributes    `json:"resourceAttributes,omitempty"`
-	NonResourceAttributes *NonResourceAttributes `json:"nonResourceAttributes,omitempty"`
-	User                  string                 `json:"user,omitempty"`
-	Groups                []string               `json:"groups,omitempty"`
-	Extra                 map[string]ExtraValue  `json:"extra,omitempty"`
-	UID                   string                 `json:"uid,omitempty"`
+	ResourceAttributes    *ResourceAttributes    `json:"resourceAttributes,omitempty" protobuf:"1"`
+	NonResourceAttributes *NonResourceAttributes `json:"nonResourceAttributes,omitempty" protobuf:"2"`
+	User                  string                 `json:"user,omitempty" protobuf:"3"`
+	Groups                []string               `json:"groups,omitempty" protobuf:"4"`
+	Extra                 map[string]ExtraValue  `json:"extra,omitempty" protobuf:"5"`
+	UID                   string                 `json:"uid,omitempty" protobuf:"6"`
 }
 
 // SubjectAccessReviewStatus is the answer.
@@ -56,8 +56,8 @@ type SubjectAccessReviewStatus struct {
 // SubjectAccessReview asks whether a user may do something.
 type SubjectAccessReview struct {
 	meta.TypeMeta   `json:",inline"`
-	meta.ObjectMeta `json:"metadata,omitempty"`
-	Spec            SubjectAccessReviewSpec   `json:"spec"`
+	meta.ObjectMeta `json:"metadata,omitempty" protobuf:"1"`
+	Spec            SubjectAccessReviewSpec   `json:"spec" protobuf:"2"`
 	Status          SubjectAccessReviewStatus `json:"status,omitempty"`
 }
 
@@ -65,29 +65,29 @@ type SubjectAccessReview struct {
 // which a namespace admin may be allowed to post.
 type LocalSubjectAccessReview struct {
 	meta.TypeMeta   `json:",inline"`
-	meta.ObjectMeta `json:"metadata,omitempty"`
-	Spec            SubjectAccessReviewSpec   `json:"spec"`
+	meta.ObjectMeta `json:"metadata,omitempty" protobuf:"1"`
+	Spec            SubjectAccessReviewSpec   `json:"spec" protobuf:"2"`
 	Status          SubjectAccessReviewStatus `json:"status,omitempty"`
 }
 
 // SelfSubjectAccessReviewSpec is a request the caller would make.
 type SelfSubjectAccessReviewSpec struct {
-	ResourceAttributes    *ResourceAttributes    `json:"resourceAttributes,omitempty"`
-	NonResourceAttributes *NonResourceAttributes `json:"nonResourceAttributes,omitempty"`
+	ResourceAttributes    *ResourceAttributes    `json:"resourceAttributes,omitempty" protobuf:"1"`
+	NonResourceAttributes *NonResourceAttributes `json:"nonResourceAttributes,omitempty" protobuf:"2"`
 }
 
 // SelfSubjectAccessReview asks whether the caller may do something:
 // `kubectl auth can-i`.
 type SelfSubjectAccessReview struct {
 	meta.TypeMeta   `json:",inline"`
-	meta.ObjectMeta `json:"metadata,omitempty"`
-	Spec            SelfSubjectAccessReviewSpec `json:"spec"`
+	meta.ObjectMeta `json:"metadata,omitempty" protobuf:"1"`
+	Spec            SelfSubjectAccessReviewSpec `json:"spec" protobuf:"2"`
 	Status          SubjectAccessReviewStatus   `json:"status,omitempty"`
 }
 
 // SelfSubjectRulesReviewSpec names the namespace to list rules in.
 type SelfSubjectRulesReviewSpec struct {
-	Namespace string `json:"namespace,omitempty"`
+	Namespace string `json:"namespace,omitempty" protobuf:"1"`
 }
 
 // ResourceRule is what the caller may do on resources.
@@ -118,7 +118,7 @@ type SubjectRulesReviewStatus struct {
 // `kubectl auth can-i --list`.
 type SelfSubjectRulesReview struct {
 	meta.TypeMeta   `json:",inline"`
-	meta.ObjectMeta `json:"metadata,omitempty"`
-	Spec            SelfSubjectRulesReviewSpec `json:"spec"`
+	meta.ObjectMeta `json:"metadata,omitempty" protobuf:"1"`
+	Spec            SelfSubjectRulesReviewSpec `json:"spec" protobuf:"2"`
 	Status          SubjectRulesReviewStatus   `json:"status,omitempty"`
 }

@@ -24,22 +24,22 @@ type ObjectReference = serviceaccounts.ObjectReference
 // Event is core/v1 Event, the storage version of both.
 type Event struct {
 	meta.TypeMeta   `json:",inline"`
-	meta.ObjectMeta `json:"metadata"`
+	meta.ObjectMeta `json:"metadata" protobuf:"1"`
 
-	InvolvedObject      ObjectReference  `json:"involvedObject" description:"The object that this event is about."`
-	Reason              string           `json:"reason,omitempty" description:"This should be a short, machine understandable string that gives the reason for the transition into the object's current status."`
-	Message             string           `json:"message,omitempty" description:"A human-readable description of the status of this operation."`
-	Source              EventSource      `json:"source,omitempty" description:"The component reporting this event."`
-	FirstTimestamp      meta.Time        `json:"firstTimestamp,omitempty" description:"The time at which the event was first recorded."`
-	LastTimestamp       meta.Time        `json:"lastTimestamp,omitempty" description:"The time at which the most recent occurrence of this event was recorded."`
-	Count               int32            `json:"count,omitempty" description:"The number of times this event has occurred."`
-	Type                string           `json:"type,omitempty" description:"Type of this event (Normal, Warning), new types could be added in the future"`
-	EventTime           meta.MicroTime   `json:"eventTime,omitempty" description:"Time when this Event was first observed."`
-	Series              *EventSeries     `json:"series,omitempty" description:"Data about the Event series this event represents or nil if it's a singleton Event."`
-	Action              string           `json:"action,omitempty" description:"What action was taken/failed regarding to the Regarding object."`
-	Related             *ObjectReference `json:"related,omitempty" description:"Optional secondary object for more complex actions."`
-	ReportingController string           `json:"reportingComponent" description:"Name of the controller that emitted this Event, e.g. kubernetes.io/kubelet."`
-	ReportingInstance   string           `json:"reportingInstance" description:"ID of the controller instance, e.g. kubelet-xyzf."`
+	InvolvedObject      ObjectReference  `json:"involvedObject" description:"The object that this event is about." protobuf:"2"`
+	Reason              string           `json:"reason,omitempty" description:"This should be a short, machine understandable string that gives the reason for the transition into the object's current status." protobuf:"3"`
+	Message             string           `json:"message,omitempty" description:"A human-readable description of the status of this operation." protobuf:"4"`
+	Source              EventSource      `json:"source,omitempty" description:"The component reporting this event." protobuf:"5"`
+	FirstTimestamp      meta.Time        `json:"firstTimestamp,omitempty" description:"The time at which the event was first recorded." protobuf:"6"`
+	LastTimestamp       meta.Time        `json:"lastTimestamp,omitempty" description:"The time at which the most recent occurrence of this event was recorded." protobuf:"7"`
+	Count               int32            `json:"count,omitempty" description:"The number of times this event has occurred." protobuf:"8"`
+	Type                string           `json:"type,omitempty" description:"Type of this event (Normal, Warning), new types could be added in the future" protobuf:"9"`
+	EventTime           meta.MicroTime   `json:"eventTime,omitempty" description:"Time when this Event was first observed." protobuf:"10"`
+	Series              *EventSeries     `json:"series,omitempty" description:"Data about the Event series this event represents or nil if it's a singleton Event." protobuf:"11"`
+	Action              string           `json:"action,omitempty" description:"What action was taken/failed regarding to the Regarding object." protobuf:"12"`
+	Related             *ObjectReference `json:"related,omitempty" description:"Optional secondary object for more complex actions." protobuf:"13"`
+	ReportingController string           `json:"reportingComponent" description:"Name of the controller that emitted this Event, e.g. kubernetes.io/kubelet." protobuf:"14"`
+	ReportingInstance   string           `json:"reportingInstance" description:"ID of the controller instance, e.g. kubelet-xyzf." protobuf:"15"`
 }
 
 // SwaggerDoc describes Event in OpenAPI.
@@ -49,14 +49,14 @@ func (Event) SwaggerDoc() map[string]string {
 
 // EventSource names the component that reported an event.
 type EventSource struct {
-	Component string `json:"component,omitempty" description:"Component from which the event is generated."`
-	Host      string `json:"host,omitempty" description:"Node name on which the event is generated."`
+	Component string `json:"component,omitempty" description:"Component from which the event is generated." protobuf:"1"`
+	Host      string `json:"host,omitempty" description:"Node name on which the event is generated." protobuf:"2"`
 }
 
 // EventSeries is a series of occurrences of one event.
 type EventSeries struct {
-	Count            int32          `json:"count,omitempty" description:"Number of occurrences in this series up to the last heartbeat time"`
-	LastObservedTime meta.MicroTime `json:"lastObservedTime,omitempty" description:"Time of the last occurrence observed"`
+	Count            int32          `json:"count,omitempty" description:"Number of occurrences in this series up to the last heartbeat time" protobuf:"1"`
+	LastObservedTime meta.MicroTime `json:"lastObservedTime,omitempty" description:"Time of the last occurrence observed" protobuf:"2"`
 }
 
 // Stores are the two stores over events' storage: the core group's and

@@ -10,22 +10,22 @@ import (
 // deprecated*.
 type EventV1 struct {
 	meta.TypeMeta   `json:",inline"`
-	meta.ObjectMeta `json:"metadata"`
+	meta.ObjectMeta `json:"metadata" protobuf:"1"`
 
-	EventTime                meta.MicroTime   `json:"eventTime" description:"eventTime is the time when this Event was first observed."`
-	Series                   *EventSeries     `json:"series,omitempty" description:"series is data about the Event series this event represents or nil if it's a singleton Event."`
-	ReportingController      string           `json:"reportingController,omitempty" description:"reportingController is the name of the controller that emitted this Event."`
-	ReportingInstance        string           `json:"reportingInstance,omitempty" description:"reportingInstance is the ID of the controller instance."`
-	Action                   string           `json:"action,omitempty" description:"action is what action was taken/failed regarding to the regarding object."`
-	Reason                   string           `json:"reason,omitempty" description:"reason is why the action was taken."`
-	Regarding                ObjectReference  `json:"regarding,omitempty" description:"regarding contains the object this Event is about."`
-	Related                  *ObjectReference `json:"related,omitempty" description:"related is the optional secondary object for more complex actions."`
-	Note                     string           `json:"note,omitempty" description:"note is a human-readable description of the status of this operation."`
-	Type                     string           `json:"type,omitempty" description:"type is the type of this event (Normal, Warning)."`
-	DeprecatedSource         EventSource      `json:"deprecatedSource,omitempty" description:"deprecatedSource is the deprecated field assuring backward compatibility with core.v1 Event type."`
-	DeprecatedFirstTimestamp meta.Time        `json:"deprecatedFirstTimestamp,omitempty" description:"deprecatedFirstTimestamp is the deprecated field assuring backward compatibility with core.v1 Event type."`
-	DeprecatedLastTimestamp  meta.Time        `json:"deprecatedLastTimestamp,omitempty" description:"deprecatedLastTimestamp is the deprecated field assuring backward compatibility with core.v1 Event type."`
-	DeprecatedCount          int32            `json:"deprecatedCount,omitempty" description:"deprecatedCount is the deprecated field assuring backward compatibility with core.v1 Event type."`
+	EventTime                meta.MicroTime   `json:"eventTime" description:"eventTime is the time when this Event was first observed." protobuf:"2"`
+	Series                   *EventSeries     `json:"series,omitempty" description:"series is data about the Event series this event represents or nil if it's a singleton Event." protobuf:"3"`
+	ReportingController      string           `json:"reportingController,omitempty" description:"reportingController is the name of the controller that emitted this Event." protobuf:"4"`
+	ReportingInstance        string           `json:"reportingInstance,omitempty" description:"reportingInstance is the ID of the controller instance." protobuf:"5"`
+	Action                   string           `json:"action,omitempty" description:"action is what action was taken/failed regarding to the regarding object." protobuf:"6"`
+	Reason                   string           `json:"reason,omitempty" description:"reason is why the action was taken." protobuf:"7"`
+	Regarding                ObjectReference  `json:"regarding,omitempty" description:"regarding contains the object this Event is about." protobuf:"8"`
+	Related                  *ObjectReference `json:"related,omitempty" description:"related is the optional secondary object for more complex actions." protobuf:"9"`
+	Note                     string           `json:"note,omitempty" description:"note is a human-readable description of the status of this operation." protobuf:"10"`
+	Type                     string           `json:"type,omitempty" description:"type is the type of this event (Normal, Warning)." protobuf:"11"`
+	DeprecatedSource         EventSource      `json:"deprecatedSource,omitempty" description:"deprecatedSource is the deprecated field assuring backward compatibility with core.v1 Event type." protobuf:"12"`
+	DeprecatedFirstTimestamp meta.Time        `json:"deprecatedFirstTimestamp,omitempty" description:"deprecatedFirstTimestamp is the deprecated field assuring backward compatibility with core.v1 Event type." protobuf:"13"`
+	DeprecatedLastTimestamp  meta.Time        `json:"deprecatedLastTimestamp,omitempty" description:"deprecatedLastTimestamp is the deprecated field assuring backward compatibility with core.v1 Event type." protobuf:"14"`
+	DeprecatedCount          int32            `json:"deprecatedCount,omitempty" description:"deprecatedCount is the deprecated field assuring backward compatibility with core.v1 Event type." protobuf:"15"`
 }
 
 // SwaggerDoc describes EventV1 in OpenAPI.

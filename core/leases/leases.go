@@ -18,9 +18,9 @@ const GroupName = "coordination.k8s.io"
 // Lease is coordination.k8s.io/v1 Lease.
 type Lease struct {
 	meta.TypeMeta   `json:",inline"`
-	meta.ObjectMeta `json:"metadata,omitempty"`
+	meta.ObjectMeta `json:"metadata,omitempty" protobuf:"1"`
 
-	Spec LeaseSpec `json:"spec,omitempty" description:"spec contains the specification of the Lease."`
+	Spec LeaseSpec `json:"spec,omitempty" description:"spec contains the specification of the Lease." protobuf:"2"`
 }
 
 // SwaggerDoc describes Lease in OpenAPI.
@@ -30,13 +30,13 @@ func (Lease) SwaggerDoc() map[string]string {
 
 // LeaseSpec is who holds the lease and until when.
 type LeaseSpec struct {
-	HolderIdentity       *string         `json:"holderIdentity,omitempty" description:"holderIdentity contains the identity of the holder of a current lease."`
-	LeaseDurationSeconds *int32          `json:"leaseDurationSeconds,omitempty" description:"leaseDurationSeconds is a duration that candidates for a lease need to wait to force acquire it."`
-	AcquireTime          *meta.MicroTime `json:"acquireTime,omitempty" description:"acquireTime is a time when the current lease was acquired."`
-	RenewTime            *meta.MicroTime `json:"renewTime,omitempty" description:"renewTime is a time when the current holder of a lease has last updated the lease."`
-	LeaseTransitions     *int32          `json:"leaseTransitions,omitempty" description:"leaseTransitions is the number of transitions of a lease between holders."`
-	Strategy             *string         `json:"strategy,omitempty" description:"Strategy indicates the strategy for picking the leader for coordinated leader election."`
-	PreferredHolder      *string         `json:"preferredHolder,omitempty" description:"PreferredHolder signals to a lease holder that the lease has a more optimal holder and should be given up."`
+	HolderIdentity       *string         `json:"holderIdentity,omitempty" description:"holderIdentity contains the identity of the holder of a current lease." protobuf:"1"`
+	LeaseDurationSeconds *int32          `json:"leaseDurationSeconds,omitempty" description:"leaseDurationSeconds is a duration that candidates for a lease need to wait to force acquire it." protobuf:"2"`
+	AcquireTime          *meta.MicroTime `json:"acquireTime,omitempty" description:"acquireTime is a time when the current lease was acquired." protobuf:"3"`
+	RenewTime            *meta.MicroTime `json:"renewTime,omitempty" description:"renewTime is a time when the current holder of a lease has last updated the lease." protobuf:"4"`
+	LeaseTransitions     *int32          `json:"leaseTransitions,omitempty" description:"leaseTransitions is the number of transitions of a lease between holders." protobuf:"5"`
+	Strategy             *string         `json:"strategy,omitempty" description:"Strategy indicates the strategy for picking the leader for coordinated leader election." protobuf:"6"`
+	PreferredHolder      *string         `json:"preferredHolder,omitempty" description:"PreferredHolder signals to a lease holder that the lease has a more optimal holder and should be given up." protobuf:"7"`
 }
 
 // New returns the leases store on the storage f gives it.

@@ -19,7 +19,8 @@ func envelope(object []byte) []byte {
 
 // TestProtobufToJSON decodes what client-go's leader election writes: a
 // held lease, and a released one (an empty holder, which is set, not
-// absent, and Go's zero time for the acquire time).
+// absent, and Go's zero time for the acquire time, which is null, as
+// client-go writes that time in JSON, and so no time once decoded).
 func TestProtobufToJSON(t *testing.T) {
 	meta := field(field(nil, 1, []byte("op")), 3, []byte("kube-system"))
 	for _, tc := range []struct {
@@ -30,11 +31,11 @@ func TestProtobufToJSON(t *testing.T) {
 		name: "held",
 		spec: varint(varint(field(field(field(nil, 1, []byte("a_1")), 3, timestamp(1764590000, 123456000)),
 			4, timestamp(1764590010, 0)), 2, 15), 5, 2),
-		want: `{"acquireTime":"2025-12-01T11:53:20.123456Z","holderIdentity":"a_1","leaseDurationSeconds":15,"leaseTransitions":2,"renewTime":"2025-12-01T11:53:30.000000Z"}`,
+		want: `{"holderIdentity":"a_1","leaseDurationSeconds":15,"acquireTime":"2025-12-01T11:53:20.123456Z","renewTime":"2025-12-01T11:53:30.000000Z","leaseTransitions":2}`,
 	}, {
 		name: "released",
 		spec: varint(field(field(field(nil, 1, nil), 3, k8sprototest.ZeroTime), 4, timestamp(1764590010, 0)), 2, 1),
-		want: `{"holderIdentity":"","leaseDurationSeconds":1,"renewTime":"2025-12-01T11:53:30.000000Z"}`,
+		want: `{"holderIdentity":"","leaseDurationSeconds":1,"acquireTime":null,"renewTime":"2025-12-01T11:53:30.000000Z"}`,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := ProtobufToJSON(envelope(field(field(nil, 1, meta), 2, tc.spec)))
@@ -50,6 +51,13 @@ func TestProtobufToJSON(t *testing.T) {
 			}
 			if string(got.Spec) != tc.want || got.Metadata["name"] != "op" || got.Metadata["namespace"] != "kube-system" {
 				t.Errorf("got %s\nwant spec %s", out, tc.want)
+			}
+			var l Lease
+			if err := json.Unmarshal(out, &l); err != nil {
+				t.Fatal(err)
+			}
+			if l.Spec.RenewTime == nil || l.Spec.RenewTime.Unix() != 1764590010 || (l.Spec.AcquireTime == nil) != (tc.name == "released") {
+				t.Errorf("decoded into %+v", l.Spec)
 			}
 		})
 	}

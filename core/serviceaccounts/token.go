@@ -23,9 +23,9 @@ import (
 // service account's token subresource, it comes back with a token.
 type TokenRequest struct {
 	meta.TypeMeta   `json:",inline"`
-	meta.ObjectMeta `json:"metadata,omitempty"`
+	meta.ObjectMeta `json:"metadata,omitempty" protobuf:"1"`
 
-	Spec   TokenRequestSpec   `json:"spec" description:"Spec holds information about the request being evaluated"`
+	Spec   TokenRequestSpec   `json:"spec" description:"Spec holds information about the request being evaluated" protobuf:"2"`
 	Status TokenRequestStatus `json:"status,omitempty" description:"Status is filled in by the server and indicates whether the token can be authenticated."`
 }
 
@@ -36,17 +36,17 @@ func (TokenRequest) SwaggerDoc() map[string]string {
 
 // TokenRequestSpec is what a token is asked for.
 type TokenRequestSpec struct {
-	Audiences         []string              `json:"audiences" listType:"atomic" description:"Audiences are the intendend audiences of the token."`
-	ExpirationSeconds *int64                `json:"expirationSeconds,omitempty" description:"ExpirationSeconds is the requested duration of validity of the request."`
-	BoundObjectRef    *BoundObjectReference `json:"boundObjectRef,omitempty" description:"BoundObjectRef is a reference to an object that the token will be bound to."`
+	Audiences         []string              `json:"audiences" listType:"atomic" description:"Audiences are the intendend audiences of the token." protobuf:"1"`
+	ExpirationSeconds *int64                `json:"expirationSeconds,omitempty" description:"ExpirationSeconds is the requested duration of validity of the request." protobuf:"4"`
+	BoundObjectRef    *BoundObjectReference `json:"boundObjectRef,omitempty" description:"BoundObjectRef is a reference to an object that the token will be bound to." protobuf:"3"`
 }
 
 // BoundObjectReference is an object a token is bound to.
 type BoundObjectReference struct {
-	Kind       string `json:"kind,omitempty" description:"Kind of the referent. Valid kinds are 'Pod' and 'Secret'."`
-	APIVersion string `json:"apiVersion,omitempty" description:"API version of the referent."`
-	Name       string `json:"name,omitempty" description:"Name of the referent."`
-	UID        string `json:"uid,omitempty" description:"UID of the referent."`
+	Kind       string `json:"kind,omitempty" description:"Kind of the referent. Valid kinds are 'Pod' and 'Secret'." protobuf:"1"`
+	APIVersion string `json:"apiVersion,omitempty" description:"API version of the referent." protobuf:"2"`
+	Name       string `json:"name,omitempty" description:"Name of the referent." protobuf:"3"`
+	UID        string `json:"uid,omitempty" description:"UID of the referent." protobuf:"4"`
 }
 
 // TokenRequestStatus carries the token.
@@ -178,45 +178,23 @@ func (h *tokenHandler) issue(ctx context.Context, ns, name string, req *TokenReq
 	return &out, nil
 }
 
+// tokenRequestProtobuf reads a TokenRequest in protobuf by the protobuf
+// tags on its types (k8s.io/api/authentication/v1's field numbers): the
+// metadata and the spec, not the status, which is the server's to fill.
+var tokenRequestProtobuf = k8sproto.NewDecoder[TokenRequest]("TokenRequest")
+
 // decodeTokenRequest reads a TokenRequest in JSON, or in protobuf as
-// kubectl's typed client posts it (k8s.io/api/authentication/v1's field
-// numbers).
+// kubectl's typed client posts it.
 func decodeTokenRequest(contentType string, body []byte) (*TokenRequest, error) {
+	if endpoints.IsProtobuf(contentType) {
+		var err error
+		if body, err = tokenRequestProtobuf.ToJSON(body); err != nil {
+			return nil, err
+		}
+	}
 	var req TokenRequest
-	if !endpoints.IsProtobuf(contentType) {
-		if err := json.Unmarshal(body, &req); err != nil {
-			return nil, fmt.Errorf("decoding the TokenRequest: %w", err)
-		}
-		return &req, nil
-	}
-	_, kind, obj, err := k8sproto.Unwrap(body)
-	if err != nil {
-		return nil, fmt.Errorf("decoding protobuf: %w", err)
-	}
-	if kind != "TokenRequest" {
-		return nil, fmt.Errorf("decoding protobuf: got kind %q, want %q", kind, "TokenRequest")
-	}
-	if m, ok, err := obj.Message(1); err != nil {
-		return nil, fmt.Errorf("decoding protobuf TokenRequest metadata: %w", err)
-	} else if ok {
-		req.Name, req.Namespace = m.String(1), m.String(3)
-	}
-	spec, ok, err := obj.Message(2)
-	if err != nil {
-		return nil, fmt.Errorf("decoding protobuf TokenRequest spec: %w", err)
-	}
-	if ok {
-		req.Spec.Audiences = spec.Strings(1)
-		if v, set := spec.Int64(4); set {
-			req.Spec.ExpirationSeconds = &v
-		}
-		ref, ok, err := spec.Message(3)
-		if err != nil {
-			return nil, fmt.Errorf("decoding protobuf TokenRequest boundObjectRef: %w", err)
-		}
-		if ok {
-			req.Spec.BoundObjectRef = &BoundObjectReference{Kind: ref.String(1), APIVersion: ref.String(2), Name: ref.String(3), UID: ref.String(4)}
-		}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return nil, fmt.Errorf("decoding the TokenRequest: %w", err)
 	}
 	return &req, nil
 }

@@ -6,11 +6,15 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/apikit-dev/apikit/authn/serviceaccount"
+	"github.com/apikit-dev/apikit/internal/k8sproto/k8sprototest"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/storage"
@@ -118,5 +122,32 @@ func TestTokenBoundToServiceAccount(t *testing.T) {
 	want := "service account UID (" + again.UID + ") does not match claim (" + sa.UID + ")"
 	if _, ok, err := authn.AuthenticateToken(ctx, out.Status.Token); ok || err == nil || err.Error() != want {
 		t.Errorf("after recreate: ok=%v err=%v, want %s", ok, err, want)
+	}
+}
+
+// TestDecodeTokenRequestProtobuf reads a TokenRequest as client-go's
+// typed client posts it in protobuf (kubectl create token --bound-object-kind):
+// the metadata and the spec, never the status.
+func TestDecodeTokenRequestProtobuf(t *testing.T) {
+	str := func(b []byte, n protowire.Number, s string) []byte { return k8sprototest.Bytes(b, n, []byte(s)) }
+	ref := str(str(str(str(nil, 1, "Pod"), 2, "v1"), 3, "web-0"), 4, "u-1")
+	spec := k8sprototest.Varint(k8sprototest.Bytes(str(str(nil, 1, "api"), 1, "vault"), 3, ref), 4, 900)
+	status := str(nil, 1, "a token the client made up")
+	obj := k8sprototest.Bytes(k8sprototest.Bytes(k8sprototest.Bytes(nil, 1, str(str(nil, 1, "robot"), 3, "ns")), 2, spec), 3, status)
+	got, err := decodeTokenRequest("application/vnd.kubernetes.protobuf", k8sprototest.Envelope("authentication.k8s.io/v1", "TokenRequest", obj))
+	if err != nil {
+		t.Fatal(err)
+	}
+	secs := int64(900)
+	want := &TokenRequest{TypeMeta: meta.TypeMeta{APIVersion: "authentication.k8s.io/v1", Kind: "TokenRequest"},
+		ObjectMeta: meta.ObjectMeta{Name: "robot", Namespace: "ns"},
+		Spec: TokenRequestSpec{Audiences: []string{"api", "vault"}, ExpirationSeconds: &secs,
+			BoundObjectRef: &BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: "web-0", UID: "u-1"}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("decoded %+v\nwant    %+v", got, want)
+	}
+	_, err = decodeTokenRequest("application/vnd.kubernetes.protobuf", k8sprototest.Envelope("v1", "ServiceAccount", nil))
+	if want := `ServiceAccount in version "v1" cannot be handled as a TokenRequest`; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("a ServiceAccount as a TokenRequest: %v, want %s", err, want)
 	}
 }

@@ -28,7 +28,8 @@ import (
 //     field (a struct is a nested message, its fields merged when repeated);
 //   - bool and integers: a varint; float64: a fixed64 (a proto double);
 //   - a slice: a repeated field (scalars packed or not);
-//   - map[string]V: repeated entries, key 1, value 2;
+//   - map[string]V: repeated entries, key 1, value 2; a list as V is a
+//     message holding the items in field 1 (authentication's ExtraValue);
 //   - meta.Time, meta.MicroTime: the seconds (1), nanos (2) message, Go's
 //     zero time (client-go's encoding of an unset Time) read as unset;
 //   - json.RawMessage: apimachinery's RawExtension or apiextensions' JSON,
@@ -129,18 +130,15 @@ func envelope(body []byte) (apiVersion, kind string, raw []byte, err error) {
 	case len(body) == len(magic):
 		return "", "", nil, errors.New("empty body")
 	}
-	env, err := Parse(body[len(magic):])
+	env, err := parse(body[len(magic):])
 	if err != nil {
 		return "", "", nil, err
 	}
-	tm, _, err := env.Message(1)
+	tm, err := parse(env.last(1))
 	if err != nil {
 		return "", "", nil, err
 	}
-	if v := env.bytes[2]; len(v) > 0 {
-		raw = v[len(v)-1]
-	}
-	return tm.String(1), tm.String(2), raw, nil
+	return string(tm.last(1)), string(tm.last(2)), env.last(2), nil
 }
 
 // summarize is how kube-apiserver quotes an undecodable body: up to max
@@ -382,6 +380,30 @@ func (s *decodeState) decodeField(v reflect.Value, f field, typ protowire.Type, 
 	return s.value(v, typ, b)
 }
 
+// items decodes the list message b, its items in field 1, into the list v.
+func (s *decodeState) items(b []byte, v reflect.Value) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		if num == 1 {
+			n, err := s.decodeField(v, field{name: s.field}, typ, b)
+			if err != nil {
+				return err
+			}
+			b = b[n:]
+			continue
+		}
+		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
 // mapEntry decodes a map entry message: key 1, value 2.
 func (s *decodeState) mapEntry(b []byte, t reflect.Type) (key, val reflect.Value, err error) {
 	key, val = reflect.New(t.Key()).Elem(), reflect.New(t.Elem()).Elem()
@@ -483,12 +505,12 @@ func (s *decodeState) value(v reflect.Value, typ protowire.Type, b []byte) (int,
 		v.Field(0).Set(reflect.ValueOf(tm))
 	case t == rawType:
 		// RawExtension and JSON: the raw bytes in field 1.
-		m, err := Parse(raw)
+		m, err := parse(raw)
 		if err != nil {
 			return 0, err
 		}
-		if r := m.bytes[1]; len(r) > 0 && len(r[len(r)-1]) > 0 {
-			v.SetBytes(bytes.Clone(r[len(r)-1]))
+		if r := m.last(1); len(r) > 0 {
+			v.SetBytes(bytes.Clone(r))
 		}
 	case t.Kind() == reflect.Struct:
 		if err := s.message(raw, v); err != nil {
@@ -496,6 +518,13 @@ func (s *decodeState) value(v reflect.Value, typ protowire.Type, b []byte) (int,
 		}
 	case t.Kind() == reflect.String:
 		v.SetString(string(raw))
+	case t.Kind() == reflect.Slice && t != bytesType:
+		// Only a map's value gets here: proto has no map of lists, so
+		// generated.proto wraps the list in a message (ExtraValue), its
+		// items in field 1.
+		if err := s.items(raw, v); err != nil {
+			return 0, err
+		}
 	default: // []byte
 		v.SetBytes(bytes.Clone(raw))
 	}
@@ -503,15 +532,19 @@ func (s *decodeState) value(v reflect.Value, typ protowire.Type, b []byte) (int,
 }
 
 // timestamp reads a meta/v1 Time or MicroTime message (seconds 1, nanos
-// 2), in UTC; Go's zero time, as client-go encodes a Time it was not
-// given, is the zero time.
+// 2), in UTC. An empty message, which is how client-go writes a Time it
+// was not given (apimachinery's Time.Marshal), is the zero time, as
+// apimachinery's Time.Unmarshal reads it, not the Unix epoch; so is Go's
+// zero time in seconds.
 func timestamp(b []byte) (time.Time, error) {
-	m, err := Parse(b)
+	if len(b) == 0 {
+		return time.Time{}, nil
+	}
+	m, err := parse(b)
 	if err != nil {
 		return time.Time{}, err
 	}
-	sec, _ := m.Int64(1)
-	nanos, _ := m.Int64(2)
+	sec, nanos := m.int64(1), m.int64(2)
 	if sec == zeroTimeSeconds && nanos == 0 {
 		return time.Time{}, nil
 	}

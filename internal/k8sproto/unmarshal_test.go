@@ -45,6 +45,7 @@ type widgetSpec struct {
 	Ports    []int32             `json:"ports,omitempty" protobuf:"19"`
 	Schema   json.RawMessage     `json:"schema,omitempty" protobuf:"20,as=Node"`
 	Selector *meta.LabelSelector `json:"selector,omitempty" protobuf:"21"`
+	Extra    map[string][]string `json:"extra,omitempty" protobuf:"22"`
 }
 
 type part struct {
@@ -91,7 +92,8 @@ func fullSpec() []byte {
 	b = pb.Bytes(b, 19, protowire.AppendVarint(protowire.AppendVarint(nil, 443), 8443)) // packed
 	b = pb.Bytes(b, 20, pb.Bytes(str(nil, 1, "root"), 2, entry("kid", pb.Bytes(nil, 3, str(nil, 1, "grandkid")))))
 	b = pb.Bytes(b, 21, pb.Bytes(nil, 2, str(str(str(nil, 1, "env"), 2, "In"), 3, "prod")))
-	b = pb.Varint(b, 99, 7) // unknown fields are skipped
+	b = pb.Bytes(b, 22, entry("scopes", pb.Varint(str(str(nil, 1, "a"), 1, "b"), 2, 1))) // a list as a map's value: its items in field 1
+	b = pb.Varint(b, 99, 7)                                                              // unknown fields are skipped
 	return b
 }
 
@@ -110,7 +112,7 @@ func TestDecoderToJSON(t *testing.T) {
 				`"count":-3,"limit":1099511627776,"ratio":0.5,"ca":"AAEC","since":"2023-11-14T22:13:20Z","until":null,"default":{"a":1},"enum":["s",2],` +
 				`"main":{"size":9,"kind":"merged"},"spare":{},"list":[{"kind":"one"},{}],"ports":[80,443,8443],` +
 				`"schema":{"name":"root","children":{"kid":{"next":{"name":"grandkid"}}}},` +
-				`"selector":{"matchExpressions":[{"key":"env","operator":"In","values":["prod"]}]}}}`},
+				`"selector":{"matchExpressions":[{"key":"env","operator":"In","values":["prod"]}]},"extra":{"scopes":["a","b"]}}}`},
 		{"empty object", nil,
 			`{"kind":"Widget","apiVersion":"example.com/v1","metadata":{},"spec":{"name":"","on":false,"count":0,"main":{}}}`},
 		{"last scalar wins", pb.Bytes(nil, 2, str(str(nil, 1, "first"), 1, "second")),
@@ -123,6 +125,27 @@ func TestDecoderToJSON(t *testing.T) {
 			}
 			if string(got) != tc.want {
 				t.Errorf("got\n%s\nwant\n%s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestUnsetTimes: client-go writes an unset Time as an empty message;
+// it is unset, as apimachinery reads it, not the Unix epoch. So is Go's
+// zero time in seconds.
+func TestUnsetTimes(t *testing.T) {
+	for name, unset := range map[string][]byte{"empty message": pb.ZeroTime, "Go's zero time": pb.GoZeroTime} {
+		t.Run(name, func(t *testing.T) {
+			spec := pb.Bytes(pb.Bytes(nil, 12, unset), 13, unset)
+			got, err := widgets.ToJSON(pb.Envelope("example.com/v1", "Widget", pb.Bytes(pb.Bytes(nil, 1, pb.Bytes(nil, 8, unset)), 2, spec)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// since is omitzero; until, a pointer, is set to the zero
+			// time, which is null, as client-go writes it in JSON.
+			want := `{"kind":"Widget","apiVersion":"example.com/v1","metadata":{},"spec":{"name":"","on":false,"count":0,"until":null,"main":{}}}`
+			if string(got) != want {
+				t.Errorf("got\n%s\nwant\n%s", got, want)
 			}
 		})
 	}

@@ -27,6 +27,11 @@ func Varint(b []byte, n protowire.Number, v int64) []byte {
 // Timestamp is a meta/v1 Time or MicroTime message.
 func Timestamp(seconds, nanos int64) []byte { return Varint(Varint(nil, 1, seconds), 2, nanos) }
 
-// ZeroTime is the Timestamp client-go writes for an unset Time: Go's
-// zero time in Unix seconds.
-var ZeroTime = Timestamp(-62135596800, 0)
+// ZeroTime is what client-go writes for an unset Time or MicroTime: an
+// empty message (apimachinery's Time.Marshal writes nothing for the zero
+// time), not a Timestamp of 0 s.
+var ZeroTime = []byte{}
+
+// GoZeroTime is Go's zero time as a Timestamp, in Unix seconds, which
+// apimachinery also reads as unset.
+var GoZeroTime = Timestamp(-62135596800, 0)
