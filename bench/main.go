@@ -48,10 +48,11 @@ type options struct {
 	wardleBin              string
 	only                   string
 	// core runs the core mode: ConfigMaps beside kube-apiserver.
-	core     bool
-	kubeArgs string
-	profile  string
-	profSecs int
+	core      bool
+	kubeArgs  string
+	profile   string
+	profSecs  int
+	profPhase string
 	// crd runs the CRD mode: custom resources beside the
 	// apiextensions-apiserver.
 	crd     bool
@@ -85,6 +86,7 @@ func parseFlags() (options, error) {
 	fs.StringVar(&o.extArgs, "apiextensions-args", "", "extra flags for the apiextensions-apiserver (-crd), space separated")
 	fs.StringVar(&o.profile, "profile", "", "write a CPU profile of each server's first run, from its /debug/pprof, into this directory (apikit.pprof and the peer's: sample.pprof, kube.pprof or apiextensions.pprof), and heap profiles with the objects (apikit-heap.pprof and .txt, ...)")
 	fs.IntVar(&o.profSecs, "profile-seconds", 30, "with -profile: the profile's length, from the creates on (the server runs until it ends)")
+	fs.StringVar(&o.profPhase, "profile-phase", "", "with -profile: profile one phase alone ("+phaseGet+", "+phaseList+" or "+phasePaged+"; the Flunder modes): its requests repeat, unmeasured, for -profile-seconds before the phase is measured")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return o, err
 	}
@@ -93,6 +95,11 @@ func parseFlags() (options, error) {
 		if v <= 0 {
 			errs = append(errs, fmt.Errorf("%s must be positive, not %d", name, v))
 		}
+	}
+	switch o.profPhase {
+	case "", phaseGet, phaseList, phasePaged:
+	default:
+		errs = append(errs, fmt.Errorf("-profile-phase must be %s, %s or %s, not %q", phaseGet, phaseList, phasePaged, o.profPhase))
 	}
 	if o.n > 99999 || o.watchEvents > 99999 {
 		errs = append(errs, errors.New("-n and -watch-events are at most 99999 (object names have five digits)"))
@@ -248,7 +255,7 @@ func newRunner(ctx context.Context, o options, work string, bins binaries) (*run
 	}
 	logger.Printf("etcd %s at %s (pid %d)", bins.etcdVersion, etcd.endpoint, etcd.proc.pid())
 	return &runner{p: o.params, etcd: etcd, pki: pki, tlsConf: tlsConf, dir: work,
-		profileDir: o.profile, profileSeconds: o.profSecs}, nil
+		profileDir: o.profile, profileSeconds: o.profSecs, profilePhase: o.profPhase}, nil
 }
 
 // stop stops etcd.

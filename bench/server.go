@@ -146,6 +146,44 @@ type runner struct {
 	// server's first run (the core and CRD modes' -profile).
 	profileDir     string
 	profileSeconds int
+	// profilePhase, if set (-profile-phase), moves that profile to one
+	// phase: the phase's requests repeat, unmeasured, for the profile's
+	// length before the phase is measured.
+	profilePhase string
+}
+
+// Phases -profile-phase can profile alone.
+const (
+	phaseGet   = "get"
+	phaseList  = "list"
+	phasePaged = "paged"
+)
+
+// profileOnly profiles, with -profile-phase name on the first run, the
+// server while round repeats: round is one pass of the phase's requests
+// (the measured phase runs after, as in any run). It does nothing
+// otherwise.
+func (r *runner) profileOnly(ctx context.Context, l *live, spec serverSpec, runNo int, name string, round func(ctx context.Context) error) {
+	if r.profileDir == "" || r.profilePhase != name || runNo != 0 {
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := profile(ctx, l.c, r.profileSeconds, filepath.Join(r.profileDir, spec.key+".pprof"))
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				l.fail(runNo, "profile", err)
+			}
+			return
+		default:
+		}
+		if err := round(ctx); err != nil {
+			l.fail(runNo, "profile "+name, err)
+			return // cancel ends the profile's request
+		}
+	}
 }
 
 // profileRun starts, on the first run with -profile, a CPU profile of the
@@ -289,7 +327,9 @@ func (r *runner) runObjects(ctx context.Context, spec serverSpec, runNo int, t o
 			return nil, fmt.Errorf("%s: %w", spec.key, err)
 		}
 	}
-	defer r.profileRun(ctx, l, spec, runNo)()
+	if r.profilePhase == "" {
+		defer r.profileRun(ctx, l, spec, runNo)()
+	}
 	// One request sets up the HTTP/2 connection the phases share.
 	var buf bytes.Buffer
 	if err := c.do(ctx, http.MethodGet, t.collection+"?limit=1", nil, http.StatusOK, &buf); err != nil {
@@ -328,18 +368,29 @@ func (r *runner) runObjects(ctx context.Context, spec serverSpec, runNo int, t o
 		fail("stored size", err)
 	}
 
-	res.get, err = r.measure(ctx, pid, n, w, func(ctx context.Context, wk, i int) error {
+	get := func(ctx context.Context, wk, i int) error {
 		return c.do(ctx, http.MethodGet, t.collection+"/"+names[i], nil, http.StatusOK, &bufs[wk])
+	}
+	r.profileOnly(ctx, l, spec, runNo, phaseGet, func(ctx context.Context) error {
+		_, err := forEach(ctx, n, w, get)
+		return err
 	})
-	if err != nil {
+	if res.get, err = r.measure(ctx, pid, n, w, get); err != nil {
 		fail("get", err)
 	}
 
-	if res.list, err = r.lists(ctx, c, pid, t.collection, 0, n, countItems); err != nil {
-		fail("list", err)
-	}
-	if res.paged, err = r.lists(ctx, c, pid, t.collection, r.p.pageSize, n, countItems); err != nil {
-		fail("paged list", err)
+	for _, lp := range []struct {
+		name  string
+		limit int
+		res   **listPhase
+	}{{phaseList, 0, &res.list}, {phasePaged, r.p.pageSize, &res.paged}} {
+		r.profileOnly(ctx, l, spec, runNo, lp.name, func(ctx context.Context) error {
+			_, _, _, err := listAll(ctx, c, t.collection, lp.limit, &buf, nil)
+			return err
+		})
+		if *lp.res, err = r.lists(ctx, c, pid, t.collection, lp.limit, n, countItems); err != nil {
+			fail(lp.name+" list", err)
+		}
 	}
 	if res.loadedRSS, err = rss(pid); err != nil {
 		return nil, err
