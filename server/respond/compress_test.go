@@ -88,3 +88,46 @@ func TestBodyCompressesLargeResponses(t *testing.T) {
 		})
 	}
 }
+
+// TestStartGzipPieces: a body written in pieces of every size, from the
+// two bytes a LIST writes between items to more than the compressor's
+// input buffer, decodes (with the standard library's reader) to the
+// pieces in order.
+func TestStartGzipPieces(t *testing.T) {
+	piece := func(n int) []byte { return bytes.Repeat([]byte(`{"metadata":{"name":"flunder"}},`), n/32+1)[:n] }
+	for _, tc := range []struct {
+		name  string
+		sizes []int
+	}{
+		{"small pieces", []int{2, 500, 2, 31, 2, 500, 7}},
+		{"a piece larger than the buffer", []int{2, 40 << 10, 3}},
+		{"pieces across the buffer's end", []int{16<<10 - 1, 2, 16 << 10, 16<<10 + 1, 1}},
+		{"one large piece", []int{300 << 10}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var want []byte
+			rec := httptest.NewRecorder()
+			z := respond.StartGzip(rec, http.StatusOK)
+			for range 40 {
+				for _, n := range tc.sizes {
+					p := piece(n)
+					want = append(want, p...)
+					if m, err := z.Write(p); m != n || err != nil {
+						t.Fatalf("Write of %d = %d, %v", n, m, err)
+					}
+				}
+			}
+			if err := z.Close(); err != nil {
+				t.Fatal(err)
+			}
+			zr, err := gzip.NewReader(rec.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(zr)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("decoded %d bytes (%v), want the %d written", len(got), err, len(want))
+			}
+		})
+	}
+}
