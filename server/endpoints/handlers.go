@@ -324,15 +324,24 @@ func (s *Scope) writeList(w http.ResponseWriter, r *http.Request, list *registry
 	size := len(head) + len(tail)
 	bodies := make([]registry.JSONParts, len(list.Items))
 	for i, it := range list.Items {
-		if bodies[i], err = it.JSONParts(); err != nil {
+		var typeLen int
+		if bodies[i], typeLen, err = it.JSONPartsTyped(); err != nil {
 			respond.Error(w, r, err)
 			return
 		}
 		// The item's own "{" goes out with the comma before it (see
 		// writeListJSON), so the cached encoding is sliced, not copied.
-		if p := s.itemTypePrefix; len(p) > 0 && bytes.HasPrefix(bodies[i][0], p) {
+		// The registry knows whether the type fields lead a cached
+		// item's JSON without reading it: its bytes are read once, as
+		// they are written.
+		switch p := s.itemTypePrefix; {
+		case len(p) == 0:
+			bodies[i][0] = bodies[i][0][1:]
+		case typeLen > 0:
+			bodies[i][0] = bodies[i][0][typeLen:]
+		case bytes.HasPrefix(bodies[i][0], p):
 			bodies[i][0] = bodies[i][0][len(p):]
-		} else {
+		default:
 			bodies[i][0] = bodies[i][0][1:]
 		}
 		size += bodies[i].Len() + 2
