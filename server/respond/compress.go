@@ -89,10 +89,11 @@ const gzipInSize = 16 << 10
 
 // gzipWritersKept is how many idle writers are kept for the next
 // responses. A writer holds ~700 KiB (deflate's history and hash table,
-// 16 KiB of input): a sync.Pool kept every writer a burst of compressed responses had in
-// flight until two collections passed (8 at once kept 6.2 MiB), where the
-// next responses, one or two at a time as a rule, reuse one or two; a
-// response beyond makes a writer that is then dropped.
+// 16 KiB of input): a sync.Pool kept every writer a burst of compressed
+// responses had in flight until two collections passed (8 at once kept
+// 6.2 MiB), where the next responses, one or two at a time as a rule,
+// reuse one or two; a response beyond makes a writer that is then
+// dropped.
 const gzipWritersKept = 2
 
 var gzipWriters = make(chan *gzipWriter, gzipWritersKept)
