@@ -3,6 +3,7 @@ package cel
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -153,6 +154,105 @@ func TestEstimatedCost(t *testing.T) {
 			}
 			if e.MaxCost != tc.want {
 				t.Fatalf("estimated cost %d, want %d", e.MaxCost, tc.want)
+			}
+		})
+	}
+}
+
+// TestEvalContext: an expression without a comprehension is evaluated
+// without a context of its own; it must give what cel-go's ContextEval
+// gives, for a live and for a cancelled context, and an expression with
+// one must still stop when the context ends.
+func TestEvalContext(t *testing.T) {
+	c, err := NewCompiler(AdmissionVariables()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := make([]any, 1000)
+	for i := range items {
+		items[i] = int64(i)
+	}
+	vars := map[string]any{
+		ObjectVarName:  map[string]any{"metadata": map[string]any{"name": "f1"}, "spec": map[string]any{"items": items}},
+		RequestVarName: map[string]any{"operation": "CREATE"},
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		expr          string
+		interruptible bool
+	}{
+		{expr: "object.metadata.name.startsWith('f') && request.operation == 'CREATE'"},
+		{expr: "object.spec.nope"},
+		{expr: "object.metadata.name + '-' + string(size(object.spec.items))"},
+		{expr: "object.spec.items[999] == 999 ? 'last' : 'other'"},
+		{expr: "object.spec.items.all(i, i >= 0)", interruptible: true},
+		{expr: "object.spec.items.map(i, i * 2)[3]", interruptible: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.expr, func(t *testing.T) {
+			e, err := c.Compile(tc.expr, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.interruptible != tc.interruptible {
+				t.Fatalf("interruptible %v, want %v", e.interruptible, tc.interruptible)
+			}
+			for _, ctx := range []context.Context{context.Background(), cancelled} {
+				got, cost, err := e.Eval(ctx, vars, PerCallLimit)
+				want, det, wantErr := e.program.ContextEval(ctx, &varActivation{vars: vars, decls: e.decls})
+				if tc.interruptible && ctx == cancelled {
+					if err == nil || !strings.Contains(err.Error(), "context canceled") {
+						t.Fatalf("cancelled: got %v, %v; want the context's error", got, err)
+					}
+					continue
+				}
+				if (err == nil) != (wantErr == nil) || err != nil && err.Error() != wantErr.Error() {
+					t.Fatalf("error %v, want %v", err, wantErr)
+				}
+				if err == nil && got.Equal(want) != types.True {
+					t.Fatalf("got %v, want %v", got, want)
+				}
+				if wantCost := int64(*det.ActualCost()); cost != wantCost {
+					t.Fatalf("cost %d, want %d", cost, wantCost)
+				}
+			}
+		})
+	}
+}
+
+// TestReferences: the variables an expression reads, which callers may
+// skip building when no expression reads them.
+func TestReferences(t *testing.T) {
+	c, err := NewCompiler(AdmissionVariables()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := []string{ObjectVarName, OldObjectVarName, RequestVarName, ParamsVarName, NamespaceObjectVarName,
+		VariablesVarName, AuthorizerVarName, RequestResourceVarName}
+	tests := []struct {
+		expr string
+		want []string
+	}{
+		{expr: "object.spec.size < 10", want: []string{ObjectVarName}},
+		{expr: "'object'.size() > 0 && 1 < 2"},
+		{expr: "request.userInfo.username == 'a' || oldObject == null", want: []string{RequestVarName, OldObjectVarName}},
+		{expr: "params.max > variables.n && namespaceObject.metadata.name != ''", want: []string{ParamsVarName, VariablesVarName, NamespaceObjectVarName}},
+		{expr: "authorizer.requestResource.check('get').allowed()", want: []string{RequestResourceVarName}},
+		{expr: "authorizer.group('').resource('x').check('get').allowed()", want: []string{AuthorizerVarName}},
+		{expr: "object.spec.items.exists(i, i == request.name)", want: []string{ObjectVarName, RequestVarName}},
+		{expr: "[1, 2].all(x, x > 0)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.expr, func(t *testing.T) {
+			e, err := c.Compile(tc.expr, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range all {
+				if got, want := e.References(name), slices.Contains(tc.want, name); got != want {
+					t.Errorf("References(%q) = %v, want %v", name, got, want)
+				}
 			}
 		})
 	}

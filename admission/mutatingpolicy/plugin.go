@@ -270,7 +270,7 @@ func (p *Plugin) invoke(ctx context.Context, a *admission.Attributes, h *hook, b
 
 // vars are the variables of a run's expressions on a as matched in v.
 func (p *Plugin) vars(ctx context.Context, a *admission.Attributes, v *policyset.Version, param *policyset.Param, nsObj map[string]any) (map[string]any, error) {
-	vars, err := v.Vars(a)
+	vars, err := v.Vars(a, policyset.ReadsAll)
 	if err != nil {
 		return nil, err
 	}

@@ -104,7 +104,7 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 	// value once.
 	annotations := map[string][]string{}
 	// One set of variables per version the write is matched in.
-	varsByVersion := map[meta.GroupVersionResource]map[string]any{}
+	varsByVersion := map[varsKey]map[string]any{}
 	for _, b := range snap.Bindings {
 		h := snap.Policies[b.Binding.Spec.PolicyName]
 		if h == nil {
@@ -193,7 +193,7 @@ func reasonToCode(r meta.StatusReason) int {
 // failurePolicy is Fail. An error is a write to refuse as it is (its
 // namespace not found).
 func (p *Plugin) evaluate(ctx context.Context, a *admission.Attributes, h *hook, b *bound,
-	varsByVersion map[meta.GroupVersionResource]map[string]any, annotations map[string][]string) ([]decision, error) {
+	varsByVersion map[varsKey]map[string]any, annotations map[string][]string) ([]decision, error) {
 	pol := h.Compiled
 	failure := func(err error) []decision {
 		if pol.failOpen {
@@ -235,24 +235,35 @@ func (p *Plugin) evaluate(ctx context.Context, a *admission.Attributes, h *hook,
 	return out, nil
 }
 
+// varsKey is a set of variables built for a write: as matched in a
+// version, with or without request.
+type varsKey struct {
+	resource meta.GroupVersionResource
+	request  bool
+}
+
 // evaluateParam runs h's expressions on a, matched in version v, with
 // one param (nil without) and namespace object.
 func (p *Plugin) evaluateParam(ctx context.Context, a *admission.Attributes, h *hook, v *policyset.Version, param *policyset.Param, nsObj map[string]any,
-	varsByVersion map[meta.GroupVersionResource]map[string]any, annotations map[string][]string) ([]decision, error) {
+	varsByVersion map[varsKey]map[string]any, annotations map[string][]string) ([]decision, error) {
 	pol := h.Compiled
-	base, ok := varsByVersion[v.Resource]
+	key := varsKey{v.Resource, pol.Reads.Request}
+	vars, ok := varsByVersion[key]
 	if !ok {
 		var err error
-		if base, err = v.Vars(a); err != nil {
+		if vars, err = v.Vars(a, pol.Reads); err != nil {
 			return nil, err
 		}
-		varsByVersion[v.Resource] = base
+		varsByVersion[key] = vars
 	}
-	vars := make(map[string]any, len(base)+5)
-	for k, val := range base {
-		vars[k] = val
+	// The write's variables are shared by the policies and params
+	// evaluated on it; each sets all of the others (params,
+	// namespaceObject, authorizer, variables) over the last one's.
+	az := p.cfg.Authorizer
+	if !pol.Reads.Authorizer {
+		az = nil
 	}
-	policyset.SetOptional(ctx, vars, a, param, nsObj, p.cfg.Authorizer)
+	policyset.SetOptional(ctx, vars, a, param, nsObj, az)
 	budget := int64(cel.RuntimeCELCostBudget)
 	eval := func(e *cel.Expression) (ref.Val, error) { return policyset.Eval(ctx, e, vars, &budget) }
 	// The variables come first: the matchConditions may read them.

@@ -62,6 +62,8 @@ func compile(p *registration.ValidatingAdmissionPolicy) *compiled {
 			cv.message, _ = msgComp.Compile(v.MessageExpression, types.StringType)
 		}
 		c.validations = append(c.validations, cv)
+		c.Reads.Add(cv.expr)
+		c.Reads.Add(cv.message)
 	}
 	for _, aa := range p.Spec.AuditAnnotations {
 		e, err := comp.Compile(aa.ValueExpression, nil)
@@ -69,6 +71,7 @@ func compile(p *registration.ValidatingAdmissionPolicy) *compiled {
 			return fail(fmt.Sprintf("compilation failed for audit annotation '%s'", aa.Key), err)
 		}
 		c.auditAnnotations = append(c.auditAnnotations, policyset.NamedExpr{Name: aa.Key, Expr: e})
+		c.Reads.Add(e)
 	}
 	return c
 }

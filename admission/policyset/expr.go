@@ -27,6 +27,33 @@ type NamedExpr struct {
 type Expressions struct {
 	MatchConditions []NamedExpr
 	Variables       []NamedExpr
+	// Reads are the costly variables these expressions read; a policy
+	// adds its other expressions'.
+	Reads Reads
+}
+
+// Reads are the variables of a policy's expressions that cost something
+// to build per write, and whether any of its expressions reads them:
+// those none reads are left unset (a policy of rules over object alone
+// pays for no request, with its UID, nor authorizer).
+type Reads struct {
+	// Request is the request variable.
+	Request bool
+	// Authorizer is authorizer or authorizer.requestResource.
+	Authorizer bool
+}
+
+// ReadsAll is every costly variable read: what a caller that does not
+// know its expressions' reads passes.
+var ReadsAll = Reads{Request: true, Authorizer: true}
+
+// Add adds what e reads (nil: nothing).
+func (r *Reads) Add(e *cel.Expression) {
+	if e == nil {
+		return
+	}
+	r.Request = r.Request || e.References(cel.RequestVarName)
+	r.Authorizer = r.Authorizer || e.References(cel.AuthorizerVarName) || e.References(cel.RequestResourceVarName)
 }
 
 // CompileExpressions compiles a policy's matchConditions (each a bool)
@@ -45,6 +72,7 @@ func CompileExpressions(hasParams bool, mcs []registration.MatchCondition, vs []
 			return nil, out, fmt.Errorf("compilation failed for match condition %s: %w", mc.Name, err)
 		}
 		out.MatchConditions = append(out.MatchConditions, NamedExpr{mc.Name, e})
+		out.Reads.Add(e)
 	}
 	for _, v := range vs {
 		e, err := comp.Compile(v.Expression, nil)
@@ -52,6 +80,7 @@ func CompileExpressions(hasParams bool, mcs []registration.MatchCondition, vs []
 			return nil, out, fmt.Errorf("compilation failed for variable %s: %w", v.Name, err)
 		}
 		out.Variables = append(out.Variables, NamedExpr{v.Name, e})
+		out.Reads.Add(e)
 	}
 	return comp, out, nil
 }
@@ -79,6 +108,8 @@ func Eval(ctx context.Context, e *cel.Expression, vars map[string]any, budget *i
 // reading it.
 func (x *Expressions) SetVariables(ctx context.Context, vars map[string]any, budget *int64) {
 	if len(x.Variables) == 0 {
+		// vars may hold another policy's.
+		delete(vars, cel.VariablesVarName)
 		return
 	}
 	evaluated := map[ref.Val]ref.Val{}
@@ -116,7 +147,8 @@ func (x *Expressions) Matches(ctx context.Context, vars map[string]any, budget *
 
 // SetOptional sets the variables a policy's expressions see beside the
 // write's: params (null without one), namespaceObject (null for none)
-// and, with an authorizer, authorizer and authorizer.requestResource.
+// and, with an authorizer, authorizer and authorizer.requestResource
+// (removed without one: vars may hold another policy's).
 func SetOptional(ctx context.Context, vars map[string]any, a *admission.Attributes, param *Param, nsObj map[string]any, az authz.Authorizer) {
 	// A nil map would be an empty map to CEL: null is an untyped nil.
 	vars[cel.ParamsVarName] = nil
@@ -132,5 +164,8 @@ func SetOptional(ctx context.Context, vars map[string]any, a *admission.Attribut
 		vars[cel.RequestResourceVarName] = library.NewResourceCheck(ctx, az, a.User, authz.Attributes{
 			APIGroup: a.Resource.Group, APIVersion: a.Resource.Version, Resource: a.Resource.Resource,
 			Subresource: a.Subresource, Namespace: a.Namespace, Name: a.Name})
+		return
 	}
+	delete(vars, cel.AuthorizerVarName)
+	delete(vars, cel.RequestResourceVarName)
 }

@@ -102,12 +102,13 @@ func namedRulesMatch(rules []registration.NamedRuleWithOperations, a *admission.
 }
 
 // Vars returns the CEL view of a as matched in v (admission/webhook's
-// ExpressionVars): object and oldObject in v's version, request.
-func (v *Version) Vars(a *admission.Attributes) (map[string]any, error) {
+// ExpressionVars): object and oldObject in v's version, and request
+// when reads has it.
+func (v *Version) Vars(a *admission.Attributes, reads Reads) (map[string]any, error) {
 	toVersion := v.ToVersion
 	if v.Own {
 		// The request's own version is a.VersionedObject, already there.
 		toVersion = nil
 	}
-	return webhook.ExpressionVars(a, v.Kind, v.Resource, toVersion)
+	return webhook.ExpressionVars(a, v.Kind, v.Resource, toVersion, reads.Request)
 }

@@ -41,7 +41,7 @@ func TestExpressionVarsAreTheJSON(t *testing.T) {
 		"connect": {Operation: admission.Connect, Kind: widgetKind, Resource: widgets, Name: "w1"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			vars, err := ExpressionVars(a, a.Kind, a.Resource, nil)
+			vars, err := ExpressionVars(a, a.Kind, a.Resource, nil, true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,6 +77,23 @@ func TestExpressionVarsAreTheJSON(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got[cel.ObjectVarName], wantReq["object"]) || !reflect.DeepEqual(got[cel.OldObjectVarName], wantReq["oldObject"]) {
 				t.Errorf("object %#v oldObject %#v\nJSON %#v %#v", got[cel.ObjectVarName], got[cel.OldObjectVarName], wantReq["object"], wantReq["oldObject"])
+			}
+			// Without request: the same objects, and no request.
+			lean, err := ExpressionVars(a, a.Kind, a.Resource, nil, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := lean[cel.RequestVarName]; ok || len(lean) != 2 {
+				t.Errorf("without request: %v", lean)
+			}
+			for _, k := range []string{cel.ObjectVarName, cel.OldObjectVarName} {
+				v := lean[k]
+				if rv, ok := v.(ref.Val); ok {
+					v = rv.Value()
+				}
+				if !reflect.DeepEqual(v, got[k]) {
+					t.Errorf("without request, %s %#v, want %#v", k, v, got[k])
+				}
 			}
 		})
 	}
