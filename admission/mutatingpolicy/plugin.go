@@ -274,6 +274,6 @@ func (p *Plugin) vars(ctx context.Context, a *admission.Attributes, v *policyset
 	if err != nil {
 		return nil, err
 	}
-	policyset.SetOptional(ctx, vars, a, param, nsObj, p.cfg.Authorizer)
+	policyset.SetOptional(ctx, vars, a, param, nsObj, p.cfg.Authorizer, policyset.ReadsAll)
 	return vars, nil
 }

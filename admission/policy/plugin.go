@@ -140,7 +140,7 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 			}
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(annotations)) {
+	for _, k := range sortedKeys(annotations) {
 		// As kube-apiserver: several bindings giving one key different
 		// values join them.
 		vs := slices.Compact(slices.Sorted(slices.Values(annotations[k])))
@@ -152,6 +152,14 @@ func (p *Plugin) Validate(ctx context.Context, a *admission.Attributes) error {
 		}
 	}
 	return denied
+}
+
+// sortedKeys are m's keys in order; none without a sort.
+func sortedKeys(m map[string][]string) []string {
+	if len(m) == 0 {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(m))
 }
 
 // denial is kube-apiserver's refusal: a Forbidden-worded Status whose
@@ -257,13 +265,9 @@ func (p *Plugin) evaluateParam(ctx context.Context, a *admission.Attributes, h *
 		varsByVersion[key] = vars
 	}
 	// The write's variables are shared by the policies and params
-	// evaluated on it; each sets all of the others (params,
-	// namespaceObject, authorizer, variables) over the last one's.
-	az := p.cfg.Authorizer
-	if !pol.Reads.Authorizer {
-		az = nil
-	}
-	policyset.SetOptional(ctx, vars, a, param, nsObj, az)
+	// evaluated on it: each sets those it reads (params, namespaceObject,
+	// authorizer, variables) over the last one's, and reads no other.
+	policyset.SetOptional(ctx, vars, a, param, nsObj, p.cfg.Authorizer, pol.Reads)
 	budget := int64(cel.RuntimeCELCostBudget)
 	eval := func(e *cel.Expression) (ref.Val, error) { return policyset.Eval(ctx, e, vars, &budget) }
 	// The variables come first: the matchConditions may read them.

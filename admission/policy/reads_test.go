@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/apikit-dev/apikit/admission/policyset/policysettest"
 	"github.com/apikit-dev/apikit/admission/registration"
 	"github.com/apikit-dev/apikit/audit"
 	"github.com/apikit-dev/apikit/authz"
@@ -91,6 +92,55 @@ func TestUnreadVariables(t *testing.T) {
 				}
 				if a := rec.Snapshot().Annotations["reader/user"]; a != tc.wantAnnotation {
 					t.Errorf("%d policies: annotation %q, want %q", len(ps), a, tc.wantAnnotation)
+				}
+			}
+		})
+	}
+}
+
+// TestUnreadParamsAndNamespace: params and namespaceObject are set on the
+// write's variables only for a policy that reads them; one that does must
+// not see another policy's (its params null, its binding having no
+// paramRef), alone or after a policy with params, on a server serving
+// namespaces.
+func TestUnreadParamsAndNamespace(t *testing.T) {
+	s := policysettest.New(t, true)
+	s.Namespace(t, "default", map[string]string{"env": "prod"})
+	s.ConfigMap(t, "default", "limits", nil, map[string]string{"max": "10"})
+	first := newParamPolicy("a-first", &registration.ParamKind{APIVersion: "v1", Kind: "ConfigMap"},
+		registration.Validation{Expression: "params.data.max == '10' && namespaceObject.metadata.name == 'default'"})
+	firstB := withParamRef(newBinding("a-first-b", "a-first", registration.Deny), registration.ParamRef{Name: "limits"})
+	for _, tc := range []struct {
+		name    string
+		v       registration.Validation
+		wantMsg string
+	}{
+		{name: "params null without a paramRef", v: registration.Validation{Expression: "params == null", Message: "sees params"}},
+		{name: "params read by a messageExpression", v: registration.Validation{Expression: "object.spec.size < 10",
+			MessageExpression: "params == null ? 'no params' : 'params'"}, wantMsg: "no params"},
+		{name: "namespaceObject read by a messageExpression", v: registration.Validation{Expression: "object.spec.size < 10",
+			MessageExpression: "'in ' + namespaceObject.metadata.name"}, wantMsg: "in default"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reader := newParamPolicy("reader", &registration.ParamKind{APIVersion: "v1", Kind: "ConfigMap"}, tc.v)
+			readerB := newBinding("reader-b", "reader", registration.Deny)
+			for _, ps := range [][]*registration.ValidatingAdmissionPolicy{{reader}, {first, reader}} {
+				bs := []*registration.ValidatingAdmissionPolicyBinding{readerB}
+				if len(ps) == 2 {
+					bs = append(bs, firstB)
+				}
+				p, _ := paramPlugin(t, s, ps, bs)
+				err := p.Validate(context.Background(), attrs(12, nil))
+				got := ""
+				if err != nil {
+					got = err.Error()
+				}
+				want := ""
+				if tc.wantMsg != "" {
+					want = `widgets.example.com "w1" is forbidden: ValidatingAdmissionPolicy 'reader' with binding 'reader-b' denied request: ` + tc.wantMsg
+				}
+				if got != want {
+					t.Errorf("%d policies: got %q\nwant %q", len(ps), got, want)
 				}
 			}
 		})

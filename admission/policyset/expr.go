@@ -32,20 +32,22 @@ type Expressions struct {
 	Reads Reads
 }
 
-// Reads are the variables of a policy's expressions that cost something
-// to build per write, and whether any of its expressions reads them:
-// those none reads are left unset (a policy of rules over object alone
-// pays for no request, with its UID, nor authorizer).
+// Reads are the variables beside object and oldObject that a policy's
+// expressions read: those none reads are left unset, and those that cost
+// something per write not built (a policy of rules over object alone pays
+// for no request, with its UID, nor authorizer).
 type Reads struct {
 	// Request is the request variable.
 	Request bool
 	// Authorizer is authorizer or authorizer.requestResource.
 	Authorizer bool
+	// Params and NamespaceObject are those variables.
+	Params, NamespaceObject bool
 }
 
-// ReadsAll is every costly variable read: what a caller that does not
-// know its expressions' reads passes.
-var ReadsAll = Reads{Request: true, Authorizer: true}
+// ReadsAll is every variable read: what a caller that does not know its
+// expressions' reads passes.
+var ReadsAll = Reads{Request: true, Authorizer: true, Params: true, NamespaceObject: true}
 
 // Add adds what e reads (nil: nothing).
 func (r *Reads) Add(e *cel.Expression) {
@@ -54,6 +56,8 @@ func (r *Reads) Add(e *cel.Expression) {
 	}
 	r.Request = r.Request || e.References(cel.RequestVarName)
 	r.Authorizer = r.Authorizer || e.References(cel.AuthorizerVarName) || e.References(cel.RequestResourceVarName)
+	r.Params = r.Params || e.References(cel.ParamsVarName)
+	r.NamespaceObject = r.NamespaceObject || e.References(cel.NamespaceObjectVarName)
 }
 
 // CompileExpressions compiles a policy's matchConditions (each a bool)
@@ -145,27 +149,29 @@ func (x *Expressions) Matches(ctx context.Context, vars map[string]any, budget *
 	return true, nil
 }
 
-// SetOptional sets the variables a policy's expressions see beside the
-// write's: params (null without one), namespaceObject (null for none)
-// and, with an authorizer, authorizer and authorizer.requestResource
-// (removed without one: vars may hold another policy's).
-func SetOptional(ctx context.Context, vars map[string]any, a *admission.Attributes, param *Param, nsObj map[string]any, az authz.Authorizer) {
-	// A nil map would be an empty map to CEL: null is an untyped nil.
-	vars[cel.ParamsVarName] = nil
-	if param != nil {
-		vars[cel.ParamsVarName] = param.Value
+// SetOptional sets the variables of reads that a policy's expressions
+// see beside the write's: params (null without one), namespaceObject
+// (null for none) and, with an authorizer, authorizer and
+// authorizer.requestResource. A variable reads lacks is left as it is in
+// vars: no expression of the policy reads it.
+func SetOptional(ctx context.Context, vars map[string]any, a *admission.Attributes, param *Param, nsObj map[string]any, az authz.Authorizer, reads Reads) {
+	if reads.Params {
+		// A nil map would be an empty map to CEL: null is an untyped nil.
+		vars[cel.ParamsVarName] = nil
+		if param != nil {
+			vars[cel.ParamsVarName] = param.Value
+		}
 	}
-	vars[cel.NamespaceObjectVarName] = nil
-	if nsObj != nil {
-		vars[cel.NamespaceObjectVarName] = nsObj
+	if reads.NamespaceObject {
+		vars[cel.NamespaceObjectVarName] = nil
+		if nsObj != nil {
+			vars[cel.NamespaceObjectVarName] = nsObj
+		}
 	}
-	if az != nil {
+	if az != nil && reads.Authorizer {
 		vars[cel.AuthorizerVarName] = library.NewAuthorizer(ctx, az, a.User)
 		vars[cel.RequestResourceVarName] = library.NewResourceCheck(ctx, az, a.User, authz.Attributes{
 			APIGroup: a.Resource.Group, APIVersion: a.Resource.Version, Resource: a.Resource.Resource,
 			Subresource: a.Subresource, Namespace: a.Namespace, Name: a.Name})
-		return
 	}
-	delete(vars, cel.AuthorizerVarName)
-	delete(vars, cel.RequestResourceVarName)
 }
