@@ -37,36 +37,19 @@ func (s itemSource[T]) List(ctx context.Context, ns string, opts meta.ListOption
 	return out, nil
 }
 
-// Watch converts the resource's events; its goroutine ends when the
-// resource's channel closes (ctx ending closes it) or ctx ends. An item
+// Watch converts the resource's events (registry.ConvertWatch). An item
 // that cannot be converted ends the watch with an internal error.
 func (s itemSource[T]) Watch(ctx context.Context, ns string, opts meta.ListOptions) (<-chan registry.Event[T], error) {
-	in, err := s.resource().Watch(ctx, ns, opts)
-	if err != nil {
-		return nil, err
-	}
-	out := make(chan registry.Event[T])
-	go func() {
-		defer close(out)
-		for e := range in {
-			ev := registry.Event[T]{Type: e.Type, Err: e.Err}
-			if e.Err == nil {
-				obj, err := s.convert(e.Item)
-				if err != nil {
-					ev = registry.Event[T]{Type: meta.Error, Err: meta.NewInternalError(err)}
-				} else {
-					ev.Object = obj
-				}
-			}
-			select {
-			case out <- ev:
-			case <-ctx.Done():
-				return
-			}
-			if ev.Type == meta.Error {
-				return
-			}
+	return registry.ConvertWatch(ctx, func(ctx context.Context) (<-chan registry.WatchEvent, error) {
+		return s.resource().Watch(ctx, ns, opts)
+	}, func(_ context.Context, e registry.WatchEvent) (registry.Event[T], bool) {
+		if e.Err != nil {
+			return registry.Event[T]{Type: e.Type, Err: e.Err}, e.Type == meta.Error
 		}
-	}()
-	return out, nil
+		obj, err := s.convert(e.Item)
+		if err != nil {
+			return registry.Event[T]{Type: meta.Error, Err: meta.NewInternalError(err)}, true
+		}
+		return registry.Event[T]{Type: e.Type, Object: obj}, e.Type == meta.Error
+	})
 }

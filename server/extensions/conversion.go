@@ -544,40 +544,19 @@ func (r *webhookVersion) List(ctx context.Context, ns string, opts meta.ListOpti
 // Watch converts each event's object; a conversion that fails ends the
 // watch with an Error event carrying its Status.
 func (r *webhookVersion) Watch(ctx context.Context, ns string, opts meta.ListOptions) (<-chan registry.WatchEvent, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	in, err := r.Resource.Watch(ctx, ns, opts)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	out := make(chan registry.WatchEvent)
-	go func() {
-		defer close(out)
-		defer func() {
-			cancel()
-			for range in { // the source ends once its context is done
-			}
-		}()
-		for ev := range in {
-			if ev.Type != meta.Error && ev.Type != meta.Bookmark {
-				it, err := r.item(ctx, ev.Item)
-				if err != nil {
-					ev = registry.WatchEvent{Type: meta.Error, Err: err}
-				} else {
-					ev.Item = it
-				}
-			}
-			select {
-			case out <- ev:
-			case <-ctx.Done():
-				return
-			}
-			if ev.Type == meta.Error {
-				return
-			}
+	return registry.ConvertWatch(ctx, func(ctx context.Context) (<-chan registry.WatchEvent, error) {
+		return r.Resource.Watch(ctx, ns, opts)
+	}, func(ctx context.Context, ev registry.WatchEvent) (registry.WatchEvent, bool) {
+		if ev.Type == meta.Error || ev.Type == meta.Bookmark {
+			return ev, ev.Type == meta.Error
 		}
-	}()
-	return out, nil
+		it, err := r.item(ctx, ev.Item)
+		if err != nil {
+			return registry.WatchEvent{Type: meta.Error, Err: err}, true
+		}
+		ev.Item = it
+		return ev, false
+	})
 }
 
 // validate checks a write in the version it was made in, before it is
