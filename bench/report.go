@@ -562,12 +562,17 @@ How the two servers differ beyond the code under test (all stock):
   bench/sampleapiserver); the benchmark's user is in system:masters, which
   APF exempts. Its BanFlunder reads Fischers from an informer; apikit's
   BanFlunder lists them from storage on every Flunder create and update.
-- Both verify the client certificate chain on every request.
+- Both check the client certificate on every request: the sample-apiserver
+  (k8s.io/apiserver v0.37.2's x509 authenticator) verifies its chain each
+  time; apikit verifies a chain once per CA pool and then finds it in a
+  cache keyed by the chain's SHA-256 (authn's verifyCache).
 
 Profiling: wardle serves /debug/pprof/ (` + "`--profiling`" + `, on by default, to
 cluster-admin). Start it by hand against any etcd with the flags bench/server.go
 gives it but the certificate ones (it then makes its own development PKI),
 load it with the same requests, and fetch
 ` + "`/debug/pprof/profile?seconds=10`" + ` with the admin client certificate of its
-` + "`<data-dir>/kubeconfig`" + ` meanwhile.
+` + "`<data-dir>/kubeconfig`" + ` meanwhile. Or let the benchmark do it: ` + "`-profile DIR`" + ` profiles each
+server's first run from the creates on, and ` + "`-profile-phase get`" + ` (` + "`list`" + `, ` + "`paged`" + `)
+one phase alone, its requests repeated for ` + "`-profile-seconds`" + ` before it is measured.
 `
