@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apikit-dev/apikit/authn"
+	"github.com/apikit-dev/apikit/internal/testlog"
 )
 
 func TestParseBearer(t *testing.T) {
@@ -151,7 +152,7 @@ func TestAudienceAgnostic(t *testing.T) {
 }
 
 func TestParseTokenCSV(t *testing.T) {
-	logs := captureLogs(t)
+	logs := testlog.Capture(t)
 	for _, tc := range []struct {
 		name, csv string
 		want      []authn.User // by token t1, t2, ... in order

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/certs"
+	"github.com/apikit-dev/apikit/internal/testlog"
 )
 
 func TestX509(t *testing.T) {
@@ -106,7 +107,7 @@ func mustPool(t *testing.T, pemBytes []byte) *x509.CertPool {
 // coming: the new CA is honoured without a restart, a broken file leaves
 // the last good one in place.
 func TestCAFileReload(t *testing.T) {
-	logs := captureLogs(t)
+	logs := testlog.Capture(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "client-ca.crt")
 	oldCA, newCAx := newCA(t, "old"), newCA(t, "new")

@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/apikit-dev/apikit/internal/testlog"
 )
 
 // binDir holds the binaries TestMain builds from this checkout.
@@ -64,26 +66,8 @@ type Wardle struct {
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *testlog.Buffer
 	done chan error
-}
-
-// syncBuffer collects a process's output for failure messages.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // freePort asks the kernel for a free loopback port.
@@ -137,7 +121,7 @@ func (w *Wardle) start() error {
 		bin = "wardle"
 	}
 	cmd := exec.Command(filepath.Join(binDir, bin), args...)
-	out := &syncBuffer{}
+	out := &testlog.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		return err

@@ -38,6 +38,7 @@ import (
 
 	"github.com/apikit-dev/apikit/certs"
 	"github.com/apikit-dev/apikit/internal/etcdtest"
+	"github.com/apikit-dev/apikit/internal/testlog"
 )
 
 // kubeAPIServerEnv names a prebuilt kube-apiserver binary.
@@ -101,7 +102,7 @@ type kubeAPIServer struct {
 	clientCA   *certs.CA
 	kubeconfig string // admin (system:masters)
 	cmd        *exec.Cmd
-	out        *syncBuffer
+	out        *testlog.Buffer
 }
 
 func writePEM(t *testing.T, path string, data []byte) string {
@@ -119,7 +120,7 @@ func startKubeAPIServer(t *testing.T, routing bool) *kubeAPIServer {
 	bin := kubeAPIServerBinary(t)
 	etcd := etcdtest.Start(t)
 	dir := t.TempDir()
-	k := &kubeAPIServer{t: t, dir: dir, port: freePort(t), out: &syncBuffer{}}
+	k := &kubeAPIServer{t: t, dir: dir, port: freePort(t), out: &testlog.Buffer{}}
 	must := func(ca *certs.CA, err error) *certs.CA {
 		if err != nil {
 			t.Fatal(err)

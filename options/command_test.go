@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/apikit-dev/apikit/certs"
+	"github.com/apikit-dev/apikit/internal/testlog"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/server"
@@ -148,7 +149,7 @@ type running struct {
 	base           string // https://127.0.0.1:port
 	dataDir        string
 	client         *http.Client
-	stdout, stderr *syncBuffer
+	stdout, stderr *testlog.Buffer
 	cancel         func()
 	done           chan error
 }
@@ -162,7 +163,7 @@ func runCommand(t *testing.T, args ...string) *running {
 	dir := t.TempDir()
 	addr := make(chan string, 1)
 	cmd := NewServerCommand("example", NewServerRunOptions(), buildWidgets(addr))
-	r := &running{dataDir: dir, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan error, 1)}
+	r := &running{dataDir: dir, stdout: &testlog.Buffer{}, stderr: &testlog.Buffer{}, done: make(chan error, 1)}
 	cmd.SetOut(r.stdout)
 	cmd.SetErr(r.stderr)
 	cmd.SetArgs(append([]string{"--data-dir=" + dir, "--bind-address=127.0.0.1", "--secure-port=0"}, args...))
@@ -272,7 +273,7 @@ func TestCommandServes(t *testing.T) {
 func TestCommandRejectsUnknownRuntimeConfigGroups(t *testing.T) {
 	restoreLogger(t)
 	cmd := NewServerCommand("example", NewServerRunOptions(), buildWidgets(nil))
-	var stderr syncBuffer
+	var stderr testlog.Buffer
 	cmd.SetOut(io.Discard)
 	cmd.SetErr(&stderr)
 	cmd.SetArgs([]string{"--data-dir=" + t.TempDir(), "--storage-backend=memory", "--secure-port=0",

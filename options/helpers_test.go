@@ -1,7 +1,6 @@
 package options
 
 import (
-	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -13,40 +12,23 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/apikit-dev/apikit/internal/testlog"
 )
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // newTestOptions returns defaults with a fresh data directory, a machine
 // with one non-loopback address (192.0.2.10) and host name "testhost",
 // and a logger writing to the returned buffer; args are parsed as flags.
-func newTestOptions(t *testing.T, args ...string) (*ServerRunOptions, *syncBuffer) {
+func newTestOptions(t *testing.T, args ...string) (*ServerRunOptions, *testlog.Buffer) {
 	t.Helper()
 	o := NewServerRunOptions()
 	o.Etcd.DataDir = t.TempDir()
 	o.Generic.hostIPs = func() ([]net.IP, error) { return []net.IP{net.ParseIP("192.0.2.10")}, nil }
 	o.Generic.hostname = func() (string, error) { return "testhost", nil }
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	o.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	fss := o.Flags()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)

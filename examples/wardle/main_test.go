@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/apikit-dev/apikit/internal/testlog"
 )
 
 // These tests run the wardle binary as an operator does: built with go
@@ -53,24 +55,6 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(filepath.Dir(binary))
 	}
 	os.Exit(code)
-}
-
-// syncBuffer collects a process's output while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestBadFlagsAreAllReportedAndExitOne(t *testing.T) {
@@ -129,7 +113,7 @@ func TestHelpShowsSections(t *testing.T) {
 type wardle struct {
 	t       *testing.T
 	cmd     *exec.Cmd
-	out     *syncBuffer
+	out     *testlog.Buffer
 	done    chan error
 	dataDir string
 	base    string
@@ -142,7 +126,7 @@ func start(t *testing.T, dataDir string, args ...string) *wardle {
 	t.Helper()
 	os.Remove(filepath.Join(dataDir, "kubeconfig")) // rewritten with this run's port
 	cmd := exec.Command(wardleBinary(t), append([]string{"--data-dir=" + dataDir, "--bind-address=127.0.0.1", "--secure-port=0"}, args...)...)
-	out := &syncBuffer{}
+	out := &testlog.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

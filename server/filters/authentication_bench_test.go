@@ -1,7 +1,6 @@
 package filters_test
 
 import (
-	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -14,11 +13,9 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +28,7 @@ import (
 	"github.com/apikit-dev/apikit/authn/serviceaccount"
 	"github.com/apikit-dev/apikit/authn/webhook"
 	"github.com/apikit-dev/apikit/certs"
+	"github.com/apikit-dev/apikit/internal/testlog"
 	"github.com/apikit-dev/apikit/server/filters"
 )
 
@@ -250,10 +248,7 @@ func BenchmarkAuthentication(b *testing.B) {
 // debug: the 401 never reaches the handler, and no credential appears in
 // the log or in a response.
 func TestCredentialsNeverLogged(t *testing.T) {
-	logs := &syncBuffer{}
-	restore := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	defer slog.SetDefault(restore)
+	logs := testlog.Capture(t)
 	for _, tc := range authnCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
 			called := false
@@ -292,22 +287,4 @@ func TestCredentialsNeverLogged(t *testing.T) {
 	if !strings.Contains(logs.String(), "authentication failed") {
 		t.Errorf("failures were not logged at all:\n%s", logs)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
