@@ -16,7 +16,10 @@ import (
 	"github.com/apikit-dev/apikit/storage/memory"
 )
 
-func TestDeletesContentThenNamespace(t *testing.T) {
+// stores returns the namespaces and configmaps stores over one memory
+// backend, which it also returns for the test's own stores.
+func stores(t *testing.T) (*registry.Store[*namespaces.Namespace], *registry.Store[*configmaps.ConfigMap], *memory.Store) {
+	t.Helper()
 	mem := memory.New()
 	t.Cleanup(func() { _ = mem.Close() })
 	f := storage.Shared(mem)
@@ -28,6 +31,28 @@ func TestDeletesContentThenNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return nss, cms, mem
+}
+
+// eventually polls cond until it holds, failing the test with what cond
+// last saw after 30 s.
+func eventually(t *testing.T, what string, cond func() (bool, any)) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ok, saw := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30s: %s; saw %v", what, saw)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestDeletesContentThenNamespace(t *testing.T) {
+	nss, cms, _ := stores(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	for _, n := range []string{"doomed", "kept"} {
 		if _, err := nss.Create(ctx, "", &namespaces.Namespace{ObjectMeta: meta.ObjectMeta{Name: n}}, registry.WriteOptions{}); err != nil {
@@ -50,20 +75,6 @@ func TestDeletesContentThenNamespace(t *testing.T) {
 	if _, _, err := nss.Delete(ctx, "", "doomed", registry.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually := func(what string, cond func() (bool, any)) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			ok, saw := cond()
-			if ok {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("after 30s: %s; saw %v", what, saw)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
 	want := map[string]namespaces.NamespaceCondition{
 		"NamespaceDeletionDiscoveryFailure":           {Status: "False", Reason: "ResourcesDiscovered", Message: "All resources successfully discovered"},
 		"NamespaceDeletionGroupVersionParsingFailure": {Status: "False", Reason: "ParsedGroupVersions", Message: "All legacy kube types successfully parsed"},
@@ -71,7 +82,7 @@ func TestDeletesContentThenNamespace(t *testing.T) {
 		"NamespaceContentRemaining":                   {Status: "True", Reason: "SomeResourcesRemain", Message: "Some resources are remaining: configmaps has 1 resource instances"},
 		"NamespaceFinalizersRemaining":                {Status: "True", Reason: "SomeFinalizersRemain", Message: "Some content in the namespace has finalizers remaining: example.com/hold in 1 resource instances"},
 	}
-	eventually("the held namespace's conditions", func() (bool, any) {
+	eventually(t, "the held namespace's conditions", func() (bool, any) {
 		ns, _, err := nss.Get(ctx, "", "doomed", meta.GetOptions{})
 		if err != nil {
 			return false, err
@@ -96,7 +107,7 @@ func TestDeletesContentThenNamespace(t *testing.T) {
 	}, registry.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually("the namespace gone", func() (bool, any) {
+	eventually(t, "the namespace gone", func() (bool, any) {
 		_, _, err := nss.Get(ctx, "", "doomed", meta.GetOptions{})
 		return meta.IsNotFound(err), err
 	})
@@ -109,17 +120,7 @@ func TestDeletesContentThenNamespace(t *testing.T) {
 // too (a custom resource served after the start); while it reports an
 // error the namespace stays, with kube's DiscoveryFailed condition.
 func TestDiscoveredContent(t *testing.T) {
-	mem := memory.New()
-	t.Cleanup(func() { _ = mem.Close() })
-	f := storage.Shared(mem)
-	nss, err := namespaces.New(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cms, err := configmaps.New(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nss, cms, mem := stores(t)
 	widgets := registry.MustNewStore(registry.Options[*meta.PartialObjectMetadata]{
 		Resource: meta.GroupResource{Group: "crd.example.com", Resource: "widgets"}, Kind: "Widget", NamespaceScoped: true,
 		StorageVersion: "v1", Strategy: registry.DefaultStrategy[*meta.PartialObjectMetadata]{}, Storage: mem,
@@ -149,21 +150,7 @@ func TestDiscoveredContent(t *testing.T) {
 	if _, _, err := nss.Delete(ctx, "", "doomed", registry.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually := func(what string, cond func() (bool, any)) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			ok, saw := cond()
-			if ok {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("after 30s: %s; saw %v", what, saw)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-	eventually("the discovery failure", func() (bool, any) {
+	eventually(t, "the discovery failure", func() (bool, any) {
 		ns, _, err := nss.Get(ctx, "", "doomed", meta.GetOptions{})
 		if err != nil {
 			return false, err
@@ -188,7 +175,7 @@ func TestDiscoveredContent(t *testing.T) {
 	mu.Lock()
 	found, discoveryErr = []nsdeletion.Content{nsdeletion.Store(cms), nsdeletion.Store(widgets)}, nil
 	mu.Unlock()
-	eventually("the namespace gone", func() (bool, any) {
+	eventually(t, "the namespace gone", func() (bool, any) {
 		_, _, err := nss.Get(ctx, "", "doomed", meta.GetOptions{})
 		return meta.IsNotFound(err), err
 	})
