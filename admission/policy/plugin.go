@@ -278,7 +278,11 @@ func (p *Plugin) evaluateParam(ctx context.Context, a *admission.Attributes, h *
 		return nil, err
 	}
 	var out []decision
-	for i, val := range pol.validations {
+	validations := pol.validations
+	if pol.allPass != nil && passes(ctx, pol.allPass, vars, &budget) {
+		validations = nil
+	}
+	for i, val := range validations {
 		res, err := eval(val.expr)
 		if err != nil {
 			if !pol.failOpen {
@@ -321,6 +325,21 @@ func (p *Plugin) evaluateParam(ctx context.Context, a *admission.Attributes, h *
 		}
 	}
 	return out, nil
+}
+
+// passes reports whether the validations' conjunction e is true within
+// *budget, which it then lowers by its cost, what the validations one by
+// one would have cost. Otherwise (a validation false, an error, the
+// budget or the per-call limit reached) the budget is left as it was:
+// the validations are evaluated one by one, as kube-apiserver does, for
+// their decisions and messages.
+func passes(ctx context.Context, e *cel.Expression, vars map[string]any, budget *int64) bool {
+	val, cost, err := e.Eval(ctx, vars, *budget)
+	if err != nil || val != types.True {
+		return false
+	}
+	*budget -= cost
+	return true
 }
 
 // fallbackMessage is the message of a failed validation without a usable
