@@ -141,3 +141,25 @@ func TestAllPassSameDecisions(t *testing.T) {
 		})
 	}
 }
+
+// TestAllPassNotWithAuthorizer: validations asking the authorizer are
+// evaluated one by one, so a refused write does not ask it twice.
+func TestAllPassNotWithAuthorizer(t *testing.T) {
+	for _, tc := range []struct {
+		exprs []string
+		want  bool
+	}{
+		{[]string{"object.spec.size < 10", "object.metadata.name != ''"}, true},
+		{[]string{"object.spec.size < 10"}, false},
+		{[]string{"object.spec.size < 10", "authorizer.requestResource.check('get').allowed()"}, false},
+		{[]string{"authorizer.group('').resource('pods').check('get').allowed()", "true"}, false},
+	} {
+		var vs []registration.Validation
+		for _, e := range tc.exprs {
+			vs = append(vs, registration.Validation{Expression: e})
+		}
+		if c := compile(newPolicy("p", vs...)); c.err != nil || (c.allPass != nil) != tc.want {
+			t.Errorf("%q: conjunction %v (error %v), want one: %v", tc.exprs, c.allPass != nil, c.err, tc.want)
+		}
+	}
+}

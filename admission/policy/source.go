@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 
@@ -26,11 +27,13 @@ type compiled struct {
 	// Expressions are the matchConditions and variables.
 	policyset.Expressions
 	validations []validation
-	// allPass is the validations joined by && (nil for fewer than two, or
-	// when that does not compile): true only when each of them is true,
-	// at the sum of their costs (&& costs nothing in cel-go's cost
-	// model), so the common write, one every validation lets through, is
-	// one evaluation instead of one per validation (see passes).
+	// allPass is the validations joined by && (nil for fewer than two,
+	// for validations asking the authorizer, whose checks a refused write
+	// would repeat, or when that does not compile): true only when each of
+	// them is true, at the sum of their costs (&& costs nothing in
+	// cel-go's cost model), so the common write, one every validation lets
+	// through, is one evaluation instead of one per validation (see
+	// passes).
 	allPass *cel.Expression
 	// auditAnnotations are by key.
 	auditAnnotations []policyset.NamedExpr
@@ -72,7 +75,7 @@ func compile(p *registration.ValidatingAdmissionPolicy) *compiled {
 		c.Reads.Add(cv.expr)
 		c.Reads.Add(cv.message)
 	}
-	if len(c.validations) > 1 {
+	if len(c.validations) > 1 && !slices.ContainsFunc(c.validations, asksAuthorizer) {
 		c.allPass = conjunction(comp, p.Spec.Validations)
 	}
 	for _, aa := range p.Spec.AuditAnnotations {
@@ -84,6 +87,11 @@ func compile(p *registration.ValidatingAdmissionPolicy) *compiled {
 		c.Reads.Add(e)
 	}
 	return c
+}
+
+// asksAuthorizer reports whether v's expression reads the authorizer.
+func asksAuthorizer(v validation) bool {
+	return v.expr.References(cel.AuthorizerVarName) || v.expr.References(cel.RequestResourceVarName)
 }
 
 // conjunction compiles the validations' expressions joined by &&; nil
