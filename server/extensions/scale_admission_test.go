@@ -8,13 +8,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/apikit-dev/apikit/admission"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/server"
 	"github.com/apikit-dev/apikit/server/extensions"
-	"github.com/apikit-dev/apikit/testenv"
 )
 
 // scalePolicy is an admission plugin of the test: it records what it is
@@ -67,24 +65,7 @@ func (p *scalePolicy) take() []string {
 // a refusal keeps them.
 func TestScaleAdmission(t *testing.T) {
 	policy := &scalePolicy{Handler: admission.Handler{Operations: []admission.Operation{admission.Update}}}
-	env := testenv.Start(t, func(c *server.Config) (*server.GenericServer, error) {
-		c.Admission = admission.Chain{policy}
-		completed, err := c.Complete()
-		if err != nil {
-			return nil, err
-		}
-		ext, err := extensions.New(completed, nil, extensions.Config{})
-		if err != nil {
-			return nil, err
-		}
-		return ext.GenericServer, nil
-	})
-	hc, err := env.HTTPClient()
-	if err != nil {
-		t.Fatal(err)
-	}
-	hc.Timeout = 30 * time.Second
-	c := &client{t: t, host: env.Host, c: hc}
+	c := startExtensions(t, func(c *server.Config) { c.Admission = admission.Chain{policy} })
 	c.must(201, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", widgetsCRD)
 	c.waitEstablished("widgets.example.com")
 	const widgets = "/apis/example.com/v1/namespaces/default/widgets"

@@ -22,9 +22,14 @@ type client struct {
 	c    *http.Client
 }
 
-func startExtensions(t *testing.T) *client {
+// startExtensions starts an extensions server, its config first changed
+// by configure (admission plugins, say), and returns a client of it.
+func startExtensions(t *testing.T, configure ...func(*server.Config)) *client {
 	t.Helper()
 	env := testenv.Start(t, func(c *server.Config) (*server.GenericServer, error) {
+		for _, f := range configure {
+			f(c)
+		}
 		_, ext, err := newExtensions(c)
 		if err != nil {
 			return nil, err
