@@ -102,25 +102,22 @@ var (
 // storedJSON returns a stored value's JSON as a response carries it in the
 // storage version, without decoding it: the stored bytes with
 // "resourceVersion":"<rev>" put where encoding the decoded object would put
-// it (after uid), so the bytes are those of decode and encode. It returns
-// nil, for the caller to decode and encode instead, unless the value
-// starts as encodeForStorage writes it: the exact prefix, the string fields
-// before resourceVersion, then a field ObjectMeta encodes after it or the
-// end of the metadata; and is valid JSON.
+// it (after uid), so the bytes are those of decode and encode, in parts that
+// share the stored bytes (splice). ok is false, for the caller to decode and
+// encode instead, unless the value starts as encodeForStorage writes it: the
+// exact prefix, the string fields before resourceVersion, then a field
+// ObjectMeta encodes after it or the end of the metadata; and is valid JSON.
 //
 // Unlike decode and encode, it passes through what a decode would drop or
 // normalize after that: fields T no longer has (stored by an older version
 // of the type), or whatever a writer other than this store put there.
 // docs/design.md has the reasoning.
-func (s *Store[T]) storedJSON(value []byte, rev int64) []byte {
-	at, last, ok := s.resourceVersionAt(value, rev)
+func (s *Store[T]) storedJSON(value []byte, rev int64) (JSONParts, bool) {
+	p, ok := s.splice(value, rev)
 	if !ok || !json.Valid(value) {
-		return nil
+		return JSONParts{}, false
 	}
-	out := make([]byte, 0, len(value)+len(`,"resourceVersion":"",`)+20)
-	out = append(out, value[:at]...)
-	out = s.appendResourceVersion(out, at, last, rev)
-	return append(out, value[at:]...)
+	return p, true
 }
 
 // splice is storedJSON in parts that share the stored bytes, and without

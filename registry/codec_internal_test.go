@@ -47,7 +47,7 @@ func TestStoredJSON(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := st.storedJSON(data, 12345)
+			got := storedBytes(st, data, 12345)
 			if got == nil {
 				t.Fatalf("no JSON from the stored bytes of %s", data)
 			}
@@ -92,12 +92,12 @@ func TestStoredJSONFallsBack(t *testing.T) {
 		{"not JSON", `garbage`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := st.storedJSON([]byte(tc.value), 5); got != nil {
+			if got := storedBytes(st, []byte(tc.value), 5); got != nil {
 				t.Errorf("got %s, want a fallback to decode and encode", got)
 			}
 		})
 	}
-	if got := st.storedJSON([]byte(head+`"name":"a","creationTimestamp":null}}`), 0); got != nil {
+	if got := storedBytes(st, []byte(head+`"name":"a","creationTimestamp":null}}`), 0); got != nil {
 		t.Errorf("revision 0: got %s, want a fallback", got)
 	}
 }
@@ -132,8 +132,13 @@ func TestLazyItem(t *testing.T) {
 	if _, ok := it.kv.Memo.Load(st.decodedKey()); ok {
 		t.Error("JSON decoded the stored value")
 	}
-	if again, _ := it.JSON(); &again[0] != &b[0] {
+	// Kept in the memo as parts that share the stored bytes, not a copy.
+	p, _ := it.JSONParts()
+	if again, _ := it.JSONParts(); &again[1][0] != &p[1][0] {
 		t.Error("JSON was not kept in the memo")
+	}
+	if &p[0][0] != &it.kv.Value[0] {
+		t.Error("the memo keeps a copy of the stored bytes")
 	}
 	obj, err := it.Object()
 	if err != nil {
@@ -354,7 +359,7 @@ func FuzzStoredJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, value []byte) {
-		got := st.storedJSON(value, 77)
+		got := storedBytes(st, value, 77)
 		if got == nil {
 			return
 		}
@@ -366,4 +371,13 @@ func FuzzStoredJSON(f *testing.F) {
 			t.Fatalf("storedJSON(%s) = %s: %d resourceVersions added", value, got, n)
 		}
 	})
+}
+
+// storedBytes is storedJSON's parts in one piece, nil when it has none.
+func storedBytes[T meta.Object](st *Store[T], value []byte, rev int64) []byte {
+	p, ok := st.storedJSON(value, rev)
+	if !ok {
+		return nil
+	}
+	return p.Bytes()
 }

@@ -349,14 +349,13 @@ func (r *served[S, V]) json(kv *storage.KeyValue) (servedJSON, error) {
 	}
 	var p JSONParts
 	if r.conv == nil {
-		// A copy, not the parts splice shares the stored bytes with
-		// (as custom resources below): on a loaded machine a LIST of
-		// shared parts measured slower (BenchmarkListFlunders5000Gzip
-		// 2.0 -> 4.2 ms of CPU per 5,000), within that machine's noise
-		// but not ruled out, and wardle's LIST ratio, which fails its
-		// target, is not risked for ~700 bytes per object until a quiet
-		// run says.
-		p[0] = r.st.storedJSON(kv.Value, kv.Revision)
+		// The stored bytes around the resourceVersion, not a copy:
+		// the cache keeps the stored value anyway, and a copy beside
+		// it was the largest part of a cached object's memory (RSS
+		// with the load benchmark's 5,000 Flunders 80 -> 74 MiB; a
+		// LIST writes three pieces per item instead of one, whose CPU
+		// the benchmark's A/B did not tell apart: docs/benchmarks.md).
+		p, _ = r.st.storedJSON(kv.Value, kv.Revision)
 	}
 	if p[0] == nil {
 		obj, err := r.encodable(kv)
