@@ -72,6 +72,12 @@ type Options[T meta.Object] struct {
 	// same field names for every object, an empty one included: a field
 	// selector on any other field is refused.
 	Fields func(obj T) meta.Set
+	// NoGeneration leaves metadata.generation unset: kube-apiserver keeps
+	// a generation only for kinds whose strategy tracks one (custom
+	// resources, CRDs, admission policies, flow schemas), never for
+	// configmaps, secrets, namespaces, service accounts, events, leases or
+	// the RBAC kinds, and clients compare objects with it.
+	NoGeneration bool
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -400,6 +406,9 @@ func (s *Store[T]) beforeCreate(ctx context.Context, obj T) {
 	m.UID = uuid.NewString()
 	m.CreationTimestamp = s.now()
 	m.Generation = 1
+	if s.opts.NoGeneration {
+		m.Generation = 0
+	}
 	if m.Name == "" && m.GenerateName != "" {
 		m.Name = generateName(m.GenerateName)
 	}
@@ -630,7 +639,7 @@ func (s *Store[T]) beforeUpdate(ctx context.Context, obj, old T, subresource str
 	}
 	if subresource == "" {
 		s.opts.Strategy.PrepareForUpdate(ctx, obj, old)
-		if !s.ti.specEqual(obj, old) {
+		if !s.opts.NoGeneration && !s.ti.specEqual(obj, old) {
 			m.Generation = om.Generation + 1
 		}
 	}
@@ -685,8 +694,10 @@ func (s *Store[T]) markForDeletion(obj T) bool {
 	m.DeletionTimestamp = &now
 	m.DeletionGracePeriodSeconds = &zeroGrace
 	// The desired state changed: bump generation as kube-apiserver does on
-	// graceful deletion.
-	m.Generation++
+	// graceful deletion, where the kind keeps one.
+	if m.Generation > 0 {
+		m.Generation++
+	}
 	if f, ok := s.opts.Strategy.(FinalizingStrategy[T]); ok {
 		f.PrepareForDelete(obj)
 	}

@@ -372,3 +372,37 @@ func TestUpdateRetriesOnRace(t *testing.T) {
 		t.Errorf("calls %d, result %+v: want a retry on the racer's object", calls, out)
 	}
 }
+
+// TestNoGeneration: a kind without a generation (kube's configmaps,
+// secrets, namespaces) never gets one, through create, a spec change and
+// a graceful deletion.
+func TestNoGeneration(t *testing.T) {
+	st, _ := newWidgets(t, func(o *registry.Options[*Widget]) { o.NoGeneration = true })
+	ctx := context.Background()
+	in := widget("ns", "w", 1)
+	in.Generation = 7
+	in.Finalizers = []string{"example.com/hold"}
+	steps := []struct {
+		name string
+		do   func() (*Widget, error)
+	}{
+		{"create", func() (*Widget, error) { return st.Create(ctx, "ns", in, registry.WriteOptions{}) }},
+		{"spec change", func() (*Widget, error) {
+			out, _, err := st.Update(ctx, "ns", "w", edit(func(w *Widget) { w.Spec.Size = 2 }), registry.UpdateOptions{})
+			return out, err
+		}},
+		{"graceful deletion", func() (*Widget, error) {
+			out, _, err := st.Delete(ctx, "ns", "w", registry.DeleteOptions{})
+			return out, err
+		}},
+	}
+	for _, s := range steps {
+		out, err := s.do()
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if out.Generation != 0 {
+			t.Errorf("%s: generation = %d, want none", s.name, out.Generation)
+		}
+	}
+}

@@ -43,6 +43,7 @@ func New(f storage.Factory) (*registry.Store[*ConfigMap], error) {
 	return registry.NewStore(registry.Options[*ConfigMap]{
 		Resource:        resource,
 		Kind:            "ConfigMap",
+		NoGeneration:    true,
 		ShortNames:      []string{"cm"},
 		NamespaceScoped: true,
 		StorageVersion:  "v1",

@@ -76,6 +76,7 @@ func New(f storage.Factory) (*Stores, error) {
 	opts := registry.Options[*Event]{
 		Resource:        coreResource,
 		Kind:            "Event",
+		NoGeneration:    true,
 		ShortNames:      []string{"ev"},
 		NamespaceScoped: true,
 		StorageVersion:  "v1",

@@ -49,6 +49,7 @@ func New(f storage.Factory) (*registry.Store[*Lease], error) {
 	return registry.NewStore(registry.Options[*Lease]{
 		Resource:        resource,
 		Kind:            "Lease",
+		NoGeneration:    true,
 		NamespaceScoped: true,
 		StorageVersion:  "v1",
 		Strategy:        strategy{},

@@ -82,6 +82,7 @@ func New(f storage.Factory) (*registry.Store[*Namespace], error) {
 	return registry.NewStore(registry.Options[*Namespace]{
 		Resource:          resource,
 		Kind:              "Namespace",
+		NoGeneration:      true,
 		ShortNames:        []string{"ns"},
 		StorageVersion:    "v1",
 		Strategy:          strategy{},

@@ -63,6 +63,7 @@ func New(f storage.Factory) (*registry.Store[*Secret], error) {
 	return registry.NewStore(registry.Options[*Secret]{
 		Resource:        resource,
 		Kind:            "Secret",
+		NoGeneration:    true,
 		NamespaceScoped: true,
 		StorageVersion:  "v1",
 		Strategy:        strategy{},

@@ -57,6 +57,7 @@ func New(f storage.Factory) (*registry.Store[*ServiceAccount], error) {
 	return registry.NewStore(registry.Options[*ServiceAccount]{
 		Resource:        resource,
 		Kind:            "ServiceAccount",
+		NoGeneration:    true,
 		ShortNames:      []string{"sa"},
 		NamespaceScoped: true,
 		StorageVersion:  "v1",
