@@ -148,7 +148,7 @@ func TestApplyErrors(t *testing.T) {
 		{"not YAML", "", "m", "{", 400, meta.StatusReasonBadRequest,
 			"error decoding YAML: yaml: line 1: did not find expected node content"},
 		{"unknown field, strict", "fieldValidation=Strict", "m", good + "spec:\n  bogus: 1\n", 400, meta.StatusReasonBadRequest,
-			`strict decoding error: unknown field "spec.bogus"`},
+			`Widget in version "v1" cannot be handled as a Widget: strict decoding error: unknown field "spec.bogus"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package endpoints
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,12 +68,57 @@ func toJSON(contentType string, body []byte) ([]byte, error) {
 	case "application/yaml", "application/x-yaml", "text/yaml":
 		j, err := yaml.YAMLToJSON(body)
 		if err != nil {
-			return nil, meta.NewBadRequest(fmt.Sprintf("error converting YAML to JSON: %v", err))
+			return nil, &unparsableError{err: err}
 		}
 		return j, nil
 	default:
 		return nil, meta.NewUnsupportedMediaType(contentType, objectContentTypes)
 	}
+}
+
+// unparsableError is a body that is not JSON or YAML at all; decodeBody
+// says which kind it wanted, as kube-apiserver's "unrecognized" error does.
+type unparsableError struct{ err error }
+
+func (e *unparsableError) Error() string {
+	return "the object provided is unrecognized: " + e.err.Error()
+}
+
+// unrecognized is kube-apiserver's answer to a body whose apiVersion and
+// kind cannot even be read: its error, and the body's first 30 bytes (in
+// hex unless it looks like JSON), so that a client sees what it sent.
+func unrecognized(kind string, err error, body []byte) error {
+	const max = 30
+	var summary string
+	switch {
+	case len(body) == 0:
+		summary = "<empty>"
+	case body[0] == '{' && len(body) > max:
+		summary = string(body[:max]) + " ..."
+	case body[0] == '{':
+		summary = string(body)
+	case len(body) > max:
+		summary = hex.EncodeToString(body[:max]) + " ..."
+	default:
+		summary = hex.EncodeToString(body)
+	}
+	return meta.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", kind, err, summary))
+}
+
+// cannotHandle is kube-apiserver's answer to a body whose apiVersion and
+// kind were read but whose content does not decode into the resource's
+// type: "<kind> in version "<version>" cannot be handled as a <Kind>:
+// <why>", the kind and version being the body's own (or the resource's
+// where the body leaves them out).
+func cannotHandle(raw map[string]any, gvk meta.GroupVersionKind, why string) error {
+	kind, version := gvk.Kind, gvk.Version
+	if k, ok := raw["kind"].(string); ok && k != "" {
+		kind = k
+	}
+	if av, ok := raw["apiVersion"].(string); ok && av != "" {
+		version = av[strings.LastIndex(av, "/")+1:]
+	}
+	return meta.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %s", kind, version, gvk.Kind, why))
 }
 
 // decodeObject decodes JSON into obj, checking apiVersion and kind against
@@ -86,10 +132,16 @@ func decodeObject(data []byte, obj meta.Object, gvk meta.GroupVersionKind, valid
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if err := dec.Decode(&raw); err != nil {
-		return nil, meta.NewBadRequest(fmt.Sprintf("error decoding request body: %v", err))
+		// encoding/json's Unmarshal words a truncated body as
+		// kube-apiserver's decoder does ("unexpected end of JSON input").
+		if uerr := json.Unmarshal(data, new(any)); uerr != nil {
+			err = uerr
+		}
+		return nil, unrecognized(gvk.Kind, fmt.Errorf("couldn't get version/kind; json parse error: %w", err), data)
 	}
-	if _, ok := raw.(map[string]any); !ok {
-		return nil, meta.NewBadRequest("the request body must be a JSON object")
+	top, ok := raw.(map[string]any)
+	if !ok {
+		return nil, unrecognized(gvk.Kind, errors.New("couldn't get version/kind; json parse error: the body is not a JSON object"), data)
 	}
 	// Find (and cut out of raw) the fields obj has no field for, whatever
 	// the validation level: encoding/json matches names case-insensitively
@@ -104,11 +156,11 @@ func decodeObject(data []byte, obj meta.Object, gvk meta.GroupVersionKind, valid
 	if len(unknown) > 0 {
 		var err error
 		if data, err = json.Marshal(raw); err != nil {
-			return nil, meta.NewBadRequest(fmt.Sprintf("error decoding request body: %v", err))
+			return nil, cannotHandle(top, gvk, err.Error())
 		}
 	}
 	if err := json.Unmarshal(data, obj); err != nil {
-		return nil, meta.NewBadRequest(decodeErrorMessage(err))
+		return nil, cannotHandle(top, gvk, decodeErrorMessage(err))
 	}
 	if u, ok := obj.(UnknownFielder); ok {
 		unknown = append(unknown, u.UnknownFields()...)
@@ -116,10 +168,10 @@ func decodeObject(data []byte, obj meta.Object, gvk meta.GroupVersionKind, valid
 	tm := obj.GetTypeMeta()
 	want := gvk.GroupVersion().String()
 	if tm.APIVersion != "" && tm.APIVersion != want {
-		return nil, meta.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", tm.APIVersion, want))
+		return nil, cannotHandle(top, gvk, fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", tm.APIVersion, want))
 	}
 	if tm.Kind != "" && tm.Kind != gvk.Kind {
-		return nil, meta.NewBadRequest(fmt.Sprintf("the kind in the data (%s) does not match the expected kind (%s)", tm.Kind, gvk.Kind))
+		return nil, cannotHandle(top, gvk, fmt.Sprintf("the kind in the data (%s) does not match the expected kind (%s)", tm.Kind, gvk.Kind))
 	}
 	tm.APIVersion, tm.Kind = want, gvk.Kind
 	if validation == meta.FieldValidationIgnore {
@@ -139,7 +191,7 @@ func decodeObject(data []byte, obj meta.Object, gvk meta.GroupVersionKind, valid
 		return nil, nil
 	}
 	if validation == meta.FieldValidationStrict {
-		return nil, meta.NewBadRequest("strict decoding error: " + strings.Join(problems, ", "))
+		return nil, cannotHandle(top, gvk, "strict decoding error: "+strings.Join(problems, ", "))
 	}
 	return problems, nil
 }
@@ -157,9 +209,9 @@ type UnknownFielder interface {
 func decodeErrorMessage(err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return fmt.Sprintf("error decoding request body: field %s: cannot use %s as %s", te.Field, te.Value, te.Type)
+		return fmt.Sprintf("field %s: cannot use %s as %s", te.Field, te.Value, te.Type)
 	}
-	return fmt.Sprintf("error decoding request body: %v", err)
+	return err.Error()
 }
 
 var (

@@ -43,7 +43,7 @@ func TestFieldValidation(t *testing.T) {
 		for _, u := range wantUnknown {
 			msgs = append(msgs, "unknown field "+strconv.Quote(u))
 		}
-		wantStatus(t, resp, b, 400, meta.StatusReasonBadRequest, "strict decoding error: "+strings.Join(msgs, ", "))
+		wantStatus(t, resp, b, 400, meta.StatusReasonBadRequest, `Widget in version "v1" cannot be handled as a Widget: strict decoding error: `+strings.Join(msgs, ", "))
 		if resp, _ := ts.do(t, req{method: "GET", path: ns + "/strict"}); resp.StatusCode != 404 {
 			t.Error("a strictly refused object was stored")
 		}
@@ -102,7 +102,7 @@ func TestFieldValidation(t *testing.T) {
 	wantDup := []string{`unknown field "spec.nope"`, `duplicate field "metadata.name"`, `duplicate field "metadata.labels.a"`,
 		`duplicate field "spec.parts[0].name"`, `duplicate field "spec.size"`}
 	resp, b := ts.do(t, req{method: "POST", path: ns + "?fieldValidation=Strict", body: strings.ReplaceAll(dup, "%s", "strict")})
-	wantStatus(t, resp, b, 400, meta.StatusReasonBadRequest, "strict decoding error: "+strings.Join(wantDup, ", "))
+	wantStatus(t, resp, b, 400, meta.StatusReasonBadRequest, `Widget in version "v1" cannot be handled as a Widget: strict decoding error: `+strings.Join(wantDup, ", "))
 	for _, level := range []string{"Warn", "Ignore"} {
 		l := strings.ToLower(level)
 		resp, b := ts.do(t, req{method: "POST", path: ns + "?fieldValidation=" + level, body: strings.ReplaceAll(dup, "%s", l)})
@@ -131,9 +131,9 @@ func TestFieldValidation(t *testing.T) {
 	rv := path(created, "metadata.resourceVersion").(string)
 	resp, b = ts.do(t, req{method: "PUT", path: ns + "/target?fieldValidation=Strict",
 		body: `{"metadata":{"name":"target","resourceVersion":"` + rv + `"},"spec":{"sise":1}}`})
-	wantStatus(t, resp, b, 400, meta.StatusReasonBadRequest, `strict decoding error: unknown field "spec.sise"`)
+	wantStatus(t, resp, b, 400, meta.StatusReasonBadRequest, `Widget in version "v1" cannot be handled as a Widget: strict decoding error: unknown field "spec.sise"`)
 	resp, b = ts.do(t, req{method: "PATCH", path: ns + "/target?fieldValidation=Strict", body: `{"spec":{"sise":1}}`, contentType: "application/merge-patch+json"})
-	wantStatus(t, resp, b, 400, meta.StatusReasonBadRequest, `strict decoding error: unknown field "spec.sise"`)
+	wantStatus(t, resp, b, 400, meta.StatusReasonBadRequest, `Widget in version "v1" cannot be handled as a Widget: strict decoding error: unknown field "spec.sise"`)
 	resp, _ = ts.do(t, req{method: "PATCH", path: ns + "/target", body: `{"spec":{"sise":1}}`, contentType: "application/merge-patch+json"})
 	if got := resp.Header.Values("Warning"); len(got) != 1 || got[0] != `299 - "unknown field \"spec.sise\""` {
 		t.Errorf("patch warnings %q", got)

@@ -498,6 +498,10 @@ func (s *Scope) decodeBody(w http.ResponseWriter, r *http.Request, validation st
 	} else {
 		data, err = toJSON(r.Header.Get("Content-Type"), body)
 	}
+	var ue *unparsableError
+	if errors.As(err, &ue) {
+		return nil, nil, unrecognized(s.gvk.Kind, ue.err, body)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
