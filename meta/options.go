@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // ResourceVersionMatch says how a list's resourceVersion is applied.
@@ -223,20 +224,27 @@ func ParseGetOptions(q url.Values) GetOptions {
 }
 
 func parseWriteCommon(q url.Values, kind string) (dryRun []string, manager, validation string, err error) {
-	dryRun = q["dryRun"]
-	if errs := validateDryRun(dryRun); len(errs) > 0 {
-		return nil, "", "", invalidOptions(kind, errs)
+	// As kube-apiserver's ValidateCreateOptions (and Update, Patch): every
+	// problem of the options in one 422 Invalid, fieldManager first.
+	dryRun, manager, validation = q["dryRun"], q.Get("fieldManager"), q.Get("fieldValidation")
+	var errs FieldErrors
+	if p := NewPath("fieldManager"); len(manager) > 128 {
+		errs = append(errs, TooLong(p, manager, 128))
 	}
-	manager = q.Get("fieldManager")
-	if len(manager) > 128 {
-		return nil, "", "", NewBadRequest("fieldManager may not be longer than 128 characters")
+	for i, r := range manager {
+		if !unicode.IsPrint(r) {
+			errs = append(errs, Invalid(NewPath("fieldManager"), manager, fmt.Sprintf("invalid character %#U (at position %d)", r, i)))
+		}
 	}
-	validation = q.Get("fieldValidation")
+	errs = append(errs, validateDryRun(dryRun)...)
 	switch validation {
 	case "", FieldValidationIgnore, FieldValidationWarn, FieldValidationStrict:
 	default:
-		return nil, "", "", NewBadRequest(fmt.Sprintf("fieldValidation must be one of %q, %q or %q, got %q",
-			FieldValidationIgnore, FieldValidationWarn, FieldValidationStrict, validation))
+		errs = append(errs, NotSupported(NewPath("fieldValidation"), validation,
+			[]string{"", FieldValidationIgnore, FieldValidationStrict, FieldValidationWarn}))
+	}
+	if len(errs) > 0 {
+		return nil, "", "", invalidOptions(kind, errs)
 	}
 	return dryRun, manager, validation, nil
 }

@@ -133,8 +133,10 @@ func TestParseWriteOptions(t *testing.T) {
 		// kube-apiserver's ValidateDryRun.
 		{"dryRun=Some", `%s.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["Some"]: supported values: "All"`, true},
 		{"dryRun=All&dryRun=Bogus", `%s.meta.k8s.io "" is invalid: dryRun: Unsupported value: ["All","Bogus"]: supported values: "All"`, true},
-		{"fieldValidation=Loose", `fieldValidation must be one of "Ignore", "Warn" or "Strict", got "Loose"`, false},
-		{"fieldManager=" + string(make([]byte, 129)), "fieldManager may not be longer than 128 characters", false},
+		// kube-apiserver's ValidateFieldValidation and ValidateFieldManager.
+		{"fieldValidation=Loose", `%s.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "Loose": supported values: "", "Ignore", "Strict", "Warn"`, true},
+		{"fieldManager=" + strings.Repeat("m", 129), `%s.meta.k8s.io "" is invalid: fieldManager: Too long: may not be more than 128 bytes`, true},
+		{"fieldManager=a%07b&dryRun=Some&fieldValidation=Loose", `%s.meta.k8s.io "" is invalid: [fieldManager: Invalid value: "a\ab": invalid character U+0007 (at position 1), dryRun: Unsupported value: ["Some"]: supported values: "All", fieldValidation: Unsupported value: "Loose": supported values: "", "Ignore", "Strict", "Warn"]`, true},
 	}
 	for _, tt := range tests {
 		q, _ := url.ParseQuery(tt.query)

@@ -124,7 +124,7 @@ func TestFieldValidation(t *testing.T) {
 	}
 
 	resp, b = ts.do(t, req{method: "POST", path: ns + "?fieldValidation=Loose", body: body("x")})
-	wantStatus(t, resp, b, 400, meta.StatusReasonBadRequest, `fieldValidation must be one of "Ignore", "Warn" or "Strict", got "Loose"`)
+	wantStatus(t, resp, b, 422, meta.StatusReasonInvalid, `CreateOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "Loose": supported values: "", "Ignore", "Strict", "Warn"`)
 
 	// PUT and PATCH validate the same way.
 	created := ts.create(t, "target", "")
