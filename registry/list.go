@@ -47,7 +47,7 @@ func (s *Store[T]) predicate(opts meta.ListOptions) (storage.Predicate, error) {
 		if s.fieldLabels != nil {
 			for _, f := range meta.SelectorFields(sel) {
 				if !s.fieldLabels[f] {
-					return p, meta.NewBadRequest("field label not supported: " + f)
+					return p, meta.NewBadRequest(unknownFieldLabel(s.opts.Fields == nil, f))
 				}
 			}
 		}
@@ -310,4 +310,16 @@ func (s *Store[T]) convertEvent(ev storage.Event) (Event[T], bool) {
 		return Event[T]{Type: meta.Error, Err: err}, false
 	}
 	return Event[T]{Type: eventType(ev.Type), Object: obj, Memo: kv.Memo}, true
+}
+
+// unknownFieldLabel words a field selector's unknown field as
+// kube-apiserver does: its default conversion (kinds that select on
+// metadata only, as configmaps) names the two fields there are; kinds with
+// fields of their own (secrets, namespaces, custom resources) say only
+// that the field is not supported.
+func unknownFieldLabel(metadataOnly bool, field string) string {
+	if metadataOnly {
+		return fmt.Sprintf("%q is not a known field selector: only %q, %q", field, "metadata.name", "metadata.namespace")
+	}
+	return "field label not supported: " + field
 }

@@ -92,8 +92,9 @@ func TestListFieldSelectorWithoutCustomFields(t *testing.T) {
 	if got := names(res); !slices.Equal(got, []string{"b/w1"}) {
 		t.Errorf("got %v", got)
 	}
+	// In the words of kube-apiserver's default field label conversion.
 	_, err = st.List(context.Background(), "", meta.ListOptions{FieldSelector: "spec.color=red"})
-	wantStatus(t, err, 400, meta.StatusReasonBadRequest, "field label not supported: spec.color")
+	wantStatus(t, err, 400, meta.StatusReasonBadRequest, `"spec.color" is not a known field selector: only "metadata.name", "metadata.namespace"`)
 }
 
 func TestListPaging(t *testing.T) {
@@ -167,7 +168,7 @@ func TestListResourceVersion(t *testing.T) {
 		{name: "exact at the first", opts: meta.ListOptions{ResourceVersion: first.ResourceVersion, ResourceVersionMatch: meta.ResourceVersionMatchExact}, want: []string{"ns/a"}, rv: first.ResourceVersion},
 		{name: "legacy with a limit is exact", opts: meta.ListOptions{ResourceVersion: first.ResourceVersion, Limit: 10}, want: []string{"ns/a"}, rv: first.ResourceVersion},
 		{name: "legacy without a limit is not older than", opts: meta.ListOptions{ResourceVersion: first.ResourceVersion}, want: []string{"ns/a", "ns/b"}, rv: cur},
-		{name: "not a number", opts: meta.ListOptions{ResourceVersion: "abc"}, code: 400, msg: `invalid resource version: "abc"`},
+		{name: "not a number", opts: meta.ListOptions{ResourceVersion: "abc"}, code: 400, msg: `invalid resource version: resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax`},
 		{name: "with continue", opts: meta.ListOptions{ResourceVersion: cur, Continue: "x"}, code: 400, msg: "specifying resource version is not allowed when using continue"},
 		{name: "from the future", opts: meta.ListOptions{ResourceVersion: strconv.FormatInt(latest+100, 10)}, code: 504,
 			msg: "Timeout: Too large resource version: " + strconv.FormatInt(latest+100, 10) + ", current: " + cur, cause: "ResourceVersionTooLarge"},
@@ -254,5 +255,5 @@ func TestGetResourceVersion(t *testing.T) {
 		t.Errorf("get from the future: %v, want 504 Timeout", err)
 	}
 	_, _, err = st.Get(ctx, "ns", "a", meta.GetOptions{ResourceVersion: "x"})
-	wantStatus(t, err, 400, meta.StatusReasonBadRequest, `invalid resource version: "x"`)
+	wantStatus(t, err, 400, meta.StatusReasonBadRequest, `invalid resource version: resourceVersion: Invalid value: "x": strconv.ParseUint: parsing "x": invalid syntax`)
 }

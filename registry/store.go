@@ -815,11 +815,13 @@ func (s *Store[T]) Delete(ctx context.Context, ns, name string, opts DeleteOptio
 }
 
 func parseResourceVersion(rv string) (int64, error) {
-	n, err := strconv.ParseInt(rv, 10, 64)
-	if err != nil || n < 0 {
-		return 0, meta.NewBadRequest(fmt.Sprintf("invalid resource version: %q", rv))
+	n, err := strconv.ParseUint(rv, 10, 63)
+	if err != nil {
+		// kube-apiserver's words: its versioner's field error, wrapped.
+		fe := meta.Invalid(meta.NewPath("resourceVersion"), rv, err.Error())
+		return 0, meta.NewBadRequest("invalid resource version: " + fe.Error())
 	}
-	return n, nil
+	return int64(n), nil
 }
 
 // storageError turns a storage error into the Status kube-apiserver answers.

@@ -80,13 +80,14 @@ func NewContinueExpired(plan ListPlan, prefix string, cause error) error {
 // NewContinueExpired) means the latest. A malformed token is an
 // ErrInvalidObject-coded error whose message the registry shows as a 400.
 func DecodeContinue(token, prefix string) (startKey string, rev int64, err error) {
+	// As kube-apiserver's DecodeContinue: "continue key is not valid: ..."
 	b, err := base64.RawURLEncoding.DecodeString(token)
 	if err != nil {
-		return "", 0, invalidContinue("%v", err)
+		return "", 0, invalidContinue("continue key is not valid: %v", err)
 	}
 	var t continueToken
 	if err := json.Unmarshal(b, &t); err != nil {
-		return "", 0, invalidContinue("%v", err)
+		return "", 0, invalidContinue("continue key is not valid: %v", err)
 	}
 	if t.APIVersion != continueAPIVersion {
 		return "", 0, invalidContinue("continue key is not valid: incorrect encoded start resourceVersion (version %s)", t.APIVersion)

@@ -42,8 +42,8 @@ func TestDecodeContinueRefuses(t *testing.T) {
 	} {
 		_, _, err := storage.DecodeContinue(token, "/flunders/")
 		var se *storage.Error
-		if !errors.As(err, &se) || se.Code != storage.CodeInvalidObject || !strings.HasPrefix(se.Message, "invalid continue token: ") {
-			t.Errorf("%s: %v, want an invalid continue token error", name, err)
+		if !errors.As(err, &se) || se.Code != storage.CodeInvalidObject || !strings.HasPrefix(se.Message, "invalid continue token: continue key is not valid: ") {
+			t.Errorf("%s: %v, want kube-apiserver's \"invalid continue token: continue key is not valid: ...\"", name, err)
 		}
 	}
 }

@@ -339,7 +339,10 @@ func cell(typ string, v any) any {
 // selectableFields: each path's value as a field selector compares it.
 func selectableFields(fields []SelectableField) func(*Object) meta.Set {
 	if len(fields) == 0 {
-		return nil
+		// Not nil: kube-apiserver refuses another field of a custom
+		// resource as "field label not supported", not in the words of
+		// its default conversion.
+		return func(*Object) meta.Set { return nil }
 	}
 	type field struct {
 		name string
