@@ -635,7 +635,7 @@ func (s *Scope) Patch(w http.ResponseWriter, r *http.Request, ns, name, subresou
 	var decodedJSONPatch jsonpatch.Patch
 	if pt == jsonPatchType {
 		if decodedJSONPatch, err = jsonpatch.DecodePatch(patch); err != nil {
-			respond.Error(w, r, meta.NewBadRequest(err.Error()))
+			respond.Error(w, r, meta.NewBadRequest("error decoding patch: "+err.Error()))
 			return
 		}
 		if len(decodedJSONPatch) > MaxJSONPatchOperations {
@@ -644,7 +644,12 @@ func (s *Scope) Patch(w http.ResponseWriter, r *http.Request, ns, name, subresou
 			return
 		}
 	} else if !json.Valid(patch) {
-		respond.Error(w, r, meta.NewBadRequest("error decoding patch: invalid JSON"))
+		// kube-apiserver's words: json-patch's error for a merge patch.
+		msg := "error decoding patch: invalid JSON"
+		if pt == mergePatchType {
+			msg = "invalid JSON patch"
+		}
+		respond.Error(w, r, meta.NewBadRequest(msg))
 		return
 	}
 	objType := reflect.TypeOf(s.Resource.New())
