@@ -21,6 +21,9 @@ type ResourceInfo struct {
 	Categories        []string
 	NamespaceScoped   bool
 	StatusSubresource bool
+	// DeleteStatus is Options.DeleteStatus: the handler answers a delete
+	// that removed the object with a Status.
+	DeleteStatus bool
 	// Verbs are the verbs the resource serves, in discovery order; the
 	// server installs routes for these only.
 	Verbs []string
@@ -283,6 +286,7 @@ func (r *served[S, V]) Info() ResourceInfo {
 		Categories:        o.Categories,
 		NamespaceScoped:   o.NamespaceScoped,
 		StatusSubresource: o.StatusSubresource,
+		DeleteStatus:      o.DeleteStatus,
 		Verbs:             StandardVerbs,
 	}
 }

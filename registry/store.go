@@ -72,6 +72,12 @@ type Options[T meta.Object] struct {
 	// same field names for every object, an empty one included: a field
 	// selector on any other field is refused.
 	Fields func(obj T) meta.Set
+	// DeleteStatus answers a delete that removed the object at once with
+	// a Status Success naming it instead of the object, as kube-apiserver's
+	// generic store does for every kind but the few it configures with
+	// ReturnDeletedObject (pods, service accounts, custom resources): a
+	// delete that only marks the object (finalizers) still returns it.
+	DeleteStatus bool
 	// NoGeneration leaves metadata.generation unset: kube-apiserver keeps
 	// a generation only for kinds whose strategy tracks one (custom
 	// resources, CRDs, admission policies, flow schemas), never for

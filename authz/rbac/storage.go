@@ -75,14 +75,14 @@ func NewStores(f storage.Factory) (*Stores, error) {
 		return nil, err
 	}
 	if s.Roles, err = registry.NewStore(registry.Options[*Role]{
-		Resource: RolesResource, Kind: KindRole, NamespaceScoped: true, StorageVersion: Version, NoGeneration: true,
+		Resource: RolesResource, Kind: KindRole, NamespaceScoped: true, StorageVersion: Version, NoGeneration: true, DeleteStatus: true,
 		Strategy: roleStrategy{}, Storage: roles, NameValidator: ValidateName,
 		AllowCreateOnUpdate: true, AllowUnconditionalUpdate: true,
 	}); err != nil {
 		return nil, err
 	}
 	if s.ClusterRoles, err = registry.NewStore(registry.Options[*ClusterRole]{
-		Resource: ClusterRolesResource, Kind: KindClusterRole, StorageVersion: Version, NoGeneration: true,
+		Resource: ClusterRolesResource, Kind: KindClusterRole, StorageVersion: Version, NoGeneration: true, DeleteStatus: true,
 		Strategy: clusterRoleStrategy{}, Storage: clusterRoles, NameValidator: ValidateName,
 		AllowCreateOnUpdate: true, AllowUnconditionalUpdate: true,
 	}); err != nil {
@@ -93,7 +93,7 @@ func NewStores(f storage.Factory) (*Stores, error) {
 		return func(b *RoleBinding) any { return f(b.Subjects) }
 	}
 	if s.RoleBindings, err = registry.NewStore(registry.Options[*RoleBinding]{
-		Resource: RoleBindingsResource, Kind: KindRoleBinding, NamespaceScoped: true, StorageVersion: Version, NoGeneration: true,
+		Resource: RoleBindingsResource, Kind: KindRoleBinding, NamespaceScoped: true, StorageVersion: Version, NoGeneration: true, DeleteStatus: true,
 		Strategy: roleBindingStrategy{}, Storage: roleBindings, NameValidator: ValidateName,
 		AllowCreateOnUpdate: true, AllowUnconditionalUpdate: true,
 		Columns: []registry.Column[*RoleBinding]{
@@ -110,7 +110,7 @@ func NewStores(f storage.Factory) (*Stores, error) {
 		return func(b *ClusterRoleBinding) any { return f(b.Subjects) }
 	}
 	if s.ClusterRoleBindings, err = registry.NewStore(registry.Options[*ClusterRoleBinding]{
-		Resource: ClusterRoleBindingsResource, Kind: KindClusterRoleBinding, StorageVersion: Version, NoGeneration: true,
+		Resource: ClusterRoleBindingsResource, Kind: KindClusterRoleBinding, StorageVersion: Version, NoGeneration: true, DeleteStatus: true,
 		Strategy: clusterRoleBindingStrategy{}, Storage: clusterRoleBindings, NameValidator: ValidateName,
 		AllowCreateOnUpdate: true, AllowUnconditionalUpdate: true,
 		Columns: []registry.Column[*ClusterRoleBinding]{

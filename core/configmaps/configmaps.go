@@ -44,6 +44,7 @@ func New(f storage.Factory) (*registry.Store[*ConfigMap], error) {
 		Resource:        resource,
 		Kind:            "ConfigMap",
 		NoGeneration:    true,
+		DeleteStatus:    true,
 		ShortNames:      []string{"cm"},
 		NamespaceScoped: true,
 		StorageVersion:  "v1",

@@ -77,6 +77,7 @@ func New(f storage.Factory) (*Stores, error) {
 		Resource:        coreResource,
 		Kind:            "Event",
 		NoGeneration:    true,
+		DeleteStatus:    true,
 		ShortNames:      []string{"ev"},
 		NamespaceScoped: true,
 		StorageVersion:  "v1",

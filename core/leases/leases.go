@@ -50,6 +50,7 @@ func New(f storage.Factory) (*registry.Store[*Lease], error) {
 		Resource:        resource,
 		Kind:            "Lease",
 		NoGeneration:    true,
+		DeleteStatus:    true,
 		NamespaceScoped: true,
 		StorageVersion:  "v1",
 		Strategy:        strategy{},

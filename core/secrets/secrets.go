@@ -64,6 +64,7 @@ func New(f storage.Factory) (*registry.Store[*Secret], error) {
 		Resource:        resource,
 		Kind:            "Secret",
 		NoGeneration:    true,
+		DeleteStatus:    true,
 		NamespaceScoped: true,
 		StorageVersion:  "v1",
 		Strategy:        strategy{},

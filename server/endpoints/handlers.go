@@ -801,12 +801,32 @@ func (s *Scope) Delete(w http.ResponseWriter, r *http.Request, ns, name string) 
 		respond.Error(w, r, err)
 		return
 	}
-	it, _, err := s.Resource.Delete(r.Context(), ns, name, s.deleteOptions(r.Context(), w, o, ns, name))
+	it, deleted, err := s.Resource.Delete(r.Context(), ns, name, s.deleteOptions(r.Context(), w, o, ns, name))
 	if err != nil {
 		respond.Error(w, r, err)
 		return
 	}
+	if info := s.Resource.Info(); deleted && info.DeleteStatus {
+		obj, err := it.Object()
+		if err != nil {
+			respond.Error(w, r, err)
+			return
+		}
+		respond.Object(w, r, http.StatusOK, deletedStatus(info, obj))
+		return
+	}
 	s.writeItem(w, r, http.StatusOK, it, form)
+}
+
+// deletedStatus is kube-apiserver's answer to a delete that removed obj:
+// a Status Success naming it by name, group, resource and uid.
+func deletedStatus(info registry.ResourceInfo, obj meta.Object) meta.Status {
+	m := obj.GetObjectMeta()
+	return meta.Status{
+		TypeMeta: meta.TypeMeta{APIVersion: "v1", Kind: "Status"},
+		Status:   meta.StatusSuccess,
+		Details:  &meta.StatusDetails{Name: m.Name, Group: info.GroupVersion.Group, Kind: info.Resource, UID: m.UID},
+	}
 }
 
 // DeleteCollection serves DELETE on a collection.

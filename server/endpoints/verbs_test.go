@@ -12,8 +12,10 @@ import (
 
 	"github.com/apikit-dev/apikit/admission"
 	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/server"
 	"github.com/apikit-dev/apikit/storage"
+	"github.com/apikit-dev/apikit/storage/memory"
 )
 
 func TestCreateGetReplace(t *testing.T) {
@@ -488,5 +490,39 @@ func TestDeleteAdmission(t *testing.T) {
 			o.GracePeriodSeconds == nil || *o.GracePeriodSeconds != 0 {
 			t.Errorf("call %d: %+v options %+v", i, a, o)
 		}
+	}
+}
+
+// TestDeleteStatus: a kind with DeleteStatus (kube's configmaps, secrets,
+// RBAC) answers a delete that removes the object, or would (dryRun), with
+// kube-apiserver's Status Success naming it, and a delete that only marks
+// it (finalizers) with the object.
+func TestDeleteStatus(t *testing.T) {
+	mem := memory.New(memory.WithCompactionInterval(0))
+	t.Cleanup(func() { _ = mem.Close() })
+	widgets, err := registry.NewStore(registry.Options[*Widget]{
+		Resource: meta.GroupResource{Group: group, Resource: "widgets"}, Kind: "Widget", NamespaceScoped: true,
+		StorageVersion: "v1", Strategy: registry.DefaultStrategy[*Widget]{}, Storage: mem, DeleteStatus: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, hs := serveGroup(t, server.NewAPIGroupInfo(group).AddVersion("v1", registry.Serve(widgets)), []string{"testers"})
+	ts := &testServer{Server: hs}
+	uid := path(ts.create(t, "w1", ""), "metadata.uid").(string)
+	want := `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","details":{"name":"w1","group":"test.example.com","kind":"widgets","uid":"` + uid + `"}}`
+	for _, q := range []string{"?dryRun=All", ""} {
+		resp, b := ts.do(t, req{method: "DELETE", path: ns + "/w1" + q})
+		if resp.StatusCode != 200 || strings.TrimSpace(string(b)) != want {
+			t.Errorf("DELETE %s: %d %s, want 200 %s", q, resp.StatusCode, b, want)
+		}
+	}
+	resp, b := ts.do(t, req{method: "POST", path: ns, body: `{"metadata":{"name":"w2","finalizers":["example.com/hold"]}}`})
+	if resp.StatusCode != 201 {
+		t.Fatalf("create: %d %s", resp.StatusCode, b)
+	}
+	resp, b = ts.do(t, req{method: "DELETE", path: ns + "/w2"})
+	if d := decode(t, b); resp.StatusCode != 200 || d["kind"] != "Widget" || path(d, "metadata.deletionTimestamp") == nil {
+		t.Errorf("DELETE of an object with finalizers: %d %s, want the object marked", resp.StatusCode, b)
 	}
 }
