@@ -141,8 +141,13 @@ func (strategy) ValidateUpdate(_ context.Context, n, _ *Namespace) meta.FieldErr
 // Terminating, until spec.finalizers is empty.
 func (strategy) Finalizing(n *Namespace) bool { return len(n.Spec.Finalizers) > 0 }
 
-// PrepareForDelete implements registry.FinalizingStrategy.
-func (strategy) PrepareForDelete(n *Namespace) { n.Status.Phase = PhaseTerminating }
+// PrepareForDelete implements registry.FinalizingStrategy. kube-apiserver's
+// namespace delete sets only deletionTimestamp and the phase: no
+// deletionGracePeriodSeconds, which the generic store sets on other kinds.
+func (strategy) PrepareForDelete(n *Namespace) {
+	n.Status.Phase = PhaseTerminating
+	n.DeletionGracePeriodSeconds = nil
+}
 
 // validateFinalizers checks spec.finalizers as kube-apiserver does: each a
 // qualified name, and one without a "/" must be a standard one (kubernetes).

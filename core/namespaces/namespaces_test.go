@@ -68,6 +68,11 @@ func TestLifecycle(t *testing.T) {
 	if err != nil || gone || out.Status.Phase != namespaces.PhaseTerminating || out.DeletionTimestamp == nil {
 		t.Fatalf("delete: gone=%v err=%v %+v", gone, err, out)
 	}
+	// As kube-apiserver: a namespace and its generation carry no grace
+	// period.
+	if out.DeletionGracePeriodSeconds != nil || out.Generation != 0 {
+		t.Errorf("delete set deletionGracePeriodSeconds %v, generation %d; kube-apiserver sets neither", out.DeletionGracePeriodSeconds, out.Generation)
+	}
 	// An ordinary update keeps spec.finalizers.
 	upd, _, err := st.Update(ctx, "", "team-a", func(_ context.Context, cur *namespaces.Namespace) (*namespaces.Namespace, error) {
 		cur.Spec.Finalizers = nil
