@@ -106,19 +106,6 @@ func (d *Decoder) ToJSON(body []byte) ([]byte, error) {
 	return b, nil
 }
 
-// Unmarshal decodes message b (no envelope) into v, a pointer to a struct
-// with protobuf tags as a Decoder reads them.
-func Unmarshal(b []byte, v any) error {
-	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Struct {
-		return fmt.Errorf("k8sproto.Unmarshal: %T is not a pointer to a struct", v)
-	}
-	if err := (&Decoder{types: map[string]reflect.Type{}}).check(rv.Type().Elem(), map[reflect.Type]bool{}); err != nil {
-		return fmt.Errorf("k8sproto.Unmarshal: %w", err)
-	}
-	return (&decodeState{}).message(b, rv.Elem())
-}
-
 // envelope checks the magic and reads the runtime.Unknown envelope: the
 // TypeMeta (field 1: apiVersion 1, kind 2) and the raw object (field 2).
 func envelope(body []byte) (apiVersion, kind string, raw []byte, err error) {

@@ -242,16 +242,6 @@ func TestNewDecoderRefusesBadTags(t *testing.T) {
 	}
 }
 
-func TestUnmarshal(t *testing.T) {
-	var p part
-	if err := k8sproto.Unmarshal(pb.Varint(str(nil, 2, "x"), 1, 2), &p); err != nil || p != (part{Size: 2, Kind: "x"}) {
-		t.Errorf("Unmarshal = %+v, %v", p, err)
-	}
-	if err := k8sproto.Unmarshal(nil, p); err == nil {
-		t.Error("Unmarshal into a non-pointer succeeded")
-	}
-}
-
 // FuzzDecoder: a protobuf body is client input; whatever it holds, the
 // decoder neither panics nor allocates beyond what the body can carry,
 // and what it returns is JSON.

@@ -91,8 +91,7 @@ func (c *Client) Post(ctx context.Context, body []byte, out any) error {
 	wait := c.Backoff
 	for attempt := 0; ; attempt++ {
 		err := c.post(ctx, body, out)
-		var retriable errRetriable
-		if err == nil || !errors.As(err, &retriable) || attempt >= c.retries {
+		if err == nil || !isRetriable(err) || attempt >= c.retries {
 			return err
 		}
 		select {
@@ -132,7 +131,7 @@ type Request struct {
 
 // Post makes one call with hc: it posts r.Body as JSON and decodes a 2xx
 // answer into out (unless out is nil). A failure that may pass on another
-// attempt (no answer, 429, 5xx) is retriable: IsRetriable reports it.
+// attempt (no answer, 429, 5xx) is retriable, and Client.Post retries it.
 // Errors never contain the request body.
 func Post(ctx context.Context, hc *http.Client, r Request, out any) error {
 	limit := r.MaxResponseBytes
@@ -176,8 +175,8 @@ func Post(ctx context.Context, hc *http.Client, r Request, out any) error {
 	return nil
 }
 
-// IsRetriable reports whether err, from Post, may pass on another attempt.
-func IsRetriable(err error) bool {
+// isRetriable reports whether err, from Post, may pass on another attempt.
+func isRetriable(err error) bool {
 	var r errRetriable
 	return errors.As(err, &r)
 }
