@@ -56,10 +56,10 @@ func TestKeySet(t *testing.T) {
 	}
 }
 
-// TestIndexMemoryPerObject: an index whose values each file one object (the
-// garbage collector's uid index over every object it follows) costs a few
-// dozen bytes per object, not a map per value (~400 bytes: 2 MiB for the
-// load benchmark's 5,000 Flunders).
+// TestIndexMemoryPerObject: an index whose values each file one object (a
+// uid index, as the garbage collector kept over every object it follows)
+// costs a few dozen bytes per object, not a map per value (~400 bytes: 2
+// MiB for the load benchmark's 5,000 Flunders).
 func TestIndexMemoryPerObject(t *testing.T) {
 	const n = 8192
 	objs := make([]*meta.PartialObjectMetadata, n)

@@ -401,7 +401,7 @@ func (i *Informer[T]) unindexLocked(k objectKey, obj T) {
 // file one object or a few (a uid; the children of one owner are often
 // few), so up to smallKeySet keys are held in a slice and a map is made only
 // beyond: a map per value costs ~300 bytes, ten times a one-key slice, and
-// the garbage collector indexes every object it follows by uid.
+// an index by a unique value (a uid) files every object of the informer.
 type keySet struct {
 	few  []objectKey
 	many map[objectKey]struct{} // non-nil once the set outgrew few
