@@ -469,3 +469,42 @@ func FuzzProtobufToJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestBindingDefaults: as kube-apiserver's rbac/v1 defaults, a binding may
+// leave out the apiGroup of its roleRef and of its User and Group
+// subjects (a ServiceAccount's stays empty).
+func TestBindingDefaults(t *testing.T) {
+	p := newPolicyServer(t)
+	subjects := []Subject{{Kind: UserKind, Name: "u"}, {Kind: GroupKind, Name: "g"}, {Kind: ServiceAccountKind, Name: "sa", Namespace: "team-a"}}
+	want := []Subject{{Kind: UserKind, APIGroup: GroupName, Name: "u"}, {Kind: GroupKind, APIGroup: GroupName, Name: "g"},
+		{Kind: ServiceAccountKind, Name: "sa", Namespace: "team-a"}}
+	for _, tc := range []struct {
+		resource, ns string
+		obj          meta.Object
+	}{
+		{"rolebindings", "team-a", &RoleBinding{ObjectMeta: meta.ObjectMeta{Name: "b", Namespace: "team-a"},
+			RoleRef: RoleRef{Kind: KindClusterRole, Name: "view"}, Subjects: slices.Clone(subjects)}},
+		{"clusterrolebindings", "", &ClusterRoleBinding{ObjectMeta: meta.ObjectMeta{Name: "b"},
+			RoleRef: RoleRef{Kind: KindClusterRole, Name: "view"}, Subjects: slices.Clone(subjects)}},
+	} {
+		it, err := p.resources[tc.resource].Create(as(admin), tc.ns, tc.obj, registry.WriteOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.resource, err)
+		}
+		obj, err := it.Object()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ref RoleRef
+		var got []Subject
+		switch b := obj.(type) {
+		case *RoleBinding:
+			ref, got = b.RoleRef, b.Subjects
+		case *ClusterRoleBinding:
+			ref, got = b.RoleRef, b.Subjects
+		}
+		if ref.APIGroup != GroupName || !slices.Equal(got, want) {
+			t.Errorf("%s: roleRef %+v, subjects %+v; want apiGroup %s and %+v", tc.resource, ref, got, GroupName, want)
+		}
+	}
+}

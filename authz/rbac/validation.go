@@ -21,7 +21,7 @@ func ValidateName(name string, _ bool) []string {
 func ValidatePolicyRule(r PolicyRule, namespaced bool, p *meta.Path) meta.FieldErrors {
 	var errs meta.FieldErrors
 	if len(r.Verbs) == 0 {
-		errs = append(errs, meta.Required(p.Child("verbs"), "verbs must contain at least one value"))
+		errs = append(errs, meta.Required(p.Child("verbs"), ""))
 	}
 	if len(r.NonResourceURLs) > 0 {
 		if namespaced {
@@ -145,6 +145,27 @@ func (s clusterRoleStrategy) ValidateUpdate(ctx context.Context, r, _ *ClusterRo
 
 type roleBindingStrategy struct {
 	registry.DefaultStrategy[*RoleBinding]
+}
+
+// Default implements registry.Defaulter with kube-apiserver's rbac/v1
+// defaults: a binding may leave out the apiGroup of its roleRef and of
+// its User and Group subjects.
+func (roleBindingStrategy) Default(b *RoleBinding) { defaultBinding(&b.RoleRef, b.Subjects) }
+
+// Default implements registry.Defaulter as roleBindingStrategy's does.
+func (clusterRoleBindingStrategy) Default(b *ClusterRoleBinding) {
+	defaultBinding(&b.RoleRef, b.Subjects)
+}
+
+func defaultBinding(ref *RoleRef, subjects []Subject) {
+	if ref.APIGroup == "" {
+		ref.APIGroup = GroupName
+	}
+	for i := range subjects {
+		if s := &subjects[i]; s.APIGroup == "" && (s.Kind == UserKind || s.Kind == GroupKind) {
+			s.APIGroup = GroupName
+		}
+	}
 }
 
 func (roleBindingStrategy) Validate(_ context.Context, b *RoleBinding) meta.FieldErrors {
