@@ -27,35 +27,59 @@ var (
 )
 
 // tableColumns returns the column definitions: Name (unless NoNameColumn),
-// the custom ones, Age (unless NoAgeColumn).
+// the custom ones, with Age (unless NoAgeColumn) after the last one
+// kubectl shows without -o wide, as every kube-apiserver printer places it
+// (a RoleBinding's: NAME ROLE AGE, then USERS GROUPS SERVICEACCOUNTS).
 func (s *Store[T]) tableColumns() []meta.TableColumnDefinition {
 	cols := make([]meta.TableColumnDefinition, 0, len(s.opts.Columns)+2)
 	if !s.opts.NoNameColumn {
 		cols = append(cols, nameColumn)
 	}
-	for _, c := range s.opts.Columns {
+	age := s.ageIndex()
+	for i, c := range s.opts.Columns {
+		if i == age {
+			cols = append(cols, ageColumn)
+		}
 		cols = append(cols, meta.TableColumnDefinition{Name: c.Name, Type: c.Type, Format: c.Format, Description: c.Description, Priority: c.Priority})
 	}
-	if s.opts.NoAgeColumn {
-		return cols
+	if age == len(s.opts.Columns) {
+		cols = append(cols, ageColumn)
 	}
-	return append(cols, ageColumn)
+	return cols
 }
 
-// tableCells returns one row's cells for obj.
+// ageIndex is the index among Columns before which Age goes: after the
+// last column of priority 0; len(Columns) when it goes last, -1 when
+// there is none (NoAgeColumn).
+func (s *Store[T]) ageIndex() int {
+	if s.opts.NoAgeColumn {
+		return -1
+	}
+	i := len(s.opts.Columns)
+	for i > 0 && s.opts.Columns[i-1].Priority > 0 {
+		i--
+	}
+	return i
+}
+
+// tableCells returns one row's cells for obj, in tableColumns' order.
 func (s *Store[T]) tableCells(obj T, now time.Time) []any {
 	cells := make([]any, 0, len(s.opts.Columns)+2)
 	m := obj.GetObjectMeta()
 	if !s.opts.NoNameColumn {
 		cells = append(cells, m.Name)
 	}
-	for _, c := range s.opts.Columns {
+	age := s.ageIndex()
+	for i, c := range s.opts.Columns {
+		if i == age {
+			cells = append(cells, TimestampSince(m.CreationTimestamp, now))
+		}
 		cells = append(cells, c.Value(obj))
 	}
-	if s.opts.NoAgeColumn {
-		return cells
+	if age == len(s.opts.Columns) {
+		cells = append(cells, TimestampSince(m.CreationTimestamp, now))
 	}
-	return append(cells, TimestampSince(m.CreationTimestamp, now))
+	return cells
 }
 
 // TimestampSince renders the age of t as kubectl shows ages ("5m", "3d4h"),

@@ -96,17 +96,17 @@ func TestTable(t *testing.T) {
 	for _, c := range tbl.ColumnDefinitions {
 		cols = append(cols, c.Name+":"+c.Type+":"+c.Format)
 	}
-	if want := []string{"Name:string:name", "Size:integer:", "Color:string:", "Age:string:"}; !slices.Equal(cols, want) {
+	if want := []string{"Name:string:name", "Size:integer:", "Age:string:", "Color:string:"}; !slices.Equal(cols, want) {
 		t.Errorf("columns %v, want %v", cols, want)
 	}
-	if tbl.ColumnDefinitions[2].Priority != 1 || tbl.ColumnDefinitions[2].Description != "Its color." {
-		t.Errorf("color column %+v", tbl.ColumnDefinitions[2])
+	if tbl.ColumnDefinitions[3].Priority != 1 || tbl.ColumnDefinitions[3].Description != "Its color." {
+		t.Errorf("color column %+v", tbl.ColumnDefinitions[3])
 	}
 	if len(tbl.Rows) != 2 {
 		t.Fatalf("%d rows", len(tbl.Rows))
 	}
 	// The store's clock made both objects "now".
-	for i, want := range [][]any{{"a", int64(3), "blue", "0s"}, {"b", int64(12), "green", "0s"}} {
+	for i, want := range [][]any{{"a", int64(3), "0s", "blue"}, {"b", int64(12), "0s", "green"}} {
 		if !slices.Equal(tbl.Rows[i].Cells, want) {
 			t.Errorf("row %d cells %v, want %v", i, tbl.Rows[i].Cells, want)
 		}
@@ -115,7 +115,7 @@ func TestTable(t *testing.T) {
 		}
 	}
 	raw, _ := json.Marshal(tbl.Rows[0])
-	if string(raw) != `{"cells":["a",3,"blue","0s"],"object":null}` {
+	if string(raw) != `{"cells":["a",3,"0s","blue"],"object":null}` {
 		t.Errorf("row JSON %s", raw)
 	}
 
@@ -223,5 +223,37 @@ func TestTableNoAgeColumn(t *testing.T) {
 	}
 	if want := []any{"a", int64(3), "blue"}; !slices.Equal(tbl.Rows[0].Cells, want) {
 		t.Errorf("cells %v, want %v", tbl.Rows[0].Cells, want)
+	}
+}
+
+// TestTableAgeBeforeWideColumns: Age goes after the last column kubectl
+// shows without -o wide, as kube-apiserver's printers place it (a
+// RoleBinding's NAME ROLE AGE, then USERS GROUPS SERVICEACCOUNTS).
+func TestTableAgeBeforeWideColumns(t *testing.T) {
+	st, _ := newWidgets(t, func(o *registry.Options[*Widget]) {
+		o.Columns = []registry.Column[*Widget]{
+			{Name: "Size", Type: "integer", Value: func(w *Widget) any { return int64(w.Spec.Size) }},
+			{Name: "Wide", Type: "string", Priority: 1, Value: func(*Widget) any { return "w" }},
+		}
+	})
+	mustCreate(t, st, widget("ns", "a", 3))
+	res := registry.Serve(st)
+	list, err := res.List(context.Background(), "ns", meta.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl, err := res.Table(context.Background(), list.Items, meta.TableOptions{IncludeObject: meta.IncludeNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cols []string
+	for _, c := range tbl.ColumnDefinitions {
+		cols = append(cols, c.Name)
+	}
+	if want := []string{"Name", "Size", "Age", "Wide"}; !slices.Equal(cols, want) {
+		t.Errorf("columns %v, want %v", cols, want)
+	}
+	if cells := tbl.Rows[0].Cells; len(cells) != 4 || cells[1] != int64(3) || cells[3] != "w" {
+		t.Errorf("cells %v, want a, 3, the age, w", cells)
 	}
 }
