@@ -106,6 +106,9 @@ type diffStep struct {
 	// differently (intended, or out of apikit's scope); empty: they must
 	// agree.
 	differs string
+	// racy marks a step whose kube-apiserver answer depends on a race:
+	// an expected difference may then be absent.
+	racy bool
 	// bug names a difference that is apikit's to fix and not fixed yet:
 	// logged, not failed, so that the list stays in one place.
 	bug string
@@ -385,7 +388,7 @@ func TestKubeDiff(t *testing.T) {
 		b := servers[1].run(t, st)
 		why := st.differs + st.bug
 		switch {
-		case a == b && why != "":
+		case a == b && why != "" && !st.racy:
 			t.Errorf("%s: both answer alike now; the expected difference (%s) is gone: drop it\n%s", st.name, why, a)
 		case a != b && why == "":
 			unexpected++
@@ -524,8 +527,8 @@ func kubeDiffSteps() []diffStep {
 			differs: "kube-apiserver answers a client's bad resourceVersion on a watch with 500 InternalError; apikit with 400 BadRequest, as kube does on a list"},
 		{name: "watch bad timeout", method: "GET", path: cms + "?watch=true&timeoutSeconds=abc",
 			differs: "kube-apiserver's message is strconv's bare error; apikit names the parameter (same code and reason)"},
-		{name: "watch timeout -1", method: "GET", path: cms + "?watch=true&timeoutSeconds=-1",
-			differs: "kube-apiserver ends the stream with an ERROR event (500 \"context deadline exceeded\"); apikit ends it empty, which client-go takes for a clean end (issue 11, item 9)"},
+		{name: "watch timeout -1", method: "GET", path: cms + "?watch=true&timeoutSeconds=-1", racy: true,
+			differs: "kube-apiserver ends the stream with an ERROR event (500 \"context deadline exceeded\"); apikit ends it empty, which client-go takes for a clean end (issue 11, item 9); kube's ERROR event loses a race with the end of the stream at times"},
 		{name: "watch sendInitialEvents without match", method: "GET", path: cms + "?watch=true&sendInitialEvents=true"},
 		{name: "watch resourceVersionMatch Exact", method: "GET", path: cms + "?watch=true&resourceVersionMatch=Exact&resourceVersion=1"},
 		{name: "watch limit", method: "GET", path: cms + "?watch=true&limit=5&timeoutSeconds=1&resourceVersion=999999999"},
