@@ -58,7 +58,8 @@ type Options[T meta.Object] struct {
 	AllowUnconditionalUpdate bool
 	// NameValidator checks names; the default allows RFC 1123 subdomains.
 	NameValidator NameValidator
-	// Columns are extra Table columns after NAME (AGE comes last).
+	// Columns are extra Table columns after NAME; AGE follows the last
+	// one of priority 0, before the wide-only ones, as in kube's printers.
 	Columns []Column[T]
 	// NoAgeColumn leaves AGE out of Tables: the Columns are all there is
 	// after NAME (a CustomResourceDefinition's printer columns, which
