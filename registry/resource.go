@@ -190,6 +190,19 @@ type Resource interface {
 	Table(ctx context.Context, items []Item, opts meta.TableOptions) (*meta.Table, error)
 }
 
+// Defaulting is implemented by a Resource whose objects have defaults (its
+// strategy is a Defaulter): the REST handlers apply them to a write's body
+// as they decode it, as kube-apiserver's decoder does, so that the field
+// manager records the fields the defaults set as the writer's (a Secret's
+// type and the data its stringData became, a Namespace's
+// kubernetes.io/metadata.name label). The store applies them again before
+// admission; a Defaulter is idempotent.
+type Defaulting interface {
+	// Default applies the defaults to obj, an object of the served
+	// version (from New).
+	Default(obj meta.Object)
+}
+
 // VersionConverter is implemented by a Resource served in a version other
 // than its storage version: admission shows plugins the object in the
 // requested version too (admission.Attributes.VersionedObject).
@@ -299,6 +312,18 @@ func (r *served[S, V]) New() meta.Object {
 		obj = r.vti.newObject().(meta.Object)
 	}
 	return obj
+}
+
+// Default implements Defaulting. A version other than the storage version
+// gets its defaults when the store converts it, after the field manager, as
+// before: its strategy's defaults are of the storage type.
+func (r *served[S, V]) Default(obj meta.Object) {
+	if r.conv != nil {
+		return
+	}
+	if o, ok := obj.(S); ok {
+		r.st.setDefaults(o)
+	}
 }
 
 // toServed converts a stored object into the served version, sharing the

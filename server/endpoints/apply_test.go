@@ -430,3 +430,64 @@ func TestApplyAcrossVersions(t *testing.T) {
 	resp, b = ts.apply(t, alpha, "c", "", "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: f\nspec:\n  reference: r2\n")
 	wantStatus(t, resp, b, http.StatusConflict, meta.StatusReasonConflict, `Apply failed with 1 conflict: conflict with "a": .spec.flunderReference`)
 }
+
+// ownerDefaulting defaults a Widget's spec.owner, as a resource's
+// defaulting functions fill what a client leaves out.
+type ownerDefaulting struct {
+	registry.DefaultStrategy[*Widget]
+}
+
+func (ownerDefaulting) Default(w *Widget) {
+	if w.Spec.Owner == "" {
+		w.Spec.Owner = "defaulted"
+	}
+}
+
+// TestManagedFieldsOfDefaults: the fields a write's defaults set are the
+// writer's, as kube-apiserver defaults a body when it decodes it, before
+// its field manager records the write (a Secret's type, a Namespace's
+// name label): create, PUT and patches.
+func TestManagedFieldsOfDefaults(t *testing.T) {
+	mem := memory.New(memory.WithCompactionInterval(0))
+	t.Cleanup(func() { _ = mem.Close() })
+	widgets, err := registry.NewStore(registry.Options[*Widget]{
+		Resource: meta.GroupResource{Group: group, Resource: "widgets"}, Kind: "Widget", NamespaceScoped: true,
+		StorageVersion: "v1", Strategy: ownerDefaulting{}, Storage: mem,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, hs := serveGroup(t, server.NewAPIGroupInfo(group).AddVersion("v1", registry.Serve(widgets)), []string{"testers"})
+	ts := &testServer{Server: hs}
+	write := func(r req) map[string]any {
+		t.Helper()
+		resp, b := ts.do(t, r)
+		if resp.StatusCode >= 300 {
+			t.Fatalf("%s %s: %d %s", r.method, r.path, resp.StatusCode, b)
+		}
+		return decode(t, b)
+	}
+	const owned = `{"f:spec":{"f:owner":{},"f:size":{}}}`
+	got := write(req{method: "POST", path: ns + "?fieldManager=creator", body: `{"metadata":{"name":"w"},"spec":{"size":1}}`})
+	if m := managers(t, got); m["creator/Update/"] != owned {
+		t.Errorf("create: %v, want creator to own %s", m, owned)
+	}
+	// A PUT that leaves owner out gets it from the defaults again: its
+	// writer owns it, as it owns what it sent.
+	got["spec"] = map[string]any{"size": 2}
+	body, _ := json.Marshal(got)
+	got = write(req{method: "PUT", path: ns + "/w?fieldManager=putter", body: string(body)})
+	if m := managers(t, got); m["putter/Update/"] != `{"f:spec":{"f:size":{}}}` || m["creator/Update/"] != `{"f:spec":{"f:owner":{}}}` {
+		t.Errorf("put: %v", m)
+	}
+	// A merge patch that removes owner: the default puts it back, and the
+	// patcher, whose write changed it, owns it.
+	got = write(req{method: "PATCH", path: ns + "/w?fieldManager=patcher", contentType: "application/merge-patch+json", body: `{"spec":{"owner":null}}`})
+	if path(got, "spec.owner") != "defaulted" {
+		t.Fatalf("patched owner: %v", path(got, "spec.owner"))
+	}
+	got = write(req{method: "PATCH", path: ns + "/w?fieldManager=patcher", contentType: "application/merge-patch+json", body: `{"spec":{"owner":"x"}}`})
+	if m := managers(t, got); m["patcher/Update/"] != `{"f:spec":{"f:owner":{}}}` {
+		t.Errorf("merge patch: %v", m)
+	}
+}

@@ -507,7 +507,18 @@ func (s *Scope) decodeBody(w http.ResponseWriter, r *http.Request, validation st
 	}
 	obj := s.Resource.New()
 	warnings, err := decodeObject(data, obj, s.gvk, validation)
+	if err == nil {
+		s.setDefaults(obj)
+	}
 	return obj, warnings, err
+}
+
+// setDefaults applies the resource's defaults to a decoded body, before
+// the field manager records the write (registry.Defaulting).
+func (s *Scope) setDefaults(obj meta.Object) {
+	if d, ok := s.Resource.(registry.Defaulting); ok {
+		d.Default(obj)
+	}
 }
 
 // Update serves PUT on a named object or its status.
@@ -684,6 +695,7 @@ func (s *Scope) Patch(w http.ResponseWriter, r *http.Request, ns, name, subresou
 		if warnings, err = decodeObject(patched, obj, s.gvk, opts.FieldValidation); err != nil {
 			return nil, err
 		}
+		s.setDefaults(obj)
 		if withoutManaged {
 			obj.GetObjectMeta().ManagedFields = nil
 		} else {
