@@ -30,8 +30,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // kubeDiffBinary finds a prebuilt kube-apiserver v1.37.2, or "".
@@ -68,19 +66,12 @@ type diffServer struct {
 
 func newDiffServer(t *testing.T, name, kubeconfig string) *diffServer {
 	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, host := httpClientFor(t, kubeconfig)
 	home := filepath.Join(t.TempDir(), name)
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	return &diffServer{name: name, host: cfg.Host, kubeconfig: kubeconfig, home: home, client: c}
+	return &diffServer{name: name, host: host, kubeconfig: kubeconfig, home: home, client: c}
 }
 
 // diffStep is one request or kubectl command sent to both servers.

@@ -204,20 +204,7 @@ func TestDeleteCollection(t *testing.T) {
 // as a CustomResourceDefinition's printer columns are shown.
 func TestTableNoAgeColumn(t *testing.T) {
 	st, _ := newWidgets(t, func(o *registry.Options[*Widget]) { o.NoAgeColumn = true })
-	mustCreate(t, st, widget("ns", "a", 3))
-	res := registry.Serve(st)
-	list, err := res.List(context.Background(), "ns", meta.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl, err := res.Table(context.Background(), list.Items, meta.TableOptions{IncludeObject: meta.IncludeNone})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cols []string
-	for _, c := range tbl.ColumnDefinitions {
-		cols = append(cols, c.Name)
-	}
+	tbl, cols := tableOfOne(t, st)
 	if want := []string{"Name", "Size", "Color"}; !slices.Equal(cols, want) {
 		t.Errorf("columns %v, want %v", cols, want)
 	}
@@ -236,6 +223,19 @@ func TestTableAgeBeforeWideColumns(t *testing.T) {
 			{Name: "Wide", Type: "string", Priority: 1, Value: func(*Widget) any { return "w" }},
 		}
 	})
+	tbl, cols := tableOfOne(t, st)
+	if want := []string{"Name", "Size", "Age", "Wide"}; !slices.Equal(cols, want) {
+		t.Errorf("columns %v, want %v", cols, want)
+	}
+	if cells := tbl.Rows[0].Cells; len(cells) != 4 || cells[1] != int64(3) || cells[3] != "w" {
+		t.Errorf("cells %v, want a, 3, the age, w", cells)
+	}
+}
+
+// tableOfOne creates widget ns/a of size 3 in st and returns the Table of
+// the namespace's list, without objects, and its column names.
+func tableOfOne(t *testing.T, st *registry.Store[*Widget]) (*meta.Table, []string) {
+	t.Helper()
 	mustCreate(t, st, widget("ns", "a", 3))
 	res := registry.Serve(st)
 	list, err := res.List(context.Background(), "ns", meta.ListOptions{})
@@ -250,10 +250,5 @@ func TestTableAgeBeforeWideColumns(t *testing.T) {
 	for _, c := range tbl.ColumnDefinitions {
 		cols = append(cols, c.Name)
 	}
-	if want := []string{"Name", "Size", "Age", "Wide"}; !slices.Equal(cols, want) {
-		t.Errorf("columns %v, want %v", cols, want)
-	}
-	if cells := tbl.Rows[0].Cells; len(cells) != 4 || cells[1] != int64(3) || cells[3] != "w" {
-		t.Errorf("cells %v, want a, 3, the age, w", cells)
-	}
+	return tbl, cols
 }

@@ -79,17 +79,7 @@ func TestUnreadVariables(t *testing.T) {
 				p.cfg.Authorizer = mayDelete
 				rec := audit.NewRecorder(audit.Event{})
 				err := p.Validate(audit.WithRecorder(context.Background(), rec), attrs(12, nil))
-				got := ""
-				if err != nil {
-					got = err.Error()
-				}
-				want := ""
-				if tc.wantMsg != "" {
-					want = `widgets.example.com "w1" is forbidden: ValidatingAdmissionPolicy 'reader' with binding 'reader-b' denied request: ` + tc.wantMsg
-				}
-				if got != want {
-					t.Errorf("%d policies: got %q\nwant %q", len(ps), got, want)
-				}
+				checkReaderDenial(t, len(ps), err, tc.wantMsg)
 				if a := rec.Snapshot().Annotations["reader/user"]; a != tc.wantAnnotation {
 					t.Errorf("%d policies: annotation %q, want %q", len(ps), a, tc.wantAnnotation)
 				}
@@ -131,18 +121,25 @@ func TestUnreadParamsAndNamespace(t *testing.T) {
 				}
 				p, _ := paramPlugin(t, s, ps, bs)
 				err := p.Validate(context.Background(), attrs(12, nil))
-				got := ""
-				if err != nil {
-					got = err.Error()
-				}
-				want := ""
-				if tc.wantMsg != "" {
-					want = `widgets.example.com "w1" is forbidden: ValidatingAdmissionPolicy 'reader' with binding 'reader-b' denied request: ` + tc.wantMsg
-				}
-				if got != want {
-					t.Errorf("%d policies: got %q\nwant %q", len(ps), got, want)
-				}
+				checkReaderDenial(t, len(ps), err, tc.wantMsg)
 			}
 		})
+	}
+}
+
+// checkReaderDenial checks that err is the 'reader' policy's denial with
+// message wantMsg, or nil when wantMsg is empty; n names the case.
+func checkReaderDenial(t *testing.T, n int, err error, wantMsg string) {
+	t.Helper()
+	got := ""
+	if err != nil {
+		got = err.Error()
+	}
+	want := ""
+	if wantMsg != "" {
+		want = `widgets.example.com "w1" is forbidden: ValidatingAdmissionPolicy 'reader' with binding 'reader-b' denied request: ` + wantMsg
+	}
+	if got != want {
+		t.Errorf("%d policies: got %q\nwant %q", n, got, want)
 	}
 }
