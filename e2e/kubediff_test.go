@@ -29,7 +29,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // kubeDiffBinary finds a prebuilt kube-apiserver v1.37.2, or "".
