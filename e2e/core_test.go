@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/apikit-dev/apikit/storage/embedded"
 )
@@ -66,6 +68,21 @@ func TestCoreGroupKubectl(t *testing.T) {
 	}
 	if msg := w.KubectlFail("create", "token", "robot", "-n", "team-a", "--duration=5m"); !strings.Contains(msg, "may not specify a duration less than 10 minutes") {
 		t.Errorf("kubectl create token --duration=5m: %q", msg)
+	}
+	// client-go's TokenRequest in protobuf: the answer carries what
+	// kube-apiserver's does, the service account's uid, a creation time
+	// and the writer's managedFields on the token subresource.
+	cfg := w.RESTConfig()
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	secs := int64(900)
+	tr, err := kubernetes.NewForConfigOrDie(cfg).CoreV1().ServiceAccounts("team-a").CreateToken(t.Context(), "robot",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &secs}}, metav1.CreateOptions{FieldManager: "e2e"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(tr.UID) != uid || tr.CreationTimestamp.IsZero() || tr.Status.Token == "" || len(tr.ManagedFields) != 1 ||
+		tr.ManagedFields[0].Manager != "e2e" || tr.ManagedFields[0].Subresource != "token" || tr.ManagedFields[0].Operation != metav1.ManagedFieldsOperationUpdate {
+		t.Errorf("TokenRequest answer %+v, want uid %s, a creationTimestamp and e2e's Update on token", tr.ObjectMeta, uid)
 	}
 
 	// Deleting the service account invalidates its tokens (once the

@@ -367,7 +367,11 @@ func TestKubeDiff(t *testing.T) {
 	}
 	t.Setenv(kubeAPIServerEnv, bin)
 	kube := startKubeAPIServer(t, false)
-	chain := startChain(t)
+	// The issuer kube-apiserver is given, whose audience tokens default to.
+	chain := &Wardle{t: t, DataDir: t.TempDir(), Port: freePort(t), Binary: "controlplane",
+		Args: []string{"--service-account-issuer=https://kubernetes.default.svc"}}
+	t.Cleanup(func() { chain.Stop() })
+	chain.Start()
 	servers := []*diffServer{
 		newDiffServer(t, "kube-apiserver", kube.kubeconfig),
 		newDiffServer(t, "apikit", chain.Kubeconfig()),
@@ -556,10 +560,18 @@ func kubeDiffSteps() []diffStep {
 
 		// Service accounts.
 		{name: "create serviceaccount", kubectl: []string{"create", "sa", "robot", "-n", "kd"}},
-		{name: "token request", bug: "kube-apiserver answers a TokenRequest with uid, creationTimestamp and managedFields in metadata and a null boundObjectRef; apikit leaves them out (the audience differs by configuration: the issuer)", method: "POST", path: ns + "/serviceaccounts/robot/token",
+		{name: "token request", method: "POST", path: ns + "/serviceaccounts/robot/token",
 			body: `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":3600}}`},
 		{name: "token request too short", method: "POST", path: ns + "/serviceaccounts/robot/token",
 			body: `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":10}}`},
+		{name: "token request audiences and fieldManager", method: "POST", path: ns + "/serviceaccounts/robot/token?fieldManager=kd",
+			body: `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","metadata":{"name":"robot","labels":{"a":"b"}},"spec":{"audiences":["vault"]}}`},
+		{name: "token request too long", method: "POST", path: ns + "/serviceaccounts/robot/token",
+			body: `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":4294967297}}`},
+		{name: "token request other name", method: "POST", path: ns + "/serviceaccounts/robot/token",
+			body: `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","metadata":{"name":"other"},"spec":{}}`},
+		{name: "token request other uid", method: "POST", path: ns + "/serviceaccounts/robot/token",
+			body: `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","metadata":{"uid":"00000000-0000-0000-0000-000000000001"},"spec":{}}`},
 		{name: "token request missing account", method: "POST", path: ns + "/serviceaccounts/nobody/token",
 			body: `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{}}`},
 		{name: "kubectl create token", kubectl: []string{"create", "token", "robot", "-n", "kd"}},

@@ -6,16 +6,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"reflect"
+	"strconv"
+	"sync"
 	"time"
 
 	restful "github.com/emicklei/go-restful/v3"
 
+	"github.com/apikit-dev/apikit/admission"
 	"github.com/apikit-dev/apikit/authn/serviceaccount"
 	"github.com/apikit-dev/apikit/internal/k8sproto"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
+	"github.com/apikit-dev/apikit/schema"
 	"github.com/apikit-dev/apikit/server/endpoints"
+	"github.com/apikit-dev/apikit/server/fieldmanager"
 	"github.com/apikit-dev/apikit/server/respond"
 )
 
@@ -25,34 +32,73 @@ type TokenRequest struct {
 	meta.TypeMeta   `json:",inline"`
 	meta.ObjectMeta `json:"metadata,omitempty" protobuf:"1"`
 
-	Spec   TokenRequestSpec   `json:"spec" description:"Spec holds information about the request being evaluated" protobuf:"2"`
-	Status TokenRequestStatus `json:"status,omitempty" description:"Status is filled in by the server and indicates whether the token can be authenticated."`
+	Spec   TokenRequestSpec   `json:"spec" optional:"true" protobuf:"2"`
+	Status TokenRequestStatus `json:"status,omitempty"`
 }
 
-// SwaggerDoc describes TokenRequest in OpenAPI.
+// SwaggerDoc describes TokenRequest in OpenAPI, in kube-apiserver's words.
 func (TokenRequest) SwaggerDoc() map[string]string {
-	return map[string]string{"": "TokenRequest requests a token for a given service account."}
+	return map[string]string{
+		"":         "TokenRequest requests a token for a given service account.",
+		"metadata": "metadata is the standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+		"spec":     "spec holds information about the request being evaluated",
+		"status":   "status is filled in by the server and indicates whether the token can be authenticated.",
+	}
 }
 
-// TokenRequestSpec is what a token is asked for.
+// TokenRequestSpec is what a token is asked for. Audiences,
+// expirationSeconds and boundObjectRef are written even when empty (null),
+// as kube-apiserver writes them.
 type TokenRequestSpec struct {
-	Audiences         []string              `json:"audiences" listType:"atomic" description:"Audiences are the intendend audiences of the token." protobuf:"1"`
-	ExpirationSeconds *int64                `json:"expirationSeconds,omitempty" description:"ExpirationSeconds is the requested duration of validity of the request." protobuf:"4"`
-	BoundObjectRef    *BoundObjectReference `json:"boundObjectRef,omitempty" description:"BoundObjectRef is a reference to an object that the token will be bound to." protobuf:"3"`
+	Audiences         []string              `json:"audiences" optional:"true" listType:"atomic" protobuf:"1"`
+	ExpirationSeconds *int64                `json:"expirationSeconds" optional:"true" protobuf:"4"`
+	BoundObjectRef    *BoundObjectReference `json:"boundObjectRef" optional:"true" protobuf:"3"`
+}
+
+// SwaggerDoc describes TokenRequestSpec in OpenAPI, in kube-apiserver's words.
+func (TokenRequestSpec) SwaggerDoc() map[string]string {
+	return map[string]string{
+		"":                  "TokenRequestSpec contains client provided parameters of a token request.",
+		"audiences":         "audiences are the intendend audiences of the token. A recipient of a token must identify themself with an identifier in the list of audiences of the token, and otherwise should reject the token. A token issued for multiple audiences may be used to authenticate against any of the audiences listed but implies a high degree of trust between the target audiences.",
+		"expirationSeconds": "expirationSeconds is the requested duration of validity of the request. The token issuer may return a token with a different validity duration so a client needs to check the 'expiration' field in a response.",
+		"boundObjectRef":    "boundObjectRef is a reference to an object that the token will be bound to. The token will only be valid for as long as the bound object exists. NOTE: The API server's TokenReview endpoint will validate the BoundObjectRef, but other audiences may not. Keep ExpirationSeconds small if you want prompt revocation.",
+	}
 }
 
 // BoundObjectReference is an object a token is bound to.
 type BoundObjectReference struct {
-	Kind       string `json:"kind,omitempty" description:"Kind of the referent. Valid kinds are 'Pod' and 'Secret'." protobuf:"1"`
-	APIVersion string `json:"apiVersion,omitempty" description:"API version of the referent." protobuf:"2"`
-	Name       string `json:"name,omitempty" description:"Name of the referent." protobuf:"3"`
-	UID        string `json:"uid,omitempty" description:"UID of the referent." protobuf:"4"`
+	Kind       string `json:"kind,omitempty" protobuf:"1"`
+	APIVersion string `json:"apiVersion,omitempty" protobuf:"2"`
+	Name       string `json:"name,omitempty" protobuf:"3"`
+	UID        string `json:"uid,omitempty" protobuf:"4"`
+}
+
+// SwaggerDoc describes BoundObjectReference in OpenAPI, in kube-apiserver's
+// words.
+func (BoundObjectReference) SwaggerDoc() map[string]string {
+	return map[string]string{
+		"":           "BoundObjectReference is a reference to an object that a token is bound to.",
+		"kind":       "kind of the referent. Valid kinds are 'Pod', 'Secret', 'Node', 'ValidatingWebhookConfiguration', and 'MutatingWebhookConfiguration'.",
+		"apiVersion": "apiVersion is API version of the referent.",
+		"name":       "name of the referent.",
+		"uid":        "uid of the referent.",
+	}
 }
 
 // TokenRequestStatus carries the token.
 type TokenRequestStatus struct {
-	Token               string    `json:"token" description:"Token is the opaque bearer token."`
-	ExpirationTimestamp meta.Time `json:"expirationTimestamp" description:"ExpirationTimestamp is the time of expiration of the returned token."`
+	Token               string    `json:"token" optional:"true"`
+	ExpirationTimestamp meta.Time `json:"expirationTimestamp" optional:"true"`
+}
+
+// SwaggerDoc describes TokenRequestStatus in OpenAPI, in kube-apiserver's
+// words.
+func (TokenRequestStatus) SwaggerDoc() map[string]string {
+	return map[string]string{
+		"":                    "TokenRequestStatus is the result of a token request.",
+		"token":               "token is the opaque bearer token.",
+		"expirationTimestamp": "expirationTimestamp is the time of expiration of the returned token.",
+	}
 }
 
 // DefaultExpirationSeconds is a TokenRequest's lifetime when it names
@@ -89,6 +135,11 @@ type tokenHandler struct {
 	store  *registry.Store[*ServiceAccount]
 	tokens *serviceaccount.Tokens
 	now    func() time.Time
+
+	// managers records who set a request's fields, built at the first
+	// request: an idle server never needs its schema.
+	managersOnce sync.Once
+	managers     *fieldmanager.Manager
 }
 
 // maxTokenRequestBody bounds a TokenRequest's body.
@@ -96,6 +147,11 @@ const maxTokenRequestBody = 1 << 20
 
 func (h *tokenHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
+	opts, err := meta.ParseCreateOptions(r.URL.Query())
+	if err != nil {
+		respond.Error(w, r, err)
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxTokenRequestBody))
 	if err != nil {
 		respond.Error(w, r, meta.NewBadRequest(fmt.Sprintf("reading the request body: %v", err)))
@@ -106,7 +162,17 @@ func (h *tokenHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		respond.Error(w, r, meta.NewBadRequest(err.Error()))
 		return
 	}
-	out, err := h.issue(r.Context(), ns, name, req)
+	// As kube-apiserver's create handler: the fields the request sets,
+	// defaults included, are its writer's, recorded before the request is
+	// completed (audiences, uid and times are the server's).
+	setDefaults(req)
+	h.recordFields(req, fieldmanager.ManagerName(opts.FieldManager, r.UserAgent()))
+	var warnings []string
+	ctx := admission.WithWarnings(r.Context(), func(msg string) { warnings = append(warnings, msg) })
+	out, err := h.issue(ctx, ns, name, req)
+	for _, msg := range warnings {
+		w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
+	}
 	if err != nil {
 		respond.Error(w, r, err)
 		return
@@ -114,20 +180,79 @@ func (h *tokenHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	respond.Object(w, r, http.StatusCreated, out)
 }
 
-// issue validates req as kube-apiserver does and signs a token for the
-// service account ns/name, bound to its uid.
-func (h *tokenHandler) issue(ctx context.Context, ns, name string, req *TokenRequest) (*TokenRequest, error) {
+// setDefaults applies the defaults kube-apiserver applies as it decodes a
+// TokenRequest: an hour's lifetime.
+func setDefaults(req *TokenRequest) {
 	if req.Spec.ExpirationSeconds == nil {
 		d := int64(DefaultExpirationSeconds)
 		req.Spec.ExpirationSeconds = &d
 	}
-	var errs meta.FieldErrors
+}
+
+// recordFields fills req's managedFields with one Update entry of manager
+// on the token subresource. A failure leaves them empty (and is logged):
+// the token is issued all the same, as kube-apiserver's UpdateNoErrors.
+func (h *tokenHandler) recordFields(req *TokenRequest, manager string) {
+	h.managersOnce.Do(func() {
+		set := schema.NewSet()
+		shape, err := set.AddType(reflect.TypeOf(TokenRequest{}))
+		if err == nil {
+			h.managers, err = fieldmanager.New(fieldmanager.Config{Schemas: set, Schema: shape,
+				GVK: meta.GroupVersionKind{Group: tokenRequestKind.Group, Version: "v1", Kind: tokenRequestKind.Kind}, Subresource: "token",
+				New: func() meta.Object { return &TokenRequest{} }})
+		}
+		if err != nil {
+			slog.Error("TokenRequest managedFields unavailable", "err", err)
+		}
+	})
+	req.ManagedFields = nil
+	if h.managers == nil {
+		return
+	}
+	if err := h.managers.Update(nil, req, manager); err != nil {
+		slog.Error("failed to record a TokenRequest's managedFields", "err", err)
+	}
+}
+
+// issue completes req as kube-apiserver's TokenRequest storage does (its
+// checks in the same order, so that the first error is the same) and signs
+// a token for the service account ns/name, bound to its uid.
+func (h *tokenHandler) issue(ctx context.Context, ns, name string, req *TokenRequest) (*TokenRequest, error) {
+	setDefaults(req)
 	if req.Name != "" && req.Name != name {
-		errs = append(errs, meta.Invalid(meta.NewPath("metadata", "name"), req.Name, "must match the service account name if specified"))
+		return nil, meta.NewInvalid(tokenRequestKind, name, meta.FieldErrors{
+			meta.Invalid(meta.NewPath("metadata", "name"), req.Name, "must match the service account name if specified")})
 	}
 	if req.Namespace != "" && req.Namespace != ns {
-		errs = append(errs, meta.Invalid(meta.NewPath("metadata", "namespace"), req.Namespace, "must match the service account namespace if specified"))
+		return nil, meta.NewInvalid(tokenRequestKind, name, meta.FieldErrors{
+			meta.Invalid(meta.NewPath("metadata", "namespace"), req.Namespace, "must match the service account namespace if specified")})
 	}
+	// A consistent read: the token is bound to the uid the service
+	// account has now.
+	sa, _, err := h.store.Get(ctx, ns, name, meta.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if req.UID != "" && req.UID != sa.UID {
+		// kube-apiserver's TokenRequestServiceAccountUIDValidation, on
+		// by default since 1.34.
+		return nil, meta.NewConflict(meta.GroupResource{Group: tokenRequestKind.Group, Resource: tokenRequestKind.Kind}, name,
+			fmt.Errorf("the UID in the token request (%s) does not match the UID of the service account (%s)", req.UID, sa.UID))
+	}
+	if h.tokens == nil || h.tokens.Generator == nil {
+		return nil, meta.NewInternalError(errors.New("the server has no service-account signing key"))
+	}
+	if len(req.Spec.Audiences) == 0 {
+		req.Spec.Audiences = h.tokens.APIAudiences
+	}
+	req.Name, req.Namespace, req.UID = name, ns, sa.UID
+	// The time is taken before the token is signed, so that the expiration
+	// reported is never after the token's.
+	now := h.now()
+	req.CreationTimestamp = meta.NewTime(now.UTC().Truncate(time.Second))
+	req.Status = TokenRequestStatus{}
+
+	var errs meta.FieldErrors
 	exp := *req.Spec.ExpirationSeconds
 	switch {
 	case exp < minExpirationSeconds:
@@ -143,37 +268,22 @@ func (h *tokenHandler) issue(ctx context.Context, ns, name string, req *TokenReq
 	if len(errs) > 0 {
 		return nil, meta.NewInvalid(tokenRequestKind, "", errs)
 	}
-	if h.tokens == nil || h.tokens.Generator == nil {
-		return nil, meta.NewInternalError(errors.New("the server has no service-account signing key"))
-	}
-	// A consistent read: the token is bound to the uid the service
-	// account has now.
-	sa, _, err := h.store.Get(ctx, ns, name, meta.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
 	if sa.DeletionTimestamp != nil {
 		return nil, meta.NewForbidden(meta.GroupResource{Resource: "serviceaccounts"}, name,
 			fmt.Errorf("service account %s/%s is being deleted", ns, name))
 	}
-	auds := req.Spec.Audiences
-	if len(auds) == 0 {
-		auds = h.tokens.APIAudiences
+	if max := int64(h.tokens.MaxExpiration / time.Second); max > 0 && exp > max {
+		admission.AddWarning(ctx, fmt.Sprintf("requested expiration of %d seconds shortened to %d seconds", exp, max))
+		exp = max
+		req.Spec.ExpirationSeconds = &exp
 	}
-	lifetime := time.Duration(exp) * time.Second
-	if max := h.tokens.MaxExpiration; max > 0 && lifetime > max {
-		lifetime = max
-	}
-	now := h.now()
-	claims, private := serviceaccount.NewClaims(ns, serviceaccount.Ref{Name: sa.Name, UID: sa.UID}, auds, lifetime, now)
+	claims, private := serviceaccount.NewClaims(ns, serviceaccount.Ref{Name: sa.Name, UID: sa.UID}, req.Spec.Audiences, time.Duration(exp)*time.Second, now)
 	token, err := h.tokens.Generator.GenerateToken(claims, private)
 	if err != nil {
 		return nil, meta.NewInternalError(fmt.Errorf("signing the token: %w", err))
 	}
 	out := *req
 	out.TypeMeta = meta.TypeMeta{APIVersion: "authentication.k8s.io/v1", Kind: "TokenRequest"}
-	out.Name, out.Namespace = name, ns
-	out.Spec.Audiences = auds
 	out.Status = TokenRequestStatus{Token: token, ExpirationTimestamp: meta.NewTime(claims.Expiry.Time())}
 	return &out, nil
 }
