@@ -4,7 +4,9 @@
 //
 //   - per-key records: every value a key had that a read at a retained
 //     revision can still see (a delete is a version too, a tombstone), in a
-//     map for point reads and a key-sorted index for lists;
+//     map for point reads and a key-sorted index for lists, which also
+//     counts the keys that exist at the latest revision in any key range
+//     (a page's RemainingItemCount, without walking the rest);
 //   - a change log, numbered by sequence, that watchers read from their
 //     own cursors, trimmed by the owner's policy (memory compacts to a
 //     revision on an interval, the cache keeps a window of changes) with the

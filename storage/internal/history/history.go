@@ -200,11 +200,10 @@ type History[V Value] struct {
 	ready atomic.Bool
 	rev   atomic.Int64
 
-	// records and index hold every key with history; live counts the keys
-	// that exist at the latest revision.
+	// records and index hold every key with history; the index counts the
+	// keys that exist at the latest revision (its live records).
 	records map[string]*record[V]
 	index   *keyindex.Index[*record[V]]
-	live    int
 	// log holds the retained changes, oldest first; log[0] has sequence
 	// number firstSeq. Watchers read it by sequence number.
 	log      []Change[V]
@@ -328,11 +327,11 @@ func (h *History[V]) Install(s *State[V], rev int64) (first bool) {
 	}
 	index := keyindex.New(recordKey[V])
 	for _, r := range s.keys {
-		index.Insert(r)
+		index.Insert(r, true)
 	}
 	h.Lock()
 	defer h.Unlock()
-	h.records, h.index, h.live = s.records, index, len(s.keys)
+	h.records, h.index = s.records, index
 	h.dropLogLocked()
 	h.floor, h.watchFloor = rev, rev
 	h.advanceLocked(rev)
@@ -360,7 +359,7 @@ func (h *History[V]) Reset(err error) bool {
 	h.ready.Store(false)
 	h.epoch++
 	h.resetErr = err
-	h.records, h.index, h.live = map[string]*record[V]{}, keyindex.New(recordKey[V]), 0
+	h.records, h.index = map[string]*record[V]{}, keyindex.New(recordKey[V])
 	h.dropLogLocked()
 	h.wakeAllLocked()
 	h.wakeRevLocked()
@@ -411,17 +410,19 @@ func (h *History[V]) PutLocked(key string, rev int64, v V, del bool) (ok bool) {
 		return false
 	case del:
 		c.kind = deleted
-		h.live--
+		h.index.SetLive(key, false)
 	case exists:
 		c.kind = modified
 	default:
 		c.kind = added
-		h.live++
+		if rec != nil {
+			h.index.SetLive(key, true)
+		}
 	}
 	if rec == nil {
 		rec = &record[V]{key: key}
 		h.records[key] = rec
-		h.index.Insert(rec)
+		h.index.Insert(rec, true)
 	}
 	c.Key = rec.key
 	rec.versions = append(rec.versions, version[V]{rev: rev, deleted: del, val: v})

@@ -2,6 +2,7 @@ package history
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/apikit-dev/apikit/storage"
@@ -43,6 +44,9 @@ func (h *History[V]) List(prefix, start string, rev, limit int64, pred storage.P
 }
 
 // list serves an unfiltered list; full reports a page with more after it.
+// It walks only the items it returns: the count of the keys it lists at rev
+// (the slice's size, and RemainingItemCount after a page) comes from the
+// index (see countLocked).
 func (h *History[V]) list(prefix, start string, rev, limit int64) (res storage.ListResult, full, ok bool) {
 	h.RLock()
 	defer h.RUnlock()
@@ -50,46 +54,69 @@ func (h *History[V]) list(prefix, start string, rev, limit int64) (res storage.L
 		return res, false, false
 	}
 	res.Revision = rev
-	switch {
-	case limit > 0:
-		res.Items = make([]storage.KeyValue, 0, min(limit, int64(h.live)))
-	case prefix == h.cfg.Root && rev == h.seen:
-		res.Items = make([]storage.KeyValue, 0, h.live)
-	default:
-		// Counting first costs a walk of the index; growing the slice
-		// would cost twice its size in allocations, and the collector's
-		// time with them.
-		n := 0
+	total := h.countLocked(prefix, start, rev)
+	n := total
+	if limit > 0 {
+		n = min(limit, total)
+	}
+	res.Items = make([]storage.KeyValue, 0, n)
+	if n > 0 {
 		for rec := range h.index.From(start) {
 			if !strings.HasPrefix(rec.key, prefix) {
 				break
 			}
-			if rec.atVersion(rev) != nil {
+			if ver := rec.atVersion(rev); ver != nil {
+				res.Items = append(res.Items, ver.val.KeyValue(rec.key, ver.rev))
+				if int64(len(res.Items)) == n {
+					break
+				}
+			}
+		}
+	}
+	if remaining := total - int64(len(res.Items)); limit > 0 && remaining > 0 {
+		full, res.RemainingItemCount = true, &remaining
+	}
+	return res, full, true
+}
+
+// countLocked returns how many keys under prefix, from the key start on,
+// had a value at rev. The index counts the keys that exist at the latest
+// revision in O(log n); an older revision's count is that one with the
+// changes since rev taken back (an add counts one less, a delete one
+// more), read from the log, which holds every change after the read floor.
+// When more changes than keys came since, a walk of the keys at rev is the
+// cheaper way, and is taken.
+func (h *History[V]) countLocked(prefix, start string, rev int64) int64 {
+	start = max(start, prefix)
+	n := int64(h.index.CountLive(start, prefix))
+	if rev == h.seen {
+		return n
+	}
+	since := sort.Search(len(h.log), func(i int) bool { return h.log[i].Rev > rev })
+	if tail := h.log[since:]; h.watchFloor <= rev && int64(len(tail)) <= n {
+		for i := range tail {
+			c := &tail[i]
+			if c.kind == modified || c.Key < start || !strings.HasPrefix(c.Key, prefix) {
+				continue
+			}
+			if c.kind == added {
+				n--
+			} else {
 				n++
 			}
 		}
-		res.Items = make([]storage.KeyValue, 0, n)
+		return n
 	}
-	var remaining int64
+	n = 0
 	for rec := range h.index.From(start) {
 		if !strings.HasPrefix(rec.key, prefix) {
 			break
 		}
-		ver := rec.atVersion(rev)
-		switch {
-		case ver == nil:
-		case full:
-			remaining++ // past a full page: count the rest
-		case limit > 0 && int64(len(res.Items)) == limit:
-			full, remaining = true, 1
-		default:
-			res.Items = append(res.Items, ver.val.KeyValue(rec.key, ver.rev))
+		if rec.atVersion(rev) != nil {
+			n++
 		}
 	}
-	if full {
-		res.RemainingItemCount = &remaining
-	}
-	return res, full, true
+	return n
 }
 
 // listFiltered serves a filtered list. Values whose attributes are

@@ -1,6 +1,6 @@
 // Package keyindex keeps records sorted by key for the in-memory stores
 // (storage/memory and storage/cacher): lists walk it in key order from any
-// start key.
+// start key, and count the live records of a key range without walking it.
 package keyindex
 
 import (
@@ -13,16 +13,35 @@ import (
 // most this many pointers, and a lookup does two binary searches.
 const blockSize = 512
 
+// block is a run of records in key order, with each one's live flag beside
+// it: a count inside a block reads bytes, never the records.
+type block[R any] struct {
+	recs  []R
+	live  []bool // live[i] is recs[i]'s
+	nlive int
+}
+
 // Index keeps records sorted by key as a list of sorted blocks: a plain
 // sorted slice moves half the store on every insert (70 µs per insert at a
 // million keys), while blocks keep it flat and still let a list walk the keys
 // in order with no pointer chasing inside a block. Every block is non-empty.
+//
+// Each record is live or not, as its owner says (a key that exists at the
+// latest revision, against one kept only for its history): CountLive counts
+// the live records between two keys in O(log n + blockSize) from a Fenwick
+// tree of the blocks' live counts, so that a paged list learns how many
+// items follow its page without walking them.
+//
 // The zero value is not usable; call New. An Index is not safe for
 // concurrent writes.
 type Index[R any] struct {
 	key    func(R) string
-	blocks [][]R
+	blocks []block[R]
 	n      int
+	// fen is a Fenwick tree (1-based) of the blocks' live counts; rebuilt
+	// when blocks come or go, updated in place when a count moves.
+	fen   []int
+	nlive int
 }
 
 // New returns an empty Index of records whose key key returns.
@@ -32,58 +51,107 @@ func New[R any](key func(R) string) *Index[R] {
 
 // search returns the position of the first record whose key is >= key.
 func (x *Index[R]) search(key string) (b, i int) {
-	// The first block whose last key is >= key holds the position.
-	b, _ = slices.BinarySearchFunc(x.blocks, key, func(blk []R, k string) int {
-		return strings.Compare(x.key(blk[len(blk)-1]), k)
+	return x.searchFunc(func(k string) int { return strings.Compare(k, key) })
+}
+
+// searchFunc returns the position of the first record whose key cmp
+// reports >= 0 for, cmp being monotonic in key order.
+func (x *Index[R]) searchFunc(cmp func(key string) int) (b, i int) {
+	// The first block whose last key is >= the target holds the position.
+	b, _ = slices.BinarySearchFunc(x.blocks, 0, func(blk block[R], _ int) int {
+		return cmp(x.key(blk.recs[len(blk.recs)-1]))
 	})
 	if b == len(x.blocks) {
 		return b, 0
 	}
-	i, _ = slices.BinarySearchFunc(x.blocks[b], key, func(r R, k string) int { return strings.Compare(x.key(r), k) })
+	i, _ = slices.BinarySearchFunc(x.blocks[b].recs, 0, func(r R, _ int) int { return cmp(x.key(r)) })
 	return b, i
 }
 
-// Insert adds rec, whose key must not be in the index yet.
-func (x *Index[R]) Insert(rec R) {
+// find returns the position of the record with key; ok is false when there
+// is none.
+func (x *Index[R]) find(key string) (b, i int, ok bool) {
+	b, i = x.search(key)
+	return b, i, b < len(x.blocks) && x.key(x.blocks[b].recs[i]) == key
+}
+
+// Insert adds rec, whose key must not be in the index yet; live says
+// whether CountLive counts it.
+func (x *Index[R]) Insert(rec R, live bool) {
 	x.n++
 	if len(x.blocks) == 0 {
-		x.blocks = append(x.blocks, []R{rec})
+		blk := block[R]{
+			recs: append(make([]R, 0, blockSize), rec),
+			live: append(make([]bool, 0, blockSize), live),
+		}
+		blk.nlive = countTrue(blk.live)
+		x.blocks = append(x.blocks, blk)
+		x.rebuild()
 		return
 	}
 	b, i := x.search(x.key(rec))
 	if b == len(x.blocks) {
 		// Past the last key: append to the last block.
 		b = len(x.blocks) - 1
-		i = len(x.blocks[b])
+		i = len(x.blocks[b].recs)
 	}
-	blk := slices.Insert(x.blocks[b], i, rec)
-	if len(blk) <= blockSize {
-		x.blocks[b] = blk
+	blk := &x.blocks[b]
+	blk.recs = slices.Insert(blk.recs, i, rec)
+	blk.live = slices.Insert(blk.live, i, live)
+	if live {
+		blk.nlive++
+		x.add(b, 1)
+	}
+	if len(blk.recs) <= blockSize {
 		return
 	}
 	// Split in two halves, each with room to grow.
-	half := len(blk) / 2
-	left := make([]R, half, blockSize)
-	copy(left, blk[:half])
-	right := make([]R, len(blk)-half, blockSize)
-	copy(right, blk[half:])
-	x.blocks[b] = left
+	half := len(blk.recs) / 2
+	right := block[R]{
+		recs: append(make([]R, 0, blockSize), blk.recs[half:]...),
+		live: append(make([]bool, 0, blockSize), blk.live[half:]...),
+	}
+	clear(blk.recs[half:])
+	blk.recs, blk.live = blk.recs[:half], blk.live[:half]
+	blk.nlive = countTrue(blk.live)
+	right.nlive = countTrue(right.live)
 	x.blocks = slices.Insert(x.blocks, b+1, right)
+	x.rebuild()
 }
 
 // Delete removes the record with key, if there is one.
 func (x *Index[R]) Delete(key string) {
-	b, i := x.search(key)
-	if b == len(x.blocks) || x.key(x.blocks[b][i]) != key {
+	b, i, ok := x.find(key)
+	if !ok {
 		return
 	}
 	x.n--
-	blk := slices.Delete(x.blocks[b], i, i+1)
-	if len(blk) > 0 {
-		x.blocks[b] = blk
+	blk := &x.blocks[b]
+	if blk.live[i] {
+		blk.nlive--
+		x.add(b, -1)
+	}
+	blk.recs = slices.Delete(blk.recs, i, i+1)
+	blk.live = slices.Delete(blk.live, i, i+1)
+	if len(blk.recs) == 0 {
+		x.blocks = slices.Delete(x.blocks, b, b+1)
+		x.rebuild()
+	}
+}
+
+// SetLive sets whether the record with key counts as live, if there is one.
+func (x *Index[R]) SetLive(key string, live bool) {
+	b, i, ok := x.find(key)
+	if !ok || x.blocks[b].live[i] == live {
 		return
 	}
-	x.blocks = slices.Delete(x.blocks, b, b+1)
+	x.blocks[b].live[i] = live
+	d := 1
+	if !live {
+		d = -1
+	}
+	x.blocks[b].nlive += d
+	x.add(b, d)
 }
 
 // DeleteFunc removes the records del reports, keeping the order.
@@ -91,14 +159,24 @@ func (x *Index[R]) DeleteFunc(del func(R) bool) {
 	out := x.blocks[:0]
 	x.n = 0
 	for _, blk := range x.blocks {
-		blk = slices.DeleteFunc(blk, del)
-		if len(blk) > 0 {
+		j := 0
+		for i, r := range blk.recs {
+			if !del(r) {
+				blk.recs[j], blk.live[j] = r, blk.live[i]
+				j++
+			}
+		}
+		clear(blk.recs[j:])
+		blk.recs, blk.live = blk.recs[:j], blk.live[:j]
+		if j > 0 {
+			blk.nlive = countTrue(blk.live)
 			out = append(out, blk)
-			x.n += len(blk)
+			x.n += j
 		}
 	}
 	clear(x.blocks[len(out):])
 	x.blocks = out
+	x.rebuild()
 }
 
 // From yields the records from the first whose key is >= key, in order.
@@ -107,7 +185,7 @@ func (x *Index[R]) From(key string) iter.Seq[R] {
 	return func(yield func(R) bool) {
 		b, i := x.search(key)
 		for ; b < len(x.blocks); b, i = b+1, 0 {
-			for _, r := range x.blocks[b][i:] {
+			for _, r := range x.blocks[b].recs[i:] {
 				if !yield(r) {
 					return
 				}
@@ -118,3 +196,75 @@ func (x *Index[R]) From(key string) iter.Seq[R] {
 
 // Len returns the number of records.
 func (x *Index[R]) Len() int { return x.n }
+
+// Live returns the number of live records.
+func (x *Index[R]) Live() int { return x.nlive }
+
+// CountLive returns the number of live records whose key has prefix and is
+// >= from.
+func (x *Index[R]) CountLive(from, prefix string) int {
+	// Below the keys with prefix, among them, above them.
+	end := x.liveBefore(x.searchFunc(func(k string) int {
+		if strings.HasPrefix(k, prefix) {
+			return -1
+		}
+		return strings.Compare(k, prefix)
+	}))
+	return max(0, end-x.liveBefore(x.search(max(from, prefix))))
+}
+
+// liveBefore returns the number of live records before position (b, i).
+func (x *Index[R]) liveBefore(b, i int) int {
+	if b == len(x.blocks) {
+		return x.nlive
+	}
+	n := x.prefix(b)
+	blk := &x.blocks[b]
+	// Read the shorter side of the block.
+	if i <= len(blk.live)/2 {
+		return n + countTrue(blk.live[:i])
+	}
+	return n + blk.nlive - countTrue(blk.live[i:])
+}
+
+// rebuild makes the Fenwick tree anew from the blocks' counts, in O(blocks).
+func (x *Index[R]) rebuild() {
+	x.fen = slices.Grow(x.fen[:0], len(x.blocks)+1)[:len(x.blocks)+1]
+	clear(x.fen)
+	x.nlive = 0
+	for b := range x.blocks {
+		x.nlive += x.blocks[b].nlive
+		j := b + 1
+		x.fen[j] += x.blocks[b].nlive
+		if p := j + j&-j; p < len(x.fen) {
+			x.fen[p] += x.fen[j]
+		}
+	}
+}
+
+// add adds d to block b's count in the tree.
+func (x *Index[R]) add(b, d int) {
+	x.nlive += d
+	for j := b + 1; j < len(x.fen); j += j & -j {
+		x.fen[j] += d
+	}
+}
+
+// prefix returns the live count of the blocks before b.
+func (x *Index[R]) prefix(b int) int {
+	n := 0
+	for j := b; j > 0; j -= j & -j {
+		n += x.fen[j]
+	}
+	return n
+}
+
+func countTrue(live []bool) int {
+	n := 0
+	for _, l := range live {
+		if l {
+			n++
+		}
+	}
+	return n
+}

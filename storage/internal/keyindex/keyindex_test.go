@@ -2,6 +2,7 @@ package keyindex
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -13,11 +14,13 @@ type rec struct{ key string }
 func newIndex() *Index[*rec] { return New(func(r *rec) string { return r.key }) }
 
 // TestIndex checks the index against a sorted slice through random
-// inserts, deletes and range walks, across many block splits and merges.
+// inserts, deletes, live flags, range walks and counts, across many block
+// splits and merges.
 func TestIndex(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	x := newIndex()
 	var ref []string
+	live := map[string]bool{}
 	key := func() string { return fmt.Sprintf("/k/%05d", rng.IntN(20000)) }
 	check := func() {
 		t.Helper()
@@ -25,8 +28,27 @@ func TestIndex(t *testing.T) {
 			t.Fatalf("Len %d, want %d", x.Len(), len(ref))
 		}
 		for _, blk := range x.blocks {
-			if len(blk) == 0 || len(blk) > blockSize {
-				t.Fatalf("block of %d records", len(blk))
+			if len(blk.recs) == 0 || len(blk.recs) > blockSize || len(blk.live) != len(blk.recs) {
+				t.Fatalf("block of %d records, %d flags", len(blk.recs), len(blk.live))
+			}
+		}
+		for range 50 {
+			from := key()
+			prefix := from[:len(from)-rng.IntN(4)]
+			if rng.IntN(4) == 0 {
+				prefix = "/k/"
+			}
+			if rng.IntN(4) == 0 {
+				from = ""
+			}
+			want := 0
+			for _, k := range ref {
+				if k >= from && strings.HasPrefix(k, prefix) && live[k] {
+					want++
+				}
+			}
+			if got := x.CountLive(from, prefix); got != want {
+				t.Fatalf("CountLive(%q, %q) = %d, want %d", from, prefix, got, want)
 			}
 		}
 		for range 20 {
@@ -52,7 +74,19 @@ func TestIndex(t *testing.T) {
 				continue
 			}
 			ref = slices.Insert(ref, i, k)
-			x.Insert(&rec{key: k})
+			live[k] = rng.IntN(3) > 0
+			x.Insert(&rec{key: k}, live[k])
+		}
+		check()
+		for range 500 {
+			// Flip keys that are there and some that are not.
+			k := key()
+			if _, found := slices.BinarySearch(ref, k); found {
+				live[k] = !live[k]
+				x.SetLive(k, live[k])
+			} else {
+				x.SetLive(k, true)
+			}
 		}
 		check()
 		switch round % 3 {
@@ -63,6 +97,7 @@ func TestIndex(t *testing.T) {
 				x.Delete(k)
 				if i, found := slices.BinarySearch(ref, k); found {
 					ref = slices.Delete(ref, i, i+1)
+					delete(live, k)
 				}
 			}
 			check()
@@ -70,11 +105,13 @@ func TestIndex(t *testing.T) {
 			digit := fmt.Sprint(round % 10)
 			x.DeleteFunc(func(r *rec) bool { return strings.HasSuffix(r.key, digit) })
 			ref = slices.DeleteFunc(ref, func(k string) bool { return strings.HasSuffix(k, digit) })
+			maps.DeleteFunc(live, func(k string, _ bool) bool { return strings.HasSuffix(k, digit) })
 			check()
 		}
 	}
 	for _, k := range slices.Clone(ref) {
 		x.Delete(k)
+		delete(live, k)
 	}
 	ref = nil
 	check()
@@ -94,13 +131,13 @@ func BenchmarkInsertDelete(b *testing.B) {
 		rng := rand.New(rand.NewPCG(1, 2))
 		x := newIndex()
 		for range n {
-			x.Insert(&rec{key: fmt.Sprintf("/k/%016x", rng.Uint64())})
+			x.Insert(&rec{key: fmt.Sprintf("/k/%016x", rng.Uint64())}, true)
 		}
 		b.Run(fmt.Sprintf("size=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				k := fmt.Sprintf("/k/%016x", rng.Uint64())
-				x.Insert(&rec{key: k})
+				x.Insert(&rec{key: k}, true)
 				x.Delete(k)
 			}
 		})
@@ -110,7 +147,7 @@ func BenchmarkInsertDelete(b *testing.B) {
 func BenchmarkWalk(b *testing.B) {
 	x := newIndex()
 	for i := range 100000 {
-		x.Insert(&rec{key: fmt.Sprintf("/k/%06d", i)})
+		x.Insert(&rec{key: fmt.Sprintf("/k/%06d", i)}, true)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -120,5 +157,43 @@ func BenchmarkWalk(b *testing.B) {
 				break
 			}
 		}
+	}
+}
+
+// TestCountLive counts small indexes, where every record is in one block
+// that never split.
+func TestCountLive(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		keys         []string // inserted in this order; "-" marks one not live
+		setDead      []string
+		from, prefix string
+		want         int
+	}{
+		{"one live key", []string{"/a"}, nil, "", "/", 1},
+		{"one key not live", []string{"/a-"}, nil, "", "/", 0},
+		{"from a key on", []string{"/c", "/a", "/b"}, nil, "/b", "/", 2},
+		{"under a prefix", []string{"/a/x", "/ab/y", "/a/y", "/a0", "/a"}, nil, "", "/a/", 2},
+		{"under a prefix from a key on", []string{"/a/x", "/ab/y", "/a/y", "/a/z"}, nil, "/a/x\x00", "/a/", 2},
+		{"a start below the prefix", []string{"/a", "/b/x", "/c"}, nil, "/a", "/b/", 1},
+		{"a start past the prefix", []string{"/a", "/b/x", "/c"}, nil, "/c", "/b/", 0},
+		{"past the last key", []string{"/a", "/b"}, nil, "/c", "/", 0},
+		{"no key has the prefix", []string{"/a", "/c"}, nil, "", "/b", 0},
+		{"a key set dead", []string{"/a", "/b", "/c"}, []string{"/b", "/x"}, "", "/", 2},
+		{"a dead key among live", []string{"/a/1", "/a/2-", "/a/3", "/b"}, nil, "", "/a/", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := newIndex()
+			for _, k := range tc.keys {
+				k, dead := strings.CutSuffix(k, "-")
+				x.Insert(&rec{key: k}, !dead)
+			}
+			for _, k := range tc.setDead {
+				x.SetLive(k, false)
+			}
+			if got := x.CountLive(tc.from, tc.prefix); got != tc.want {
+				t.Fatalf("CountLive(%q, %q) = %d, want %d", tc.from, tc.prefix, got, tc.want)
+			}
+		})
 	}
 }
