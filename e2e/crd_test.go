@@ -98,8 +98,16 @@ func TestCustomResourceDefinitionsWithKubectl(t *testing.T) {
 	if out := w.Kubectl("get", "all", "-n", "default"); !strings.Contains(out, "COLOR") || !strings.Contains(out, "w1") {
 		t.Errorf("kubectl get all (the category):\n%s", out)
 	}
-	if msg := kubectlStdinFail(t, w, "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w2, namespace: default}\nspec: {replicas: 11}\n", "create", "-f", "-"); !strings.Contains(msg, "spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10") {
-		t.Errorf("replicas 11: %s", msg)
+	// The schema's errors and the CEL rules' failures come together,
+	// unless a value has the wrong type: then kube-apiserver says the
+	// rules were not checked, and the scale path's accessor fails too.
+	if msg := kubectlStdinFail(t, w, "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w2, namespace: default}\nspec: {replicas: 11, color: black}\n", "create", "-f", "-"); !strings.Contains(msg, "spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10") ||
+		!strings.Contains(msg, "spec: Invalid value: black is not a color") {
+		t.Errorf("replicas 11 and color black: %s", msg)
+	}
+	if msg := kubectlStdinFail(t, w, "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w2, namespace: default}\nspec: {replicas: two, color: black}\n", "create", "-f", "-", "--validate=false"); !strings.Contains(msg, ".spec.replicas accessor error: two is of the type string, expected int64") ||
+		!strings.Contains(msg, "some validation rules were not checked because the object was invalid") || strings.Contains(msg, "black is not a color") {
+		t.Errorf("replicas two: %s", msg)
 	}
 
 	if msg := kubectlStdinFail(t, w, "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w3, namespace: default}\nspec: {color: black}\n", "create", "-f", "-"); !strings.Contains(msg, "black is not a color") {
@@ -121,6 +129,12 @@ func TestCustomResourceDefinitionsWithKubectl(t *testing.T) {
 	w.Kubectl("patch", "widget", "w1", "--subresource=status", "--type=merge", "-p", `{"status":{"replicas":3}}`)
 	if got := w.Kubectl("get", "widget", "w1", "-o", "jsonpath={.status.replicas}"); got != "3" {
 		t.Errorf("status.replicas = %q after patching /status", got)
+	}
+	// /status is validated by the status schema, whose messages name the
+	// path from .status.
+	if _, msg, err := w.kubectlRaw(context.Background(), "patch", "widget", "w1", "--subresource=status", "--type=merge", "-p", `{"status":{"replicas":"x"}}`); err == nil ||
+		!strings.Contains(msg, `status.replicas: Invalid value: "string": replicas in body must be of type integer: "string"`) {
+		t.Errorf("a status of the wrong type: %v %s", err, msg)
 	}
 
 	// kubectl explain reads the schema from OpenAPI.

@@ -7,12 +7,13 @@ import (
 	"github.com/apikit-dev/apikit/schema"
 )
 
-// validateListTypes checks that x-kubernetes-list-type set lists hold no
+// ValidateListTypes checks that x-kubernetes-list-type set lists hold no
 // value twice and map lists no key twice, as apiextensions-apiserver's
 // listtype validation does: each repeated value is reported once, at its
-// second occurrence. Maps' entries are reported under path[key].
-func validateListTypes(s *schema.Schema, value any, p *meta.Path) meta.FieldErrors {
-	w := &listTypeWalk{lazyPath: lazyPath{base: p}}
+// second occurrence. Maps' entries are reported under path[key]. Validate
+// calls it; call it alone only for values that skip Validate.
+func ValidateListTypes(s *schema.Schema, value any) meta.FieldErrors {
+	w := &listTypeWalk{}
 	w.walk(s, value)
 	sortByField(w.errs)
 	return w.errs

@@ -31,12 +31,25 @@ func Validate(s *schema.Schema, value any) meta.FieldErrors {
 	if s == nil {
 		return nil
 	}
-	v := &validator{ps: &pathStack{}}
-	v.node(s, value, opath{ps: v.ps})
-	errs := v.errs
+	errs := ValidateValues(s, value, nil)
 	errs = append(errs, ValidateEmbeddedResource(s, value)...)
-	errs = append(errs, validateListTypes(s, value, nil)...)
+	errs = append(errs, ValidateListTypes(s, value)...)
 	return errs
+}
+
+// ValidateValues checks value against the OpenAPI v3 value validations of
+// s only: the first part of Validate. With a base path, the errors' fields
+// sit under it while their messages name the path from value, as
+// kube-apiserver validates a write to a custom resource's /status against
+// the status schema alone: "status.replicas: Invalid value: "string":
+// replicas in body must be of type integer". A nil s accepts anything.
+func ValidateValues(s *schema.Schema, value any, base *meta.Path) meta.FieldErrors {
+	if s == nil {
+		return nil
+	}
+	v := &validator{ps: &pathStack{}, base: base}
+	v.node(s, value, opath{ps: v.ps})
+	return v.errs
 }
 
 // validator collects the errors of one Validate call.

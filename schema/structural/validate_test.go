@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/schema"
 )
 
@@ -200,6 +201,26 @@ func TestValidateTypeErrorReason(t *testing.T) {
 	errs := Validate(mustSchema(t, spec(`{"type":"integer"}`)), mustDecode(t, `{"spec":{"x":"1"}}`))
 	if len(errs) != 1 || errs[0].Type != "FieldValueTypeInvalid" || errs[0].Field != "spec.x" {
 		t.Fatalf("errs = %v, want one FieldValueTypeInvalid at spec.x", errs)
+	}
+}
+
+// TestValidateValuesUnderBase checks the validation of a value found
+// under a path, as a custom resource's status on /status: the fields
+// carry the path, the messages name the path from the value, as
+// kube-apiserver's validator of the status schema words them.
+func TestValidateValuesUnderBase(t *testing.T) {
+	s := mustSchema(t, `{"type":"object","properties":{"replicas":{"type":"integer","maximum":3},"items":{"type":"array","items":{"type":"string"}}}}`)
+	errs := ValidateValues(s, mustDecode(t, `{"replicas":"x","items":["a",1]}`), meta.NewPath("status"))
+	var got []string
+	for _, e := range errs {
+		got = append(got, e.Error())
+	}
+	want := []string{
+		`status.items[1]: Invalid value: "integer": items[1] in body must be of type string: "integer"`,
+		`status.replicas: Invalid value: "string": replicas in body must be of type integer: "string"`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("ValidateValues:\n got: %s\nwant: %s", strings.Join(got, "\n      "), strings.Join(want, "\n      "))
 	}
 }
 

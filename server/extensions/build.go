@@ -3,10 +3,13 @@ package extensions
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	restful "github.com/emicklei/go-restful/v3"
@@ -184,7 +187,12 @@ func versionStrategy(crd *CustomResourceDefinition, v *CustomResourceDefinitionV
 	// The rules compiled when the CRD was written; a rule that does
 	// not compile now is left out (validation reported it).
 	rules, _ := cel.CompileSchema(shape, nil)
-	return &crStrategy{schema: shape, rules: rules}, shape, nil
+	c := &crStrategy{schema: shape, rules: rules}
+	c.status, _ = shape.Property("status")
+	if v.Subresources != nil {
+		c.scale = v.Subresources.Scale
+	}
+	return c, shape, nil
 }
 
 // crStrategy prunes, defaults and validates custom resources by their
@@ -195,6 +203,12 @@ type crStrategy struct {
 	schema *schema.Schema
 	// rules are the schema's x-kubernetes-validations; nil without any.
 	rules *cel.Validator
+	// status is the schema of .status, which alone validates a write to
+	// /status; nil without one.
+	status *schema.Schema
+	// scale is the version's scale subresource, whose replicas paths are
+	// checked on every write; nil without one.
+	scale *CustomResourceSubresourceScale
 }
 
 var (
@@ -240,24 +254,141 @@ func (c *crStrategy) ValidateUpdate(ctx context.Context, o, old *Object) meta.Fi
 	return c.validate(ctx, o, old)
 }
 
-// ValidateStatusUpdate checks an object whose status changed.
-func (c *crStrategy) ValidateStatusUpdate(ctx context.Context, o, old *Object) meta.FieldErrors {
-	return c.validate(ctx, o, old)
-}
-
+// validate checks a whole object in kube-apiserver's custom resource
+// strategy's order: the schema's value validations, the scale
+// subresource's replicas paths, then validateRest.
 func (c *crStrategy) validate(ctx context.Context, o, old *Object) meta.FieldErrors {
 	value := o.Fields()
-	errs := structural.Validate(c.schema, value)
-	if len(errs) > 0 || c.rules == nil {
-		// The rules read typed values: they run on objects the schema
-		// accepts.
+	errs := structural.ValidateValues(c.schema, value, nil)
+	errs = append(errs, c.validateScaleSpec(value)...)
+	errs = append(errs, c.validateScaleStatus(value)...)
+	return c.validateRest(ctx, errs, value, old)
+}
+
+// ValidateStatusUpdate checks an object whose status changed: its status
+// against the status schema alone (kube-apiserver's status strategy, whose
+// messages name the path from .status), then the whole object's embedded
+// resources, list types and CEL rules.
+func (c *crStrategy) ValidateStatusUpdate(ctx context.Context, o, old *Object) meta.FieldErrors {
+	value := o.Fields()
+	var errs meta.FieldErrors
+	if status, ok := value["status"]; ok {
+		errs = structural.ValidateValues(c.status, status, meta.NewPath("status"))
+	}
+	errs = append(errs, c.validateScaleStatus(value)...)
+	return c.validateRest(ctx, errs, value, old)
+}
+
+// validateRest ends a validation that found errs so far: the embedded
+// resources and list types of the whole object, then its CEL rules. The
+// rules run unless an error says a value has the wrong shape (a wrong
+// type, a missing field, an unsupported value, too long or too many), as
+// kube-apiserver's hasBlockingErr decides: the rules read typed values.
+// Then one error says that some rules were not checked; otherwise the
+// rules' failures join the schema's, so a client sees them all at once.
+func (c *crStrategy) validateRest(ctx context.Context, errs meta.FieldErrors, value map[string]any, old *Object) meta.FieldErrors {
+	errs = append(errs, structural.ValidateEmbeddedResource(c.schema, value)...)
+	errs = append(errs, structural.ValidateListTypes(c.schema, value)...)
+	if c.rules == nil {
 		return errs
+	}
+	if slices.ContainsFunc(errs, blocksRules) {
+		return append(errs, meta.Invalid(rootPath, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"))
 	}
 	var oldValue any
 	if old != nil {
 		oldValue = old.Fields()
 	}
-	return c.rules.Validate(ctx, nil, value, oldValue).Errors
+	return append(errs, c.rules.Validate(ctx, nil, value, oldValue).Errors...)
+}
+
+// rootPath is the field of an error about no field: kube-apiserver's nil
+// *field.Path, which prints as "<nil>".
+var rootPath = meta.NewPath("<nil>")
+
+// blocksRules reports whether e keeps the CEL rules from running.
+func blocksRules(e *meta.FieldError) bool {
+	switch e.Type {
+	case meta.FieldValueNotSupported, meta.FieldValueRequired, meta.FieldValueTooLong, meta.FieldValueTooMany, meta.FieldValueTypeInvalid:
+		return true
+	}
+	return false
+}
+
+// validateScaleSpec checks the spec replicas path of the scale
+// subresource as kube-apiserver does on every write of the object: a
+// value there must be a non-negative int32 (an integer JSON number).
+func (c *crStrategy) validateScaleSpec(value map[string]any) meta.FieldErrors {
+	if c.scale == nil {
+		return nil
+	}
+	return checkReplicas(value, c.scale.SpecReplicasPath)
+}
+
+// validateScaleStatus checks the status replicas path (as
+// validateScaleSpec) and the label selector path, a string when set.
+func (c *crStrategy) validateScaleStatus(value map[string]any) meta.FieldErrors {
+	if c.scale == nil {
+		return nil
+	}
+	errs := checkReplicas(value, c.scale.StatusReplicasPath)
+	if p := c.scale.LabelSelectorPath; p != nil {
+		if v, found, err := nestedField(value, *p); err != nil {
+			errs = append(errs, meta.Invalid(meta.NewPath(*p), "", err.Error()))
+		} else if _, ok := v.(string); found && !ok {
+			errs = append(errs, meta.Invalid(meta.NewPath(*p), "", accessorError(*p, v, "string")))
+		}
+	}
+	return errs
+}
+
+func checkReplicas(value map[string]any, path string) meta.FieldErrors {
+	v, found, err := nestedField(value, path)
+	if err != nil {
+		return meta.FieldErrors{meta.Invalid(meta.NewPath(path), int64(0), err.Error())}
+	}
+	if !found {
+		return nil
+	}
+	n, ok := v.(int64)
+	switch {
+	case !ok:
+		return meta.FieldErrors{meta.Invalid(meta.NewPath(path), int64(0), accessorError(path, v, "int64"))}
+	case n < 0:
+		return meta.FieldErrors{meta.Invalid(meta.NewPath(path), n, "should be a non-negative integer")}
+	case n > math.MaxInt32:
+		return meta.FieldErrors{meta.Invalid(meta.NewPath(path), n, fmt.Sprintf("should be less than or equal to %v", math.MaxInt32))}
+	}
+	return nil
+}
+
+// nestedField finds the value at a scale path (.status.replicas), as
+// apimachinery's unstructured.NestedFieldNoCopy does: the path is split
+// at its dots, and a value on the way that is not an object is an error
+// with its accessor message.
+func nestedField(value map[string]any, path string) (any, bool, error) {
+	fields := strings.Split(strings.TrimPrefix(path, "."), ".")
+	var v any = value
+	for i, f := range fields {
+		if v == nil {
+			return nil, false, nil
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, false, errors.New(accessorError("."+strings.Join(fields[:i+1], "."), v, "map[string]interface{}"))
+		}
+		if v, ok = m[f]; !ok {
+			return nil, false, nil
+		}
+	}
+	return v, true, nil
+}
+
+// accessorError is apimachinery's message for a value of the wrong Go
+// type: the values are of the same Go types as kube-apiserver's (int64,
+// float64, string, bool, map[string]any, []any), so %T names them alike.
+func accessorError(path string, v any, want string) string {
+	return fmt.Sprintf("%v accessor error: %v is of the type %T, expected %s", path, v, v, want)
 }
 
 // printerColumns turns a version's additionalPrinterColumns into Table

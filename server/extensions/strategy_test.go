@@ -1,0 +1,116 @@
+package extensions
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+)
+
+// widgetVersion is the version e2e's Widget CRD serves: a CEL rule on
+// spec, a status subresource and a scale subresource.
+func widgetVersion(t *testing.T) *crStrategy {
+	t.Helper()
+	crd := &CustomResourceDefinition{}
+	if err := json.Unmarshal([]byte(`{"metadata":{"name":"widgets.example.com"},"spec":{"group":"example.com","scope":"Namespaced",
+  "names":{"plural":"widgets","singular":"widget","kind":"Widget","listKind":"WidgetList"},
+  "versions":[{"name":"v1","served":true,"storage":true,
+    "schema":{"openAPIV3Schema":{"type":"object","properties":{
+      "spec":{"type":"object","x-kubernetes-validations":[{"rule":"self.color != 'black'","message":"black is not a color"}],
+        "properties":{"color":{"type":"string","default":"blue"},"replicas":{"type":"integer","minimum":0,"maximum":10}}},
+      "status":{"type":"object","properties":{"replicas":{"type":"integer"},"selector":{"type":"string"}}}}}},
+    "subresources":{"status":{},"scale":{"specReplicasPath":".spec.replicas","statusReplicasPath":".status.replicas","labelSelectorPath":".status.selector"}}}]}}`), crd); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := versionStrategy(crd, &crd.Spec.Versions[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func decodeObject(t *testing.T, body string) *Object {
+	t.Helper()
+	var o Object
+	if err := json.Unmarshal([]byte(body), &o); err != nil {
+		t.Fatal(err)
+	}
+	return &o
+}
+
+// TestCustomResourceStrategyValidate checks what a write of a custom
+// resource reports, against kube-apiserver v1.37's answers to the same
+// objects (e2e's TestKubeDiff): the schema's errors, then the scale
+// paths' accessor errors, then either the CEL rules' failures (the
+// schema's errors do not block them) or the note that they were not
+// checked.
+func TestCustomResourceStrategyValidate(t *testing.T) {
+	const notChecked = `<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation`
+	c := widgetVersion(t)
+	for _, tc := range []struct {
+		name string
+		// old is set for a write to /status.
+		obj, old string
+		want     []string
+	}{
+		{name: "valid", obj: `{"spec":{"color":"blue","replicas":2}}`},
+		{name: "schema violation and rule", obj: `{"spec":{"color":"black","replicas":11}}`, want: []string{
+			`spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10`,
+			`spec: Invalid value: black is not a color`,
+		}},
+		{name: "rule alone", obj: `{"spec":{"color":"black","replicas":1}}`, want: []string{
+			`spec: Invalid value: black is not a color`,
+		}},
+		{name: "wrong type", obj: `{"spec":{"color":"black","replicas":"two"}}`, want: []string{
+			`spec.replicas: Invalid value: "string": spec.replicas in body must be of type integer: "string"`,
+			`.spec.replicas: Invalid value: 0: .spec.replicas accessor error: two is of the type string, expected int64`,
+			notChecked,
+		}},
+		{name: "negative replicas", obj: `{"spec":{"color":"blue","replicas":-1}}`, want: []string{
+			`spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or equal to 0`,
+			`.spec.replicas: Invalid value: -1: should be a non-negative integer`,
+		}},
+		{name: "replicas not a whole number", obj: `{"spec":{"color":"blue","replicas":1.5}}`, want: []string{
+			`spec.replicas: Invalid value: "number": spec.replicas in body must be of type integer: "number"`,
+			`<nil>: Invalid value: "": Checked value must be of type integer (default format) in spec.replicas`,
+			`.spec.replicas: Invalid value: 0: .spec.replicas accessor error: 1.5 is of the type float64, expected int64`,
+			notChecked,
+		}},
+		{name: "spec not an object", obj: `{"spec":"big"}`, want: []string{
+			`spec: Invalid value: "string": spec in body must be of type object: "string"`,
+			`.spec.replicas: Invalid value: 0: .spec.replicas accessor error: big is of the type string, expected map[string]interface{}`,
+			notChecked,
+		}},
+		{name: "bad selector", obj: `{"spec":{"color":"blue"},"status":{"selector":3}}`, want: []string{
+			`status.selector: Invalid value: "integer": status.selector in body must be of type string: "integer"`,
+			`.status.selector: Invalid value: "": .status.selector accessor error: 3 is of the type int64, expected string`,
+			notChecked,
+		}},
+		{name: "status of the wrong type", old: `{"spec":{"color":"blue","replicas":2}}`,
+			obj: `{"spec":{"color":"blue","replicas":2},"status":{"replicas":"x"}}`, want: []string{
+				`status.replicas: Invalid value: "string": replicas in body must be of type integer: "string"`,
+				`.status.replicas: Invalid value: 0: .status.replicas accessor error: x is of the type string, expected int64`,
+				notChecked,
+			}},
+		// A write to /status validates the status by its schema, not
+		// the spec.
+		{name: "status leaves the spec unchecked", old: `{"spec":{"color":"blue","replicas":11}}`,
+			obj: `{"spec":{"color":"blue","replicas":11},"status":{"replicas":3}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := decodeObject(t, tc.obj)
+			var errs []string
+			if tc.old == "" {
+				for _, e := range c.Validate(t.Context(), o) {
+					errs = append(errs, e.Error())
+				}
+			} else {
+				for _, e := range c.ValidateStatusUpdate(t.Context(), o, decodeObject(t, tc.old)) {
+					errs = append(errs, e.Error())
+				}
+			}
+			if !slices.Equal(errs, tc.want) {
+				t.Errorf("errors:\n%q\nwant:\n%q", errs, tc.want)
+			}
+		})
+	}
+}
