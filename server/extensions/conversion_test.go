@@ -92,7 +92,9 @@ func TestValidateConversion(t *testing.T) {
 		}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := errorStrings(ValidateCustomResourceDefinition(webhookCRD(tc.change)))
+			crd := webhookCRD(tc.change)
+			crdStrategy{}.PrepareForCreate(t.Context(), crd)
+			got := errorStrings(ValidateCustomResourceDefinition(crd))
 			if len(got) != len(tc.want) {
 				t.Fatalf("errors %q, want %q", got, tc.want)
 			}

@@ -28,8 +28,12 @@ var (
 
 // ValidateCustomResourceDefinition checks a new CRD as kube-apiserver
 // does, with its messages and field paths. Metadata is checked by the store.
+// status.storedVersions is checked too: the store's PrepareForCreate has
+// set it to the storage version, so a CRD without one is told that it has
+// no stored version either, as kube-apiserver tells it.
 func ValidateCustomResourceDefinition(crd *CustomResourceDefinition) meta.FieldErrors {
-	return validateCRD(crd, true, false)
+	errs := validateCRD(crd, true, false)
+	return append(errs, validateStoredVersions(crd.Status.StoredVersions, crd.Spec.Versions, meta.NewPath("status", "storedVersions"))...)
 }
 
 func validateCRD(crd *CustomResourceDefinition, requireAcceptedReview, allowInvalidCABundle bool) meta.FieldErrors {
@@ -81,12 +85,12 @@ func validateStoredVersions(stored []string, versions []CustomResourceDefinition
 	var errs meta.FieldErrors
 	for _, v := range versions {
 		if v.Storage && !slices.Contains(stored, v.Name) {
-			errs = append(errs, meta.Invalid(p, v, "must have the storage version "+v.Name))
+			errs = append(errs, meta.Invalid(p, stored, "must have the storage version "+v.Name))
 		}
 	}
 	for i, s := range stored {
 		if !slices.ContainsFunc(versions, func(v CustomResourceDefinitionVersion) bool { return v.Name == s }) {
-			errs = append(errs, meta.Invalid(p.Index(i), s, "must appear in spec.versions"))
+			errs = append(errs, meta.Invalid(p.Index(i), s, fmt.Sprintf("missing from spec.versions; %[1]s was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in %[1]s and removes %[1]s from status.storedVersions", s)))
 		}
 	}
 	return errs

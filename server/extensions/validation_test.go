@@ -46,9 +46,13 @@ func TestValidateCustomResourceDefinition(t *testing.T) {
 			v := c.Spec.Versions[0]
 			v.Name = "v2"
 			c.Spec.Versions = append(c.Spec.Versions, v)
-		}, []string{`must have exactly one version marked as storage version`}},
+		}, []string{`must have exactly one version marked as storage version`,
+			// kube-apiserver records the first storage version as stored.
+			`status.storedVersions: Invalid value: ["v1"]: must have the storage version v2`}},
 		{"no storage version", func(c *CustomResourceDefinition) { c.Spec.Versions[0].Storage = false },
-			[]string{`must have exactly one version marked as storage version`}},
+			[]string{`must have exactly one version marked as storage version`, `status.storedVersions: Invalid value: null: must have at least one stored version`}},
+		{"no versions", func(c *CustomResourceDefinition) { c.Spec.Versions = nil },
+			[]string{`spec.versions: Invalid value: null: must have exactly one version marked as storage version`, `status.storedVersions: Invalid value: null: must have at least one stored version`}},
 		{"duplicate versions", func(c *CustomResourceDefinition) {
 			v := c.Spec.Versions[0]
 			v.Storage = false
@@ -99,6 +103,8 @@ func TestValidateCustomResourceDefinition(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			crd := validCRD()
 			tc.change(crd)
+			// The store records the storage version before validating.
+			crdStrategy{}.PrepareForCreate(t.Context(), crd)
 			errs := ValidateCustomResourceDefinition(crd)
 			var got []string
 			for _, e := range errs {
@@ -144,7 +150,7 @@ func TestValidateCustomResourceDefinitionUpdate(t *testing.T) {
 	want := []string{
 		`spec.scope: Invalid value: "Cluster": field is immutable`,
 		`spec.names.kind: Invalid value: "Gadget": field is immutable`,
-		`status.storedVersions[1]: Invalid value: "v0": must appear in spec.versions`,
+		`status.storedVersions[1]: Invalid value: "v0": missing from spec.versions; v0 was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in v0 and removes v0 from status.storedVersions`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("errors\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
