@@ -18,6 +18,7 @@ import (
 	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/request"
 	"github.com/apikit-dev/apikit/server/endpoints"
+	"github.com/apikit-dev/apikit/server/fieldmanager"
 	"github.com/apikit-dev/apikit/server/respond"
 )
 
@@ -53,6 +54,9 @@ type scaleSubresource struct {
 	// admission runs on every write of the Scale, as kube-apiserver runs
 	// it on the scale subresource: with the Scale objects.
 	admission admission.Chain
+	// replicas is the spec replicas path's fields, as the managedFields
+	// of the object name them.
+	replicas []string
 }
 
 // installScale adds the scale routes (get, update, patch) to ws.
@@ -64,6 +68,7 @@ func installScale(ws *restful.WebService, res registry.Resource, cfg *CustomReso
 	if sc.specPath, err = parseJSONPath(cfg.SpecReplicasPath); err != nil {
 		return err
 	}
+	sc.replicas = strings.Split(strings.TrimPrefix(cfg.SpecReplicasPath, "."), ".")
 	if sc.statusPath, err = parseJSONPath(cfg.StatusReplicasPath); err != nil {
 		return err
 	}
@@ -202,6 +207,7 @@ func (sc *scaleSubresource) write(w http.ResponseWriter, r *http.Request, change
 	}
 	var result *Scale
 	dryRun := len(opts.DryRun) > 0
+	manager := fieldmanager.ManagerName(opts.FieldManager, r.UserAgent())
 	var warnings []string
 	it, _, err := sc.res.Update(r.Context(), info.Namespace, info.Name, func(ctx context.Context, current meta.Object) (meta.Object, error) {
 		if current == nil {
@@ -215,7 +221,7 @@ func (sc *scaleSubresource) write(w http.ResponseWriter, r *http.Request, change
 		}
 		warnings = warnings[:0] // a retried update admits again
 		if len(sc.admission) == 0 {
-			return sc.apply(cur, s, info.Name, &result)
+			return sc.apply(cur, old, s, info.Name, manager, &result)
 		}
 		a := sc.attributes(ctx, info, s, old, dryRun)
 		ctx = admission.WithWarnings(ctx, func(msg string) { warnings = append(warnings, msg) })
@@ -227,7 +233,7 @@ func (sc *scaleSubresource) write(w http.ResponseWriter, r *http.Request, change
 			return nil, meta.NewInternalError(fmt.Errorf("admission made the Scale of %s a %T", info.Name, a.Object))
 		}
 		s = admitted
-		next, err := sc.apply(cur, s, info.Name, &result)
+		next, err := sc.apply(cur, old, s, info.Name, manager, &result)
 		if err != nil {
 			return nil, err
 		}
@@ -251,9 +257,10 @@ func (sc *scaleSubresource) write(w http.ResponseWriter, r *http.Request, change
 	respond.Object(w, r, http.StatusOK, sc.scaleOf(obj.(*Object)))
 }
 
-// apply checks the Scale s and returns a copy of cur with its replicas,
-// noting s in result.
-func (sc *scaleSubresource) apply(cur *Object, s *Scale, name string, result **Scale) (*Object, error) {
+// apply checks the Scale s, written by manager over old (cur's), and
+// returns a copy of cur with its replicas and the write recorded in its
+// managedFields, noting s in result.
+func (sc *scaleSubresource) apply(cur *Object, old, s *Scale, name, manager string, result **Scale) (*Object, error) {
 	if s.Spec.Replicas < 0 {
 		return nil, meta.NewInvalid(meta.GroupKind{Group: "autoscaling", Kind: "Scale"}, name, meta.FieldErrors{
 			meta.Invalid(meta.NewPath("spec", "replicas"), int64(s.Spec.Replicas), "must be greater than or equal to 0")})
@@ -267,6 +274,11 @@ func (sc *scaleSubresource) apply(cur *Object, s *Scale, name string, result **S
 		return nil, meta.NewBadRequest(err.Error())
 	}
 	next.SetFields(fields)
+	managed, err := fieldmanager.ScaleUpdate(cur.ManagedFields, sc.replicas, sc.gvr.GroupVersion().String(), manager, s.Spec.Replicas != old.Spec.Replicas)
+	if err != nil {
+		return nil, meta.NewInternalError(fmt.Errorf("managedFields of %s: %w", name, err))
+	}
+	next.ManagedFields = managed
 	*result = s
 	return next, nil
 }
