@@ -121,6 +121,10 @@ func TestCustomResourceDefinitionsWithKubectl(t *testing.T) {
 	if got := w.Kubectl("get", "widget", "w1", "-o", "jsonpath={.spec.replicas}"); got != "4" {
 		t.Errorf("spec.replicas after scale = %q", got)
 	}
+	// kubectl scale's write is kubectl's, on the scale subresource.
+	if got := w.Kubectl("get", "widget", "w1", "-o", `jsonpath={.metadata.managedFields[?(@.subresource=="scale")].manager}`); got != "kubectl" {
+		t.Errorf("the manager of the scale subresource's write = %q, want kubectl", got)
+	}
 	// Status only through /status.
 	w.Kubectl("patch", "widget", "w1", "--type=merge", "-p", `{"status":{"replicas":3}}`)
 	if got := w.Kubectl("get", "widget", "w1", "-o", "jsonpath={.status.replicas}"); got != "" {
