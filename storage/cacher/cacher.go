@@ -417,7 +417,7 @@ func (c *Cacher) evictLocked(now int64) {
 		if capacity > 0 {
 			return size > capacity
 		}
-		return size > maxDynamicCapacity || (size > minDynamicCapacity && now-e.At > fresh)
+		return size > maxDynamicCapacity || (size > minDynamicCapacity && now-e.At() > fresh)
 	}, 0)
 }
 

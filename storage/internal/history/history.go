@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -40,22 +41,55 @@ type version[V Value] struct {
 	val     V
 }
 
-// record is the history of one key, oldest first.
+// record is the history of one key. Its newest version is inline: most
+// keys have one version once the changes before their last have left the
+// window, and then a record is one allocation, without a slice of one.
 type record[V Value] struct {
-	key      string
-	versions []version[V]
+	key string
+	// older are the versions before last, oldest first; nil when there
+	// are none.
+	older []version[V]
+	// last is the newest version; its rev is 0 when the record has no
+	// versions left (revisions start at 1).
+	last version[V]
 }
 
 func recordKey[V Value](r *record[V]) string { return r.key }
 
+// empty reports whether the record has no versions left.
+func (r *record[V]) empty() bool { return r.last.rev == 0 }
+
+// versions returns how many versions the record holds.
+func (r *record[V]) versions() int {
+	if r.empty() {
+		return 0
+	}
+	return len(r.older) + 1
+}
+
+// version returns the i-th version, oldest first.
+func (r *record[V]) version(i int) *version[V] {
+	if i < len(r.older) {
+		return &r.older[i]
+	}
+	return &r.last
+}
+
+// add appends the key's newest version.
+func (r *record[V]) add(ver version[V]) {
+	if !r.empty() {
+		r.older = append(r.older, r.last)
+	}
+	r.last = ver
+}
+
 // latest returns the key's current value and its revision; ok is false
 // when it has none.
 func (r *record[V]) latest() (v V, rev int64, ok bool) {
-	if r == nil || len(r.versions) == 0 {
+	if r == nil || r.empty() {
 		return v, 0, false
 	}
-	last := &r.versions[len(r.versions)-1]
-	return last.val, last.rev, !last.deleted
+	return r.last.val, r.last.rev, !r.last.deleted
 }
 
 // at returns the value the key had at rev, and the revision it was written
@@ -71,61 +105,92 @@ func (r *record[V]) at(rev int64) (v V, vrev int64, ok bool) {
 // no value then. Lists call it per key: the latest version, the common
 // answer, is found without a search.
 func (r *record[V]) atVersion(rev int64) *version[V] {
-	n := len(r.versions)
-	i := n
-	if n == 0 || r.versions[n-1].rev > rev {
-		i = sort.Search(n, func(i int) bool { return r.versions[i].rev > rev })
+	if r.last.rev <= rev {
+		if r.empty() || r.last.deleted {
+			return nil
+		}
+		return &r.last
 	}
-	if i == 0 || r.versions[i-1].deleted {
+	i := sort.Search(len(r.older), func(i int) bool { return r.older[i].rev > rev })
+	if i == 0 || r.older[i-1].deleted {
 		return nil
 	}
-	return &r.versions[i-1]
+	return &r.older[i-1]
 }
 
 // compact drops the versions no read at or after rev can see; it reports
 // whether the key has no history left.
 func (r *record[V]) compact(rev int64) bool {
+	n := r.versions()
 	i := 0
-	for i+1 < len(r.versions) && r.versions[i+1].rev <= rev {
+	for i+1 < n && r.version(i+1).rev <= rev {
 		i++
 	}
-	if len(r.versions) > 0 && r.versions[i].rev <= rev && r.versions[i].deleted {
+	if n > 0 && r.version(i).rev <= rev && r.version(i).deleted {
 		i++
 	}
-	if i > 0 {
-		clear(r.versions[:i])
-		r.versions = r.versions[i:]
+	switch {
+	case i == 0:
+	case i == n:
+		clear(r.older)
+		r.older, r.last = nil, version[V]{}
+	default:
+		// Moved down rather than resliced, so that the slice's front
+		// is not lost to later appends; let go when it is empty or
+		// mostly spare, as most keys keep their last version only.
+		k := copy(r.older, r.older[i:])
+		clear(r.older[k:])
+		switch {
+		case k == 0:
+			r.older = nil
+		case cap(r.older) >= 4*k:
+			r.older = slices.Clone(r.older[:k])
+		default:
+			r.older = r.older[:k]
+		}
 	}
-	return len(r.versions) == 0
+	return r.empty()
 }
 
-// kind is the type of a change, a byte where the log keeps many.
+// kind is the type of a change, in the low bits of its stamp.
 type kind uint8
 
 const (
 	added kind = iota
 	modified
 	deleted
+
+	kindBits = 2
 )
 
-// Change is one write in the log. It shares its values with the records.
+// Change is one write in the log. It shares its values with the records,
+// and its key with its record.
 type Change[V Value] struct {
-	Key string
+	rec *record[V]
 	// Rev is the change's revision.
 	Rev int64
 	// Cur is the new value (a tombstone's for a delete); Prev the one
 	// before, the zero V for an add.
 	Cur, Prev V
-	// At is when the history took the change, in nanoseconds since it
-	// started (see Now), with Config.Timestamps: a window that keeps
-	// changes for a while reads it.
-	At   int64
-	kind kind
+	// stamp is when the history took the change (see At), shifted left
+	// by kindBits, with the change's kind below: a field of its own would
+	// cost 8 bytes a change after padding, for 2 bits.
+	stamp int64
 }
+
+// Key returns the key the change wrote.
+func (c *Change[V]) Key() string { return c.rec.key }
+
+// At returns when the history took the change, in nanoseconds since it
+// started (see Now), with Config.Timestamps (0 without): a window that
+// keeps changes for a while reads it.
+func (c *Change[V]) At() int64 { return c.stamp >> kindBits }
+
+func (c *Change[V]) kind() kind { return kind(c.stamp & (1<<kindBits - 1)) }
 
 // Type returns storage.Added, storage.Modified or storage.Deleted.
 func (c *Change[V]) Type() storage.EventType {
-	switch c.kind {
+	switch c.kind() {
 	case added:
 		return storage.Added
 	case modified:
@@ -136,8 +201,8 @@ func (c *Change[V]) Type() storage.EventType {
 
 // Event returns the change as watchers see it.
 func (c *Change[V]) Event() storage.Event {
-	ev := storage.Event{Type: c.Type(), Key: c.Key, Revision: c.Rev, Memo: c.Cur.Memo()}
-	switch c.kind {
+	ev := storage.Event{Type: c.Type(), Key: c.rec.key, Revision: c.Rev, Memo: c.Cur.Memo()}
+	switch c.kind() {
 	case deleted:
 		ev.Value = c.Prev.Data()
 	case modified:
@@ -310,10 +375,10 @@ func NewState[V Value]() *State[V] { return &State[V]{records: map[string]*recor
 // replaces it.
 func (s *State[V]) Add(key string, rev int64, v V) {
 	if r := s.records[key]; r != nil {
-		r.versions[0] = version[V]{rev: rev, val: v}
+		r.last = version[V]{rev: rev, val: v}
 		return
 	}
-	r := &record[V]{key: key, versions: []version[V]{{rev: rev, val: v}}}
+	r := &record[V]{key: key, last: version[V]{rev: rev, val: v}}
 	s.records[key] = r
 	s.keys = append(s.keys, r)
 }
@@ -402,19 +467,19 @@ func (h *History[V]) PutLocked(key string, rev int64, v V, del bool) (ok bool) {
 	prev, _, exists := rec.latest()
 	c := Change[V]{Rev: rev, Cur: v, Prev: prev}
 	if h.cfg.Timestamps {
-		c.At = h.Now()
+		c.stamp = h.Now() << kindBits
 	}
 	switch {
 	case del && !exists:
 		h.advanceLocked(rev)
 		return false
 	case del:
-		c.kind = deleted
+		c.stamp |= int64(deleted)
 		h.index.SetLive(key, false)
 	case exists:
-		c.kind = modified
+		c.stamp |= int64(modified)
 	default:
-		c.kind = added
+		c.stamp |= int64(added)
 		if rec != nil {
 			h.index.SetLive(key, true)
 		}
@@ -424,11 +489,11 @@ func (h *History[V]) PutLocked(key string, rev int64, v V, del bool) (ok bool) {
 		h.records[key] = rec
 		h.index.Insert(rec, true)
 	}
-	c.Key = rec.key
-	rec.versions = append(rec.versions, version[V]{rev: rev, deleted: del, val: v})
+	c.rec = rec
+	rec.add(version[V]{rev: rev, deleted: del, val: v})
 	h.log = append(h.log, c)
 	h.advanceLocked(rev)
-	h.groupsOf(c.Key, (*wakeGroup).wake)
+	h.groupsOf(rec.key, (*wakeGroup).wake)
 	if len(h.stalled) > 0 {
 		h.closeLaggingLocked(h.Now())
 	}
@@ -453,7 +518,7 @@ func (h *History[V]) EvictLocked(over func(c *Change[V], size int) bool, floor i
 	}
 	var gone []string
 	for i := range h.log[:n] {
-		key := h.log[i].Key
+		key := h.log[i].rec.key
 		if rec := h.records[key]; rec != nil && rec.compact(h.floor) {
 			delete(h.records, key)
 			gone = append(gone, key)
@@ -464,7 +529,7 @@ func (h *History[V]) EvictLocked(over func(c *Change[V], size int) bool, floor i
 	// One sweep of the index beats many deletes from it when a compaction
 	// drops many keys at once.
 	if len(gone) > 64 {
-		h.index.DeleteFunc(func(r *record[V]) bool { return len(r.versions) == 0 })
+		h.index.DeleteFunc((*record[V]).empty)
 	} else {
 		for _, key := range gone {
 			h.index.Delete(key)
@@ -574,7 +639,7 @@ func (h *History[V]) Stats() (changes, versions, keys int) {
 	h.RLock()
 	defer h.RUnlock()
 	for _, r := range h.records {
-		versions += len(r.versions)
+		versions += r.versions()
 	}
 	return len(h.log), versions, h.index.Len()
 }

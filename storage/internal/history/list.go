@@ -96,10 +96,10 @@ func (h *History[V]) countLocked(prefix, start string, rev int64) int64 {
 	if tail := h.log[since:]; h.watchFloor <= rev && int64(len(tail)) <= n {
 		for i := range tail {
 			c := &tail[i]
-			if c.kind == modified || c.Key < start || !strings.HasPrefix(c.Key, prefix) {
+			if c.kind() == modified || c.rec.key < start || !strings.HasPrefix(c.rec.key, prefix) {
 				continue
 			}
-			if c.kind == added {
+			if c.kind() == added {
 				n--
 			} else {
 				n++

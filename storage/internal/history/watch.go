@@ -336,7 +336,7 @@ func (w *Watcher[V]) run() {
 		whole := w.prefix == h.cfg.Root
 		for i := range w.batch {
 			c := &w.batch[i]
-			if c.Rev <= w.after || (!whole && !strings.HasPrefix(c.Key, w.prefix)) {
+			if c.Rev <= w.after || (!whole && !strings.HasPrefix(c.rec.key, w.prefix)) {
 				continue
 			}
 			w.pos = first + uint64(i)
@@ -425,7 +425,7 @@ func (w *Watcher[V]) emit(c *Change[V]) bool {
 		var ok bool
 		var err error
 		if ev, ok, err = w.filter(c, ev); err != nil {
-			w.send(storage.Event{Type: storage.ErrorEvent, Err: fmt.Errorf("watch of %q: filtering %q: %w", w.prefix, c.Key, err)})
+			w.send(storage.Event{Type: storage.ErrorEvent, Err: fmt.Errorf("watch of %q: filtering %q: %w", w.prefix, c.rec.key, err)})
 			return false
 		} else if !ok {
 			return true
@@ -438,7 +438,7 @@ func (w *Watcher[V]) emit(c *Change[V]) bool {
 // so that the attributes of neither are decoded again: an object that
 // starts matching is Added, one that stops matching is Deleted.
 func (w *Watcher[V]) filter(c *Change[V], ev storage.Event) (storage.Event, bool, error) {
-	switch c.kind {
+	switch c.kind() {
 	case added:
 		ok, err := w.pred.Matches(c.Cur.Data(), c.Cur.Memo())
 		return ev, ok, err
@@ -463,7 +463,7 @@ func (w *Watcher[V]) filter(c *Change[V], ev storage.Event) (storage.Event, bool
 	case prev:
 		// No memo: the previous value at this revision has none of its
 		// own, and a change out of a selector is rare.
-		return storage.Event{Type: storage.Deleted, Key: c.Key, Value: c.Prev.Data(), Revision: c.Rev}, true, nil
+		return storage.Event{Type: storage.Deleted, Key: c.rec.key, Value: c.Prev.Data(), Revision: c.Rev}, true, nil
 	}
 	return ev, false, nil
 }

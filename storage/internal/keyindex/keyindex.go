@@ -79,20 +79,23 @@ func (x *Index[R]) find(key string) (b, i int, ok bool) {
 // whether CountLive counts it.
 func (x *Index[R]) Insert(rec R, live bool) {
 	x.n++
-	if len(x.blocks) == 0 {
-		blk := block[R]{
-			recs: append(make([]R, 0, blockSize), rec),
-			live: append(make([]bool, 0, blockSize), live),
-		}
-		blk.nlive = countTrue(blk.live)
-		x.blocks = append(x.blocks, blk)
-		x.rebuild()
-		return
-	}
 	b, i := x.search(x.key(rec))
 	if b == len(x.blocks) {
-		// Past the last key: append to the last block.
+		// Past the last key: append to the last block, or start a new
+		// one when it is full. Keys that come in order (a list from
+		// etcd, names with a counter) fill their blocks so, where
+		// splitting would leave every block half empty.
 		b = len(x.blocks) - 1
+		if b < 0 || len(x.blocks[b].recs) == blockSize {
+			blk := block[R]{
+				recs: append(make([]R, 0, blockSize), rec),
+				live: append(make([]bool, 0, blockSize), live),
+			}
+			blk.nlive = countTrue(blk.live)
+			x.blocks = append(x.blocks, blk)
+			x.rebuild()
+			return
+		}
 		i = len(x.blocks[b].recs)
 	}
 	blk := &x.blocks[b]

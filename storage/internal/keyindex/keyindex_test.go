@@ -123,6 +123,22 @@ func TestIndex(t *testing.T) {
 	}
 }
 
+// TestInOrderFillsBlocks: keys inserted in order (a list from etcd, names
+// with a counter) fill their blocks, where splits would leave each half
+// empty and the index twice its size.
+func TestInOrderFillsBlocks(t *testing.T) {
+	x := newIndex()
+	for i := range 5000 {
+		x.Insert(&rec{key: fmt.Sprintf("/k/%05d", i)}, i%2 == 0)
+	}
+	if want := (5000 + blockSize - 1) / blockSize; len(x.blocks) != want {
+		t.Fatalf("%d blocks for 5,000 keys inserted in order, want %d", len(x.blocks), want)
+	}
+	if got := x.CountLive("/k/01000", "/k/"); got != 2000 {
+		t.Fatalf("CountLive from /k/01000 = %d, want 2000", got)
+	}
+}
+
 // BenchmarkInsertDelete inserts and deletes one random key in an index of
 // a fixed size: what the first write of a key and the end of its history
 // cost.
