@@ -189,8 +189,8 @@ func versionStrategy(crd *CustomResourceDefinition, v *CustomResourceDefinitionV
 	rules, _ := cel.CompileSchema(shape, nil)
 	c := &crStrategy{schema: shape, rules: rules}
 	c.status, _ = shape.Property("status")
-	if v.Subresources != nil {
-		c.scale = v.Subresources.Scale
+	if v.Subresources != nil && v.Subresources.Scale != nil {
+		c.scale = newScalePaths(v.Subresources.Scale)
 	}
 	return c, shape, nil
 }
@@ -206,9 +206,9 @@ type crStrategy struct {
 	// status is the schema of .status, which alone validates a write to
 	// /status; nil without one.
 	status *schema.Schema
-	// scale is the version's scale subresource, whose replicas paths are
-	// checked on every write; nil without one.
-	scale *CustomResourceSubresourceScale
+	// scale is the paths of the version's scale subresource, checked on
+	// every write; nil without one.
+	scale *scalePaths
 }
 
 var (
@@ -315,6 +315,29 @@ func blocksRules(e *meta.FieldError) bool {
 	return false
 }
 
+// scalePaths are a scale subresource's paths (.spec.replicas), each with
+// its fields split at the dots once, as apimachinery's unstructured
+// accessors read them.
+type scalePaths struct {
+	specReplicas, statusReplicas, labelSelector scalePath
+}
+
+type scalePath struct {
+	path   string
+	fields []string
+}
+
+func newScalePaths(s *CustomResourceSubresourceScale) *scalePaths {
+	split := func(p string) scalePath {
+		return scalePath{path: p, fields: strings.Split(strings.TrimPrefix(p, "."), ".")}
+	}
+	sp := &scalePaths{specReplicas: split(s.SpecReplicasPath), statusReplicas: split(s.StatusReplicasPath)}
+	if s.LabelSelectorPath != nil {
+		sp.labelSelector = split(*s.LabelSelectorPath)
+	}
+	return sp
+}
+
 // validateScaleSpec checks the spec replicas path of the scale
 // subresource as kube-apiserver does on every write of the object: a
 // value there must be a non-negative int32 (an integer JSON number).
@@ -322,7 +345,7 @@ func (c *crStrategy) validateScaleSpec(value map[string]any) meta.FieldErrors {
 	if c.scale == nil {
 		return nil
 	}
-	return checkReplicas(value, c.scale.SpecReplicasPath)
+	return checkReplicas(value, c.scale.specReplicas)
 }
 
 // validateScaleStatus checks the status replicas path (as
@@ -331,21 +354,21 @@ func (c *crStrategy) validateScaleStatus(value map[string]any) meta.FieldErrors 
 	if c.scale == nil {
 		return nil
 	}
-	errs := checkReplicas(value, c.scale.StatusReplicasPath)
-	if p := c.scale.LabelSelectorPath; p != nil {
-		if v, found, err := nestedField(value, *p); err != nil {
-			errs = append(errs, meta.Invalid(meta.NewPath(*p), "", err.Error()))
+	errs := checkReplicas(value, c.scale.statusReplicas)
+	if p := c.scale.labelSelector; p.fields != nil {
+		if v, found, err := nestedField(value, p.fields); err != nil {
+			errs = append(errs, meta.Invalid(meta.NewPath(p.path), "", err.Error()))
 		} else if _, ok := v.(string); found && !ok {
-			errs = append(errs, meta.Invalid(meta.NewPath(*p), "", accessorError(*p, v, "string")))
+			errs = append(errs, meta.Invalid(meta.NewPath(p.path), "", accessorError(p.fields, v, "string")))
 		}
 	}
 	return errs
 }
 
-func checkReplicas(value map[string]any, path string) meta.FieldErrors {
-	v, found, err := nestedField(value, path)
+func checkReplicas(value map[string]any, p scalePath) meta.FieldErrors {
+	v, found, err := nestedField(value, p.fields)
 	if err != nil {
-		return meta.FieldErrors{meta.Invalid(meta.NewPath(path), int64(0), err.Error())}
+		return meta.FieldErrors{meta.Invalid(meta.NewPath(p.path), int64(0), err.Error())}
 	}
 	if !found {
 		return nil
@@ -353,21 +376,20 @@ func checkReplicas(value map[string]any, path string) meta.FieldErrors {
 	n, ok := v.(int64)
 	switch {
 	case !ok:
-		return meta.FieldErrors{meta.Invalid(meta.NewPath(path), int64(0), accessorError(path, v, "int64"))}
+		return meta.FieldErrors{meta.Invalid(meta.NewPath(p.path), int64(0), accessorError(p.fields, v, "int64"))}
 	case n < 0:
-		return meta.FieldErrors{meta.Invalid(meta.NewPath(path), n, "should be a non-negative integer")}
+		return meta.FieldErrors{meta.Invalid(meta.NewPath(p.path), n, "should be a non-negative integer")}
 	case n > math.MaxInt32:
-		return meta.FieldErrors{meta.Invalid(meta.NewPath(path), n, fmt.Sprintf("should be less than or equal to %v", math.MaxInt32))}
+		return meta.FieldErrors{meta.Invalid(meta.NewPath(p.path), n, fmt.Sprintf("should be less than or equal to %v", math.MaxInt32))}
 	}
 	return nil
 }
 
-// nestedField finds the value at a scale path (.status.replicas), as
-// apimachinery's unstructured.NestedFieldNoCopy does: the path is split
-// at its dots, and a value on the way that is not an object is an error
-// with its accessor message.
-func nestedField(value map[string]any, path string) (any, bool, error) {
-	fields := strings.Split(strings.TrimPrefix(path, "."), ".")
+// nestedField finds the value at a scale path's fields, as
+// apimachinery's unstructured.NestedFieldNoCopy does: a value on the way
+// that is not an object is an error with its accessor message, naming the
+// path up to the field looked up in it.
+func nestedField(value map[string]any, fields []string) (any, bool, error) {
 	var v any = value
 	for i, f := range fields {
 		if v == nil {
@@ -375,7 +397,7 @@ func nestedField(value map[string]any, path string) (any, bool, error) {
 		}
 		m, ok := v.(map[string]any)
 		if !ok {
-			return nil, false, errors.New(accessorError("."+strings.Join(fields[:i+1], "."), v, "map[string]interface{}"))
+			return nil, false, errors.New(accessorError(fields[:i+1], v, "map[string]interface{}"))
 		}
 		if v, ok = m[f]; !ok {
 			return nil, false, nil
@@ -387,8 +409,8 @@ func nestedField(value map[string]any, path string) (any, bool, error) {
 // accessorError is apimachinery's message for a value of the wrong Go
 // type: the values are of the same Go types as kube-apiserver's (int64,
 // float64, string, bool, map[string]any, []any), so %T names them alike.
-func accessorError(path string, v any, want string) string {
-	return fmt.Sprintf("%v accessor error: %v is of the type %T, expected %s", path, v, v, want)
+func accessorError(fields []string, v any, want string) string {
+	return fmt.Sprintf(".%s accessor error: %v is of the type %T, expected %s", strings.Join(fields, "."), v, v, want)
 }
 
 // printerColumns turns a version's additionalPrinterColumns into Table
