@@ -38,8 +38,9 @@ const (
 
 // baseEnvOptions are kube-apiserver 1.37's base environment at its
 // default compatibility version (1.36): every library and language option
-// introduced up to then. Authorization selectors (fieldSelector and
-// labelSelector on a resource check) are left out.
+// introduced up to then, but for its programs' options (BaseEnv adds
+// them). Authorization selectors (fieldSelector and labelSelector on a
+// resource check) are left out.
 func baseEnvOptions() []cel.EnvOption {
 	return []cel.EnvOption{
 		cel.HomogeneousAggregateLiterals(),
@@ -50,9 +51,6 @@ func baseEnvOptions() []cel.EnvOption {
 		library.Lists(),
 		// cel-go 0.17.7 made has() cost 1; kube keeps it free.
 		cel.CostEstimatorOptions(checker.PresenceTestHasCost(false)),
-		// Every program of the environment is optimized and tracks cost
-		// within the per-call limit, as kube's base environment's are.
-		cel.Lib(programLib{}),
 		// 1.27
 		library.Authz(),
 		// 1.28
@@ -94,28 +92,44 @@ func programOptions(limit uint64) []cel.ProgramOption {
 	}
 }
 
+// untrackedProgramOptions are those of a program whose cost cannot reach
+// a limit (Expression.Untracked): optimized, checking for cancellation,
+// without cel-go's cost observer around every step.
+func untrackedProgramOptions() []cel.ProgramOption {
+	return []cel.ProgramOption{
+		cel.EvalOptions(cel.OptOptimize),
+		cel.InterruptCheckFrequency(CheckFrequency),
+	}
+}
+
 // programLib carries programOptions into every program of the base
-// environment.
+// environment: each is optimized and tracks cost within the per-call
+// limit, as kube's base environment's are.
 type programLib struct{}
 
 func (programLib) LibraryName() string                 { return "apikit.programs" }
 func (programLib) CompileOptions() []cel.EnvOption     { return nil }
 func (programLib) ProgramOptions() []cel.ProgramOption { return programOptions(PerCallLimit) }
 
-var (
-	baseOnce sync.Once
-	baseEnv  *cel.Env
-	baseErr  error
-)
-
 // BaseEnv returns Kubernetes' base CEL environment, with no variables.
 // It is built once; extend it, never change it.
-func BaseEnv() (*cel.Env, error) {
-	baseOnce.Do(func() {
-		baseEnv, baseErr = cel.NewEnv(baseEnvOptions()...)
-		if baseErr != nil {
-			baseErr = fmt.Errorf("cel: building the base environment: %w", baseErr)
-		}
-	})
-	return baseEnv, baseErr
-}
+func BaseEnv() (*cel.Env, error) { return baseEnv() }
+
+var baseEnv = sync.OnceValues(func() (*cel.Env, error) {
+	env, err := cel.NewEnv(append(baseEnvOptions(), cel.Lib(programLib{}))...)
+	if err != nil {
+		return nil, fmt.Errorf("cel: building the base environment: %w", err)
+	}
+	return env, nil
+})
+
+// untrackedBaseEnv is BaseEnv without its programs' options, which cannot
+// be taken back once an environment has them (cel-go ORs evaluation
+// options): the base of the programs Expression.Untracked builds.
+var untrackedBaseEnv = sync.OnceValues(func() (*cel.Env, error) {
+	env, err := cel.NewEnv(baseEnvOptions()...)
+	if err != nil {
+		return nil, fmt.Errorf("cel: building the untracked base environment: %w", err)
+	}
+	return env, nil
+})

@@ -48,7 +48,8 @@ func TestAllPassCost(t *testing.T) {
 				}
 				pol := newPolicy("p", vs...)
 				pol.Spec.Variables = []registration.Variable{{Name: "who", Expression: "request.userInfo.username"}}
-				c := compile(pol)
+				// Tracked: an untracked program reports no cost.
+				c := compileTracking(pol, true)
 				if c.err != nil || c.allPass == nil {
 					t.Fatalf("compiled: %v, conjunction %v", c.err, c.allPass)
 				}
@@ -77,17 +78,21 @@ func TestAllPassCost(t *testing.T) {
 	}
 }
 
-// TestAllPassSameDecisions: a plugin with the conjunction and one without
-// give every write the same answer: refusal and its message, warnings,
-// audit annotations, with validations passing, failing (with a message,
-// a messageExpression, a reason), in error, over the budget, with Deny,
-// Warn and Audit.
+// TestAllPassSameDecisions: a plugin with the conjunction and its
+// expressions untracked where they cannot reach the cost limits, and one
+// evaluating each validation with its cost tracked, as kube-apiserver
+// does, give every write the same answer: refusal and its message,
+// warnings, audit annotations, with validations passing, failing (with a
+// message, a messageExpression, a reason), in error, over the budget,
+// with Deny, Warn and Audit.
 func TestAllPassSameDecisions(t *testing.T) {
 	type outcome struct {
 		err         string
 		warnings    []string
 		annotations map[string]string
 	}
+	// untracked counts the fast runs whose policy was untracked.
+	untracked, runs := 0, 0
 	run := func(t *testing.T, pol *registration.ValidatingAdmissionPolicy, a *admission.Attributes, fast bool) outcome {
 		t.Helper()
 		p := newPlugin(t, []*registration.ValidatingAdmissionPolicy{pol}, []*registration.ValidatingAdmissionPolicyBinding{
@@ -100,7 +105,11 @@ func TestAllPassSameDecisions(t *testing.T) {
 		if fast && c.allPass == nil {
 			t.Fatalf("no conjunction for %v", pol.Spec.Validations)
 		}
+		if fast && c.untracked {
+			untracked++
+		}
 		if !fast {
+			*c = *compileTracking(pol, true)
 			c.allPass = nil
 		}
 		var o outcome
@@ -134,11 +143,17 @@ func TestAllPassSameDecisions(t *testing.T) {
 			for _, size := range []int{3, 12} {
 				a := func() *admission.Attributes { return attrs(size, map[string]string{"env": "prod"}) }
 				fast, slow := run(t, pol, a(), true), run(t, pol, a(), false)
+				runs++
 				if fast.err != slow.err || !slices.Equal(fast.warnings, slow.warnings) || fmt.Sprint(fast.annotations) != fmt.Sprint(slow.annotations) {
 					t.Errorf("size %d:\nwith the conjunction %+v\nwithout             %+v", size, fast, slow)
 				}
 			}
 		})
+	}
+	// Both kinds compared: untracked policies and tracked ones (those
+	// with a comprehension over the object's labels).
+	if untracked == 0 || untracked == runs {
+		t.Fatalf("%d of %d policies untracked: want some of each", untracked, runs)
 	}
 }
 

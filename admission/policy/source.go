@@ -37,12 +37,21 @@ type compiled struct {
 	allPass *cel.Expression
 	// auditAnnotations are by key.
 	auditAnnotations []policyset.NamedExpr
+	// untracked: no expression's cost is tracked, as together they
+	// cannot reach kube's limits (policyset.Untrack).
+	untracked bool
 	// err is a policy that does not compile (stored before a server that
 	// refuses it, or by another version): its failurePolicy decides.
 	err error
 }
 
-func compile(p *registration.ValidatingAdmissionPolicy) *compiled {
+// compile compiles a policy's generation; its expressions are untracked
+// when they cannot reach kube's cost limits (policyset.Untrack).
+func compile(p *registration.ValidatingAdmissionPolicy) *compiled { return compileTracking(p, false) }
+
+// compileTracking compiles p, its expressions' costs tracked whatever
+// their bounds when track is set.
+func compileTracking(p *registration.ValidatingAdmissionPolicy, track bool) *compiled {
 	c := &compiled{failOpen: p.Spec.FailurePolicy != nil && *p.Spec.FailurePolicy == registration.Ignore}
 	hasParams := p.Spec.ParamKind != nil
 	comp, exprs, err := policyset.CompileExpressions(hasParams, p.Spec.MatchConditions, p.Spec.Variables)
@@ -86,7 +95,24 @@ func compile(p *registration.ValidatingAdmissionPolicy) *compiled {
 		c.auditAnnotations = append(c.auditAnnotations, policyset.NamedExpr{Name: aa.Key, Expr: e})
 		c.Reads.Add(e)
 	}
+	if !track {
+		c.untracked = policyset.Untrack(c.exprRefs()...)
+	}
 	return c
+}
+
+// exprRefs are pointers to every expression c evaluates on a write, for
+// policyset.Untrack: all of them share one budget (evaluateParam).
+func (c *compiled) exprRefs() []**cel.Expression {
+	out := c.Expressions.ExprRefs()
+	for i := range c.validations {
+		out = append(out, &c.validations[i].expr, &c.validations[i].message)
+	}
+	out = append(out, &c.allPass)
+	for i := range c.auditAnnotations {
+		out = append(out, &c.auditAnnotations[i].Expr)
+	}
+	return out
 }
 
 // asksAuthorizer reports whether v's expression reads the authorizer.

@@ -175,3 +175,58 @@ func SetOptional(ctx context.Context, vars map[string]any, a *admission.Attribut
 			Subresource: a.Subresource, Namespace: a.Namespace, Name: a.Name})
 	}
 }
+
+// Untrack gives the expressions of one policy (each a pointer to one of
+// its fields; nil ones are skipped) their programs without cost tracking
+// (cel.Expression.Untracked) when tracking could refuse nothing: none can
+// cost more than cel.PerCallLimit in one evaluation and all of them
+// together no more than cel.RuntimeCELCostBudget, the budget of one
+// evaluation of the policy (cel.Expression.RuntimeCostBound). Tracking
+// then only costs: cel-go's observer around every step of every
+// evaluation. Otherwise every expression stays tracked, as a budget that
+// untracked expressions share would be charged less than kube-apiserver
+// charges it. It reports whether it untracked them.
+func Untrack(exprs ...**cel.Expression) bool {
+	var total uint64
+	for _, p := range exprs {
+		if *p == nil {
+			continue
+		}
+		b := (*p).RuntimeCostBound()
+		if b > cel.PerCallLimit {
+			return false
+		}
+		if total += b; total > cel.RuntimeCELCostBudget {
+			return false
+		}
+	}
+	untracked := make([]*cel.Expression, len(exprs))
+	for i, p := range exprs {
+		if *p == nil {
+			continue
+		}
+		u, err := (*p).Untracked()
+		if err != nil {
+			return false
+		}
+		untracked[i] = u
+	}
+	for i, p := range exprs {
+		if untracked[i] != nil {
+			*p = untracked[i]
+		}
+	}
+	return true
+}
+
+// ExprRefs are pointers to x's expressions, for Untrack.
+func (x *Expressions) ExprRefs() []**cel.Expression {
+	var out []**cel.Expression
+	for i := range x.MatchConditions {
+		out = append(out, &x.MatchConditions[i].Expr)
+	}
+	for i := range x.Variables {
+		out = append(out, &x.Variables[i].Expr)
+	}
+	return out
+}
