@@ -23,6 +23,35 @@ spec:
     message: "flunder names must start with ok-"
 `
 
+// costPolicyYAML is a policy whose one validation costs more than the
+// per-call limit, bound with Deny to flunders labelled case=vap-cost.
+const costPolicyYAML = `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: e2e-cost
+spec:
+  matchConstraints:
+    resourceRules:
+    - operations: ["CREATE"]
+      apiGroups: ["wardle.example.com"]
+      apiVersions: ["*"]
+      resources: ["flunders"]
+  validations:
+  - expression: "lists.range(500).all(i, lists.range(500).all(j, i + j >= 0))"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: e2e-cost
+spec:
+  policyName: e2e-cost
+  validationActions: [Deny]
+  matchResources:
+    objectSelector:
+      matchLabels:
+        case: vap-cost
+`
+
 // bindingYAML binds e2e-names with actions to flunders labelled case=<c>.
 func bindingYAML(name, actions, c string) string {
 	return fmt.Sprintf(`apiVersion: admissionregistration.k8s.io/v1
@@ -42,7 +71,8 @@ spec:
 // TestValidatingAdmissionPolicy drives a ValidatingAdmissionPolicy through
 // a real wardle with kubectl: a policy that does not compile is refused,
 // a Deny binding refuses a Flunder with the policy's message, a Warn
-// binding lets it through with a kubectl warning.
+// binding lets it through with a kubectl warning, a policy over the
+// per-call cost limit refuses with kube's message.
 func TestValidatingAdmissionPolicy(t *testing.T) {
 	w := StartWardle(t, "--storage-backend=memory")
 
@@ -95,6 +125,25 @@ func TestValidatingAdmissionPolicy(t *testing.T) {
 		}
 		if want := "Warning: Validation failed for ValidatingAdmissionPolicy 'e2e-names' with binding 'e2e-warn': flunder names must start with ok-"; !strings.Contains(errOut, want) {
 			t.Errorf("stderr %q, want %q", errOut, want)
+		}
+	})
+
+	// A policy whose evaluation can reach the per-call cost limit keeps
+	// its cost tracked (one that cannot, e2e-names, runs untracked) and is
+	// refused at the limit with kube-apiserver's message.
+	t.Run("cost limit", func(t *testing.T) {
+		w.KubectlStdin(costPolicyYAML, "apply", "-f", "-")
+		want := `ValidatingAdmissionPolicy 'e2e-cost' with binding 'e2e-cost' denied request: expression 'lists.range(500).all(i, lists.range(500).all(j, i + j >= 0))' resulted in error: operation cancelled: actual cost limit exceeded`
+		deadline := time.Now().Add(30 * time.Second)
+		for i := 0; ; i++ {
+			_, errOut, err := w.kubectlStdinRaw(fmt.Sprintf(caseFlunderYAML, fmt.Sprintf("ok-cost-%d", i), "vap-cost"), "create", "-f", "-")
+			if err != nil && strings.Contains(errOut, want) {
+				break
+			}
+			if err != nil || time.Now().After(deadline) {
+				t.Fatalf("create: %v\n%s", err, errOut)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	})
 }
