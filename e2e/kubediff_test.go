@@ -513,6 +513,14 @@ func kubeDiffSteps() []diffStep {
 		{name: "kubectl describe secret", kubectl: []string{"describe", "secret", "s2", "-n", "kd"}},
 		// kubectl describe prints a configmap's keys in map order: one key.
 		{name: "kubectl describe configmap", kubectl: []string{"describe", "cm", "c4", "-n", "kd"}},
+		// Immutable configmaps and secrets, a secret's type.
+		{name: "secret type change", method: "PATCH", path: ns + "/secrets/s2", contentType: "application/merge-patch+json", body: `{"type":"example.com/other"}`},
+		{name: "create immutable configmap", method: "POST", path: cms, body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"imm"},"immutable":true,"data":{"k":"v"}}`},
+		{name: "immutable configmap data change", method: "PATCH", path: cms + "/imm", contentType: "application/merge-patch+json", body: `{"data":{"k":"w"},"binaryData":{"b":"eA=="}}`},
+		{name: "immutable configmap made mutable", method: "PATCH", path: cms + "/imm", contentType: "application/merge-patch+json", body: `{"immutable":false}`},
+		{name: "immutable configmap labels change", method: "PATCH", path: cms + "/imm", contentType: "application/merge-patch+json", body: `{"metadata":{"labels":{"x":"y"}}}`},
+		{name: "create immutable secret", method: "POST", path: ns + "/secrets", body: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"imm"},"immutable":true,"stringData":{"k":"v"}}`},
+		{name: "immutable secret data change", method: "PUT", path: ns + "/secrets/imm", body: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"imm","namespace":"kd"},"immutable":true,"data":{"k":"dw=="}}`},
 
 		// Watch parameters.
 		{name: "watch bad resourceVersion", method: "GET", path: cms + "?watch=true&resourceVersion=abc",
@@ -637,8 +645,16 @@ func kubeDiffSteps() []diffStep {
 			"roles", "rolebindings", "clusterroles", "clusterrolebindings", "customresourcedefinitions", "apiservices", "leases",
 			"validatingadmissionpolicies", "validatingadmissionpolicybindings", "widgets", "tokenreviews", "selfsubjectaccessreviews",
 			"subjectaccessreviews", "localsubjectaccessreviews", "selfsubjectreviews", "flowschemas", "prioritylevelconfigurations")},
-		{name: "explain configmap", kubectl: []string{"explain", "configmap"},
-			bug: "apikit's OpenAPI descriptions of configmap fields stop after the first sentences (binaryData, data, immutable)"},
+		{name: "explain configmap", kubectl: []string{"explain", "configmap"}},
+		{name: "explain configmap.metadata", kubectl: []string{"explain", "configmap.metadata"}},
+		{name: "explain secret", kubectl: []string{"explain", "secret"}},
+		{name: "explain serviceaccount", kubectl: []string{"explain", "serviceaccount"}},
+		{name: "explain serviceaccount.secrets", kubectl: []string{"explain", "serviceaccount.secrets"}},
+		{name: "explain namespace.status", kubectl: []string{"explain", "namespace.status"}},
+		{name: "explain namespace.status.conditions", kubectl: []string{"explain", "namespace.status.conditions"}},
+		{name: "explain event", kubectl: []string{"explain", "event"}},
+		{name: "explain events.k8s.io event", kubectl: []string{"explain", "events", "--api-version=events.k8s.io/v1"}},
+		{name: "explain lease.spec", kubectl: []string{"explain", "lease.spec"}},
 		{name: "explain configmap.metadata.labels", kubectl: []string{"explain", "configmap.metadata.labels"}},
 		{name: "explain missing", kubectl: []string{"explain", "flunder"}},
 		{name: "get missing resource type", kubectl: []string{"get", "flunders"}},

@@ -16,6 +16,14 @@ type Documented interface {
 	SwaggerDoc() map[string]string
 }
 
+// ListDocumented is the Go type of a kind that documents the list kind
+// served with it (FooList, which the server builds, with no Go type of
+// its own): the "" key describes the list, "items" and "metadata" its
+// fields. kube-apiserver's lists each have their own words.
+type ListDocumented interface {
+	ListSwaggerDoc() map[string]string
+}
+
 // Typer is a Go type whose JSON form is a scalar although its Go form is a
 // struct (a timestamp, a quantity): Kubernetes' OpenAPISchemaType and
 // OpenAPISchemaFormat convention.

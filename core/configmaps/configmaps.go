@@ -23,14 +23,28 @@ type ConfigMap struct {
 	meta.TypeMeta   `json:",inline"`
 	meta.ObjectMeta `json:"metadata,omitempty" protobuf:"1"`
 
-	Immutable  *bool             `json:"immutable,omitempty" description:"Immutable, if set to true, ensures that data stored in the ConfigMap cannot be updated (only object metadata can be modified)." protobuf:"4"`
-	Data       map[string]string `json:"data,omitempty" description:"Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'." protobuf:"2"`
-	BinaryData map[string][]byte `json:"binaryData,omitempty" description:"BinaryData contains the binary data. Each key must consist of alphanumeric characters, '-', '_' or '.'." protobuf:"3"`
+	Immutable  *bool             `json:"immutable,omitempty" protobuf:"4"`
+	Data       map[string]string `json:"data,omitempty" protobuf:"2"`
+	BinaryData map[string][]byte `json:"binaryData,omitempty" protobuf:"3"`
 }
 
-// SwaggerDoc describes ConfigMap in OpenAPI.
+// SwaggerDoc describes ConfigMap in OpenAPI, in kube-apiserver's words.
 func (ConfigMap) SwaggerDoc() map[string]string {
-	return map[string]string{"": "ConfigMap holds configuration data for pods to consume."}
+	return map[string]string{
+		"":           "ConfigMap holds configuration data for pods to consume.",
+		"binaryData": "BinaryData contains the binary data. Each key must consist of alphanumeric characters, '-', '_' or '.'. BinaryData can contain byte sequences that are not in the UTF-8 range. The keys stored in BinaryData must not overlap with the ones in the Data field, this is enforced during validation process. Using this field will require 1.10+ apiserver and kubelet. Note: BinaryData keys are not currently propagated to container env vars via ConfigMapKeyRef or ConfigMapRef env sources; only Data keys are used.",
+		"data":       "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'. Values with non-UTF-8 byte sequences must use the BinaryData field. The keys stored in Data must not overlap with the keys in the BinaryData field, this is enforced during validation process.",
+		"immutable":  "Immutable, if set to true, ensures that data stored in the ConfigMap cannot be updated (only object metadata can be modified). If not set to true, the field can be modified at any time. Defaulted to nil.",
+	}
+}
+
+// ListSwaggerDoc describes ConfigMapList in OpenAPI, in kube-apiserver's words.
+func (ConfigMap) ListSwaggerDoc() map[string]string {
+	return map[string]string{
+		"":         "ConfigMapList is a resource containing a list of ConfigMap objects.",
+		"items":    "Items is the list of ConfigMaps.",
+		"metadata": "More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+	}
 }
 
 // New returns the configmaps store on the storage f gives it.

@@ -26,37 +26,80 @@ type Event struct {
 	meta.TypeMeta   `json:",inline"`
 	meta.ObjectMeta `json:"metadata" protobuf:"1"`
 
-	InvolvedObject      ObjectReference  `json:"involvedObject" description:"The object that this event is about." protobuf:"2"`
-	Reason              string           `json:"reason,omitempty" description:"This should be a short, machine understandable string that gives the reason for the transition into the object's current status." protobuf:"3"`
-	Message             string           `json:"message,omitempty" description:"A human-readable description of the status of this operation." protobuf:"4"`
-	Source              EventSource      `json:"source,omitempty" description:"The component reporting this event." protobuf:"5"`
-	FirstTimestamp      meta.Time        `json:"firstTimestamp,omitempty" description:"The time at which the event was first recorded." protobuf:"6"`
-	LastTimestamp       meta.Time        `json:"lastTimestamp,omitempty" description:"The time at which the most recent occurrence of this event was recorded." protobuf:"7"`
-	Count               int32            `json:"count,omitempty" description:"The number of times this event has occurred." protobuf:"8"`
-	Type                string           `json:"type,omitempty" description:"Type of this event (Normal, Warning), new types could be added in the future" protobuf:"9"`
-	EventTime           meta.MicroTime   `json:"eventTime,omitempty" description:"Time when this Event was first observed." protobuf:"10"`
-	Series              *EventSeries     `json:"series,omitempty" description:"Data about the Event series this event represents or nil if it's a singleton Event." protobuf:"11"`
-	Action              string           `json:"action,omitempty" description:"What action was taken/failed regarding to the Regarding object." protobuf:"12"`
-	Related             *ObjectReference `json:"related,omitempty" description:"Optional secondary object for more complex actions." protobuf:"13"`
-	ReportingController string           `json:"reportingComponent" description:"Name of the controller that emitted this Event, e.g. kubernetes.io/kubelet." protobuf:"14"`
-	ReportingInstance   string           `json:"reportingInstance" description:"ID of the controller instance, e.g. kubelet-xyzf." protobuf:"15"`
+	InvolvedObject      ObjectReference  `json:"involvedObject" protobuf:"2"`
+	Reason              string           `json:"reason,omitempty" protobuf:"3"`
+	Message             string           `json:"message,omitempty" protobuf:"4"`
+	Source              EventSource      `json:"source,omitempty" protobuf:"5"`
+	FirstTimestamp      meta.Time        `json:"firstTimestamp,omitempty" protobuf:"6"`
+	LastTimestamp       meta.Time        `json:"lastTimestamp,omitempty" protobuf:"7"`
+	Count               int32            `json:"count,omitempty" protobuf:"8"`
+	Type                string           `json:"type,omitempty" protobuf:"9"`
+	EventTime           meta.MicroTime   `json:"eventTime,omitempty" protobuf:"10"`
+	Series              *EventSeries     `json:"series,omitempty" protobuf:"11"`
+	Action              string           `json:"action,omitempty" protobuf:"12"`
+	Related             *ObjectReference `json:"related,omitempty" protobuf:"13"`
+	ReportingController string           `json:"reportingComponent" optional:"true" protobuf:"14"`
+	ReportingInstance   string           `json:"reportingInstance" optional:"true" protobuf:"15"`
 }
 
-// SwaggerDoc describes Event in OpenAPI.
+// SwaggerDoc describes Event in OpenAPI, in kube-apiserver's words.
 func (Event) SwaggerDoc() map[string]string {
-	return map[string]string{"": "Event is a report of an event somewhere in the cluster."}
+	return map[string]string{
+		"":                   "Event is a report of an event somewhere in the cluster.  Events have a limited retention time and triggers and messages may evolve with time.  Event consumers should not rely on the timing of an event with a given Reason reflecting a consistent underlying trigger, or the continued existence of events with that Reason.  Events should be treated as informative, best-effort, supplemental data.",
+		"action":             "What action was taken/failed regarding to the Regarding object.",
+		"count":              "The number of times this event has occurred.",
+		"eventTime":          "Time when this Event was first observed.",
+		"firstTimestamp":     "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)",
+		"involvedObject":     "The object that this event is about.",
+		"lastTimestamp":      "The time at which the most recent occurrence of this event was recorded.",
+		"message":            "A human-readable description of the status of this operation.",
+		"reason":             "This should be a short, machine understandable string that gives the reason for the transition into the object's current status.",
+		"related":            "Optional secondary object for more complex actions.",
+		"reportingComponent": "Name of the controller that emitted this Event, e.g. `kubernetes.io/kubelet`.",
+		"reportingInstance":  "ID of the controller instance, e.g. `kubelet-xyzf`.",
+		"series":             "Data about the Event series this event represents or nil if it's a singleton Event.",
+		"source":             "The component reporting this event. Should be a short machine understandable string.",
+		"type":               "Type of this event (Normal, Warning), new types could be added in the future",
+	}
+}
+
+// ListSwaggerDoc describes EventList in OpenAPI, in kube-apiserver's words.
+func (Event) ListSwaggerDoc() map[string]string {
+	return map[string]string{
+		"":         "EventList is a list of events.",
+		"items":    "List of events",
+		"metadata": "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+	}
 }
 
 // EventSource names the component that reported an event.
 type EventSource struct {
-	Component string `json:"component,omitempty" description:"Component from which the event is generated." protobuf:"1"`
-	Host      string `json:"host,omitempty" description:"Node name on which the event is generated." protobuf:"2"`
+	Component string `json:"component,omitempty" protobuf:"1"`
+	Host      string `json:"host,omitempty" protobuf:"2"`
+}
+
+// SwaggerDoc describes EventSource in OpenAPI, in kube-apiserver's words.
+func (EventSource) SwaggerDoc() map[string]string {
+	return map[string]string{
+		"":          "EventSource contains information for an event.",
+		"component": "Component from which the event is generated.",
+		"host":      "Node name on which the event is generated.",
+	}
 }
 
 // EventSeries is a series of occurrences of one event.
 type EventSeries struct {
-	Count            int32          `json:"count,omitempty" description:"Number of occurrences in this series up to the last heartbeat time" protobuf:"1"`
-	LastObservedTime meta.MicroTime `json:"lastObservedTime,omitempty" description:"Time of the last occurrence observed" protobuf:"2"`
+	Count            int32          `json:"count,omitempty" protobuf:"1"`
+	LastObservedTime meta.MicroTime `json:"lastObservedTime,omitempty" protobuf:"2"`
+}
+
+// SwaggerDoc describes EventSeries in OpenAPI, in kube-apiserver's words.
+func (EventSeries) SwaggerDoc() map[string]string {
+	return map[string]string{
+		"":                 "EventSeries contain information on series of events, i.e. thing that was/is happening continuously for some time.",
+		"count":            "Number of occurrences in this series up to the last heartbeat time",
+		"lastObservedTime": "Time of the last occurrence observed",
+	}
 }
 
 // Stores are the two stores over events' storage: the core group's and

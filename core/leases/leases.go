@@ -20,23 +20,50 @@ type Lease struct {
 	meta.TypeMeta   `json:",inline"`
 	meta.ObjectMeta `json:"metadata,omitempty" protobuf:"1"`
 
-	Spec LeaseSpec `json:"spec,omitempty" description:"spec contains the specification of the Lease." protobuf:"2"`
+	Spec LeaseSpec `json:"spec,omitempty" protobuf:"2"`
 }
 
-// SwaggerDoc describes Lease in OpenAPI.
+// SwaggerDoc describes Lease in OpenAPI, in kube-apiserver's words.
 func (Lease) SwaggerDoc() map[string]string {
-	return map[string]string{"": "Lease defines a lease concept."}
+	return map[string]string{
+		"":         "Lease defines a lease concept.",
+		"metadata": "metadata is the standard object metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+		"spec":     "spec contains the specification of the Lease. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status",
+	}
+}
+
+// ListSwaggerDoc describes LeaseList in OpenAPI, in kube-apiserver's words.
+func (Lease) ListSwaggerDoc() map[string]string {
+	return map[string]string{
+		"":         "LeaseList is a list of Lease objects.",
+		"items":    "items is a list of schema objects.",
+		"metadata": "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+	}
 }
 
 // LeaseSpec is who holds the lease and until when.
 type LeaseSpec struct {
-	HolderIdentity       *string         `json:"holderIdentity,omitempty" description:"holderIdentity contains the identity of the holder of a current lease." protobuf:"1"`
-	LeaseDurationSeconds *int32          `json:"leaseDurationSeconds,omitempty" description:"leaseDurationSeconds is a duration that candidates for a lease need to wait to force acquire it." protobuf:"2"`
-	AcquireTime          *meta.MicroTime `json:"acquireTime,omitempty" description:"acquireTime is a time when the current lease was acquired." protobuf:"3"`
-	RenewTime            *meta.MicroTime `json:"renewTime,omitempty" description:"renewTime is a time when the current holder of a lease has last updated the lease." protobuf:"4"`
-	LeaseTransitions     *int32          `json:"leaseTransitions,omitempty" description:"leaseTransitions is the number of transitions of a lease between holders." protobuf:"5"`
-	Strategy             *string         `json:"strategy,omitempty" description:"Strategy indicates the strategy for picking the leader for coordinated leader election." protobuf:"6"`
-	PreferredHolder      *string         `json:"preferredHolder,omitempty" description:"PreferredHolder signals to a lease holder that the lease has a more optimal holder and should be given up." protobuf:"7"`
+	HolderIdentity       *string         `json:"holderIdentity,omitempty" protobuf:"1"`
+	LeaseDurationSeconds *int32          `json:"leaseDurationSeconds,omitempty" protobuf:"2"`
+	AcquireTime          *meta.MicroTime `json:"acquireTime,omitempty" protobuf:"3"`
+	RenewTime            *meta.MicroTime `json:"renewTime,omitempty" protobuf:"4"`
+	LeaseTransitions     *int32          `json:"leaseTransitions,omitempty" protobuf:"5"`
+	Strategy             *string         `json:"strategy,omitempty" protobuf:"6"`
+	PreferredHolder      *string         `json:"preferredHolder,omitempty" protobuf:"7"`
+}
+
+// SwaggerDoc describes LeaseSpec in OpenAPI, in kube-apiserver's words.
+func (LeaseSpec) SwaggerDoc() map[string]string {
+	return map[string]string{
+		"":                     "LeaseSpec is a specification of a Lease.",
+		"acquireTime":          "acquireTime is a time when the current lease was acquired.",
+		"holderIdentity":       "holderIdentity contains the identity of the holder of a current lease. If Coordinated Leader Election is used, the holder identity must be equal to the elected LeaseCandidate.metadata.name field.",
+		"leaseDurationSeconds": "leaseDurationSeconds is a duration that candidates for a lease need to wait to force acquire it. This is measured against the time of last observed renewTime.",
+		"leaseTransitions":     "leaseTransitions is the number of transitions of a lease between holders.",
+		"preferredHolder":      "preferredHolder signals to a lease holder that the lease has a more optimal holder and should be given up. This field can only be set if Strategy is also set.",
+		"renewTime":            "renewTime is a time when the current holder of a lease has last updated the lease.",
+		"strategy":             "strategy indicates the strategy for picking the leader for coordinated leader election. If the field is not specified, there is no active coordination for this lease. (Alpha) Using this field requires the CoordinatedLeaderElection feature gate to be enabled.",
+	}
 }
 
 // New returns the leases store on the storage f gives it.

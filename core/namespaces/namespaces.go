@@ -42,34 +42,76 @@ type Namespace struct {
 	meta.TypeMeta   `json:",inline"`
 	meta.ObjectMeta `json:"metadata,omitempty" protobuf:"1"`
 
-	Spec   NamespaceSpec   `json:"spec,omitempty" description:"Spec defines the behavior of the Namespace." protobuf:"2"`
-	Status NamespaceStatus `json:"status,omitempty" description:"Status describes the current status of a Namespace." protobuf:"3"`
+	Spec   NamespaceSpec   `json:"spec,omitempty" protobuf:"2"`
+	Status NamespaceStatus `json:"status,omitempty" protobuf:"3"`
 }
 
-// SwaggerDoc describes Namespace in OpenAPI.
+// SwaggerDoc describes Namespace in OpenAPI, in kube-apiserver's words.
 func (Namespace) SwaggerDoc() map[string]string {
-	return map[string]string{"": "Namespace provides a scope for Names. Use of multiple namespaces is optional."}
+	return map[string]string{
+		"":       "Namespace provides a scope for Names. Use of multiple namespaces is optional.",
+		"spec":   "Spec defines the behavior of the Namespace. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status",
+		"status": "Status describes the current status of a Namespace. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#spec-and-status",
+	}
+}
+
+// ListSwaggerDoc describes NamespaceList in OpenAPI, in kube-apiserver's words.
+func (Namespace) ListSwaggerDoc() map[string]string {
+	return map[string]string{
+		"":         "NamespaceList is a list of Namespaces.",
+		"items":    "Items is the list of Namespace objects in the list. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/namespaces/",
+		"metadata": "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+	}
 }
 
 // NamespaceSpec holds the finalizers of a namespace.
 type NamespaceSpec struct {
-	Finalizers []string `json:"finalizers,omitempty" listType:"atomic" description:"Finalizers is an opaque list of values that must be empty to permanently remove object from storage." protobuf:"1"`
+	Finalizers []string `json:"finalizers,omitempty" listType:"atomic" protobuf:"1"`
+}
+
+// SwaggerDoc describes NamespaceSpec in OpenAPI, in kube-apiserver's words.
+func (NamespaceSpec) SwaggerDoc() map[string]string {
+	return map[string]string{
+		"":           "NamespaceSpec describes the attributes on a Namespace.",
+		"finalizers": "Finalizers is an opaque list of values that must be empty to permanently remove object from storage. More info: https://kubernetes.io/docs/tasks/administer-cluster/namespaces/",
+	}
 }
 
 // NamespaceStatus is the phase and conditions of a namespace.
 type NamespaceStatus struct {
-	Phase      string               `json:"phase,omitempty" description:"Phase is the current lifecycle phase of the namespace." enum:"Active|Terminating" protobuf:"1"`
-	Conditions []NamespaceCondition `json:"conditions,omitempty" listType:"map" listMapKeys:"type" description:"Represents the latest available observations of a namespace's current state." protobuf:"2"`
+	Phase      string               `json:"phase,omitempty" enum:"Active|Terminating" protobuf:"1"`
+	Conditions []NamespaceCondition `json:"conditions,omitempty" listType:"map" listMapKeys:"type" patchStrategy:"merge" patchMergeKey:"type" protobuf:"2"`
+}
+
+// SwaggerDoc describes NamespaceStatus in OpenAPI, in kube-apiserver's words.
+func (NamespaceStatus) SwaggerDoc() map[string]string {
+	return map[string]string{
+		"":           "NamespaceStatus is information about the current status of a Namespace.",
+		"conditions": "Represents the latest available observations of a namespace's current state.",
+		"phase":      "Phase is the current lifecycle phase of the namespace. More info: https://kubernetes.io/docs/tasks/administer-cluster/namespaces/\n\nPossible enum values:\n - `\"Active\"` means the namespace is available for use in the system\n - `\"Terminating\"` means the namespace is undergoing graceful termination",
+	}
 }
 
 // NamespaceCondition is one observation of a namespace's state (the
 // namespace controller's NamespaceDeletionDiscoveryFailure and kin).
 type NamespaceCondition struct {
-	Type               string     `json:"type" description:"Type of namespace controller condition." protobuf:"1"`
-	Status             string     `json:"status" description:"Status of the condition, one of True, False, Unknown." protobuf:"2"`
-	LastTransitionTime *meta.Time `json:"lastTransitionTime,omitempty" description:"Last time the condition transitioned from one status to another." protobuf:"4"`
-	Reason             string     `json:"reason,omitempty" description:"Unique, one-word, CamelCase reason for the condition's last transition." protobuf:"5"`
-	Message            string     `json:"message,omitempty" description:"Human-readable message indicating details about last transition." protobuf:"6"`
+	Type               string     `json:"type" protobuf:"1"`
+	Status             string     `json:"status" protobuf:"2"`
+	LastTransitionTime *meta.Time `json:"lastTransitionTime,omitempty" protobuf:"4"`
+	Reason             string     `json:"reason,omitempty" protobuf:"5"`
+	Message            string     `json:"message,omitempty" protobuf:"6"`
+}
+
+// SwaggerDoc describes NamespaceCondition in OpenAPI, in kube-apiserver's words.
+func (NamespaceCondition) SwaggerDoc() map[string]string {
+	return map[string]string{
+		"":                   "NamespaceCondition contains details about state of namespace.",
+		"lastTransitionTime": "Last time the condition transitioned from one status to another.",
+		"message":            "Human-readable message indicating details about last transition.",
+		"reason":             "Unique, one-word, CamelCase reason for the condition's last transition.",
+		"status":             "Status of the condition, one of True, False, Unknown.",
+		"type":               "Type of namespace controller condition.",
+	}
 }
 
 // New returns the namespaces store on the storage f gives it.

@@ -42,15 +42,30 @@ type Secret struct {
 	meta.TypeMeta   `json:",inline"`
 	meta.ObjectMeta `json:"metadata,omitempty" protobuf:"1"`
 
-	Immutable  *bool             `json:"immutable,omitempty" description:"Immutable, if set to true, ensures that data stored in the Secret cannot be updated (only object metadata can be modified)." protobuf:"5"`
-	Data       map[string][]byte `json:"data,omitempty" description:"Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The serialized form of the secret data is a base64 encoded string." protobuf:"2"`
-	StringData map[string]string `json:"stringData,omitempty" description:"stringData allows specifying non-binary secret data in string form. It is provided as a write-only input field for convenience. All keys and values are merged into the data field on write, overwriting any existing values. The stringData field is never output when reading from the API." protobuf:"4"`
-	Type       string            `json:"type,omitempty" description:"Used to facilitate programmatic handling of secret data." protobuf:"3"`
+	Immutable  *bool             `json:"immutable,omitempty" protobuf:"5"`
+	Data       map[string][]byte `json:"data,omitempty" protobuf:"2"`
+	StringData map[string]string `json:"stringData,omitempty" protobuf:"4"`
+	Type       string            `json:"type,omitempty" protobuf:"3"`
 }
 
-// SwaggerDoc describes Secret in OpenAPI.
+// SwaggerDoc describes Secret in OpenAPI, in kube-apiserver's words.
 func (Secret) SwaggerDoc() map[string]string {
-	return map[string]string{"": "Secret holds secret data of a certain type. The total bytes of the values in the Data field must be less than MaxSecretSize bytes."}
+	return map[string]string{
+		"":           "Secret holds secret data of a certain type. The total bytes of the values in the Data field must be less than MaxSecretSize bytes.",
+		"data":       "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The serialized form of the secret data is a base64 encoded string, representing the arbitrary (possibly non-string) data value here. Described in https://tools.ietf.org/html/rfc4648#section-4",
+		"immutable":  "Immutable, if set to true, ensures that data stored in the Secret cannot be updated (only object metadata can be modified). If not set to true, the field can be modified at any time. Defaulted to nil.",
+		"stringData": "stringData allows specifying non-binary secret data in string form. It is provided as a write-only input field for convenience. All keys and values are merged into the data field on write, overwriting any existing values. The stringData field is never output when reading from the API.",
+		"type":       "Used to facilitate programmatic handling of secret data. More info: https://kubernetes.io/docs/concepts/configuration/secret/#secret-types",
+	}
+}
+
+// ListSwaggerDoc describes SecretList in OpenAPI, in kube-apiserver's words.
+func (Secret) ListSwaggerDoc() map[string]string {
+	return map[string]string{
+		"":         "SecretList is a list of Secret.",
+		"items":    "Items is a list of secret objects. More info: https://kubernetes.io/docs/concepts/configuration/secret",
+		"metadata": "Standard list metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+	}
 }
 
 // New returns the secrets store on the storage f gives it.

@@ -398,9 +398,27 @@ func (b *builder) addListDefinition(gvk meta.GroupVersionKind) (string, error) {
 	def.Description = gvk.Kind + "List is a list of " + gvk.Kind
 	def.Required = []string{"items"}
 	def.Properties = spec.SchemaProperties{"apiVersion": *apiVersion, "items": *items, "kind": *kind, "metadata": *md}
+	if d, ok := reflect.Zero(deref(t)).Interface().(schema.ListDocumented); ok {
+		listDocs(&def, d.ListSwaggerDoc())
+	}
 	def.AddExtension(extGVK, []gvkExt{toExt(gvk.GroupVersion().WithKind(gvk.Kind + "List"))})
 	b.sw.Definitions[name] = def
 	return name, nil
+}
+
+// listDocs puts a kind's own words for its list into def, the list's
+// definition, over the template's.
+func listDocs(def *spec.Schema, docs map[string]string) {
+	if d, ok := docs[""]; ok {
+		def.Description = d
+	}
+	for _, field := range []string{"items", "metadata"} {
+		if d, ok := docs[field]; ok {
+			p := def.Properties[field]
+			p.Description = d
+			def.Properties[field] = p
+		}
+	}
 }
 
 func (b *builder) addPatchDefinition() {
