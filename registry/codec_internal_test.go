@@ -8,9 +8,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unique"
 
 	"github.com/apikit-dev/apikit/examples/wardle/apis/v1beta1"
 	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/storage"
 	"github.com/apikit-dev/apikit/storage/memory"
 )
 
@@ -231,7 +233,7 @@ func TestConvertedItemKeepsJSONOnly(t *testing.T) {
 	if _, ok := memo.Load(st.decodedKey()); ok {
 		t.Error("the memo keeps the decoded object of a value only encoded")
 	}
-	if _, ok := memo.Load(servedMemoKey{"wardle.example.com/v9", "1"}); ok {
+	if _, ok := memo.Load(unique.Make(servedMemoKey{"wardle.example.com/v9", "1"})); ok {
 		t.Error("the memo keeps the converted object of a value only encoded")
 	}
 	if again, _ := get(first).JSON(); &again[0] != &b[0] {
@@ -261,7 +263,7 @@ func TestConvertedItemKeepsJSONOnly(t *testing.T) {
 	if want := strings.Replace(want, "b-1", "b-2", 1); string(b2) != want {
 		t.Errorf("JSON of the second conversion:\n%s\nwant\n%s", b2, want)
 	}
-	if _, ok := memo.Load(servedMemoKey{"wardle.example.com/v9", "2"}); !ok {
+	if _, ok := memo.Load(unique.Make(servedMemoKey{"wardle.example.com/v9", "2"})); !ok {
 		t.Error("the second conversion's JSON did not convert the memo's decoded object through the memo")
 	}
 	if conversions != 3 {
@@ -328,6 +330,57 @@ func TestConvertedItemSharesStoredBytes(t *testing.T) {
 
 // memoryFlunderStore is a store of Flunders over a memory backend the test
 // writes values into directly, as another writer of the prefix would.
+// TestJSONMemoAllocations: a stored value's JSON in the storage version,
+// made into the value's memo, is the bytes an encoding of the decoded
+// value gives, and costs two allocations: the resourceVersion's bytes, and
+// the memo's entry with the parts in it. The memo's key and the parts
+// each took an allocation of their own (the parts one more cache miss per
+// item of a LIST).
+func TestJSONMemoAllocations(t *testing.T) {
+	ctx := context.Background()
+	st, _ := memoryFlunderStore(t)
+	res := Serve(st)
+	f := &v1beta1.Flunder{ObjectMeta: meta.ObjectMeta{Name: "a", Labels: map[string]string{"l": "v"}},
+		Spec: v1beta1.FlunderSpec{FlunderReference: "b"}}
+	if _, err := res.Create(ctx, "ns", f, WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	it, err := res.Get(ctx, "ns", "a", meta.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := it.Object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := EncodeJSON(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := res.(*served[*v1beta1.Flunder, *v1beta1.Flunder])
+	memos, next := make([]storage.Memo, 101), 0
+	var got *servedJSON
+	allocs := testing.AllocsPerRun(100, func() {
+		kv := storage.KeyValue{Key: it.kv.Key, Value: it.kv.Value, Revision: it.kv.Revision, Memo: &memos[next]}
+		next++
+		if got, err = src.json(&kv); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if got.parts[2] == nil {
+		t.Error("the JSON was encoded, not made from the stored bytes")
+	}
+	if b := got.parts.Bytes(); !bytes.Equal(b, want) {
+		t.Errorf("JSON from the memo:\n%s\nwant\n%s", b, want)
+	}
+	if again, _ := src.json(&storage.KeyValue{Value: it.kv.Value, Revision: it.kv.Revision, Memo: &memos[next-1]}); again != got {
+		t.Error("the JSON was made again, not read from the memo")
+	}
+	if allocs > 2 {
+		t.Errorf("a value's JSON into its memo: %v allocations, want 2", allocs)
+	}
+}
+
 func memoryFlunderStore(t *testing.T) (*Store[*v1beta1.Flunder], *memory.Store) {
 	t.Helper()
 	backend := memory.New()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unique"
 
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/storage"
@@ -62,8 +63,9 @@ type itemSource interface {
 	// decode returns the value's object in the served and in the storage
 	// version, shared through the value's memo: read-only.
 	decode(kv *storage.KeyValue) (served, stored meta.Object, err error)
-	// json returns the value's JSON in the served version, memoized.
-	json(kv *storage.KeyValue) (servedJSON, error)
+	// json returns the value's JSON in the served version, memoized:
+	// read-only.
+	json(kv *storage.KeyValue) (*servedJSON, error)
 }
 
 // servedJSON is what a value's memo keeps of its JSON in a served version:
@@ -118,7 +120,10 @@ func (it Item) JSON() ([]byte, error) {
 func (it Item) JSONPartsTyped() (p JSONParts, typeLen int, err error) {
 	if it.src != nil {
 		j, err := it.src.json(it.kv)
-		return j.parts, j.typeLen, err
+		if err != nil {
+			return JSONParts{}, 0, err
+		}
+		return j.parts, j.typeLen, nil
 	}
 	p, err = it.JSONParts()
 	return p, 0, err
@@ -130,7 +135,10 @@ func (it Item) JSONPartsTyped() (p JSONParts, typeLen int, err error) {
 func (it Item) JSONParts() (JSONParts, error) {
 	if it.src != nil {
 		j, err := it.src.json(it.kv)
-		return j.parts, err
+		if err != nil {
+			return JSONParts{}, err
+		}
+		return j.parts, nil
 	}
 	b, err := EncodeJSON(it.object)
 	if err != nil {
@@ -235,7 +243,7 @@ type Conversion[S, V meta.Object] struct {
 // Serve serves a store in its storage version.
 func Serve[S meta.Object](st *Store[S]) Resource {
 	return &served[S, S]{st: st, version: st.opts.StorageVersion,
-		apiVersion: st.storageAPIVersion, key: jsonMemoKey{apiVersion: st.storageAPIVersion},
+		apiVersion: st.storageAPIVersion, key: unique.Make(jsonMemoKey{apiVersion: st.storageAPIVersion}),
 		typeFields: typeFields(st.opts.Kind, st.storageAPIVersion)}
 }
 
@@ -250,7 +258,8 @@ func ServeVersion[S, V meta.Object](st *Store[S], version string, c Conversion[S
 	}
 	apiVersion := meta.GroupVersion{Group: st.opts.Resource.Group, Version: version}.String()
 	return &served[S, V]{st: st, version: version, conv: &c, vti: ti,
-		apiVersion: apiVersion, key: jsonMemoKey{apiVersion, c.Epoch},
+		apiVersion: apiVersion, key: unique.Make(jsonMemoKey{apiVersion, c.Epoch}),
+		servedKey:  unique.Make(servedMemoKey{apiVersion, c.Epoch}),
 		typeFields: typeFields(st.opts.Kind, apiVersion)}, nil
 }
 
@@ -260,7 +269,10 @@ type served[S, V meta.Object] struct {
 	apiVersion string
 	conv       *Conversion[S, V] // nil: V is S
 	vti        *typeInfo
-	key        jsonMemoKey
+	// key and servedKey are the memo keys of the version's JSON and of
+	// its converted object (see codec.go).
+	key       unique.Handle[jsonMemoKey]
+	servedKey unique.Handle[servedMemoKey]
 	// typeFields is how the version's JSON of an object begins:
 	// `{"kind":..,"apiVersion":..,`.
 	typeFields []byte
@@ -332,7 +344,7 @@ func (r *served[S, V]) toServed(obj S, memo *storage.Memo) (meta.Object, error) 
 	if r.conv == nil {
 		return obj, nil
 	}
-	if v, ok := memo.Load(servedMemoKey{r.apiVersion, r.key.epoch}); ok {
+	if v, ok := memo.Load(r.servedKey); ok {
 		return v.(meta.Object), nil
 	}
 	v, err := r.conv.FromStorage(obj)
@@ -341,7 +353,7 @@ func (r *served[S, V]) toServed(obj S, memo *storage.Memo) (meta.Object, error) 
 	}
 	tm := v.GetTypeMeta()
 	tm.APIVersion, tm.Kind = r.apiVersion, r.st.opts.Kind
-	return memo.LoadOrStore(servedMemoKey{r.apiVersion, r.key.epoch}, meta.Object(v)).(meta.Object), nil
+	return memo.LoadOrStore(r.servedKey, meta.Object(v)).(meta.Object), nil
 }
 
 // eager returns the item of an object the store just wrote or computed.
@@ -372,9 +384,9 @@ func (r *served[S, V]) decode(kv *storage.KeyValue) (meta.Object, meta.Object, e
 	return v, stored, err
 }
 
-func (r *served[S, V]) json(kv *storage.KeyValue) (servedJSON, error) {
+func (r *served[S, V]) json(kv *storage.KeyValue) (*servedJSON, error) {
 	if j, ok := kv.Memo.Load(r.key); ok {
-		return j.(servedJSON), nil
+		return j.(*servedJSON), nil
 	}
 	var p JSONParts
 	if r.conv == nil {
@@ -389,11 +401,11 @@ func (r *served[S, V]) json(kv *storage.KeyValue) (servedJSON, error) {
 	if p[0] == nil {
 		obj, err := r.encodable(kv)
 		if err != nil {
-			return servedJSON{}, err
+			return nil, err
 		}
 		b, err := EncodeJSON(obj)
 		if err != nil {
-			return servedJSON{}, fmt.Errorf("encoding %s: %w", r.st.opts.Kind, err)
+			return nil, fmt.Errorf("encoding %s: %w", r.st.opts.Kind, err)
 		}
 		// An object the conversion left as stored, served in the
 		// storage version (a custom resource its schema's defaults do
@@ -410,7 +422,8 @@ func (r *served[S, V]) json(kv *storage.KeyValue) (servedJSON, error) {
 	if bytes.HasPrefix(p[0], r.typeFields) {
 		j.typeLen = len(r.typeFields)
 	}
-	return kv.Memo.LoadOrStore(r.key, j).(servedJSON), nil
+	// Stored in its entry's allocation: a LIST reads it for every item.
+	return storage.MemoLoadOrStore(kv.Memo, r.key, j), nil
 }
 
 // encodable returns the value's object in the served version for json to

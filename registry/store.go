@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unique"
 
 	"github.com/google/uuid"
 
@@ -97,6 +98,8 @@ type Store[T meta.Object] struct {
 	opts              Options[T]
 	ti                *typeInfo
 	storageAPIVersion string
+	// decodedMemoKey is the memo key of the store's decoded objects.
+	decodedMemoKey unique.Handle[decodedMemoKey]
 	// storedPrefix starts every value encodeForStorage writes (storedJSON).
 	storedPrefix []byte
 	gk           meta.GroupKind
@@ -145,6 +148,7 @@ func NewStore[T meta.Object](opts Options[T]) (*Store[T], error) {
 		opts:              opts,
 		ti:                ti,
 		storageAPIVersion: apiVersion,
+		decodedMemoKey:    unique.Make(decodedMemoKey{apiVersion, ti}),
 		storedPrefix:      storedPrefix(opts.Kind, apiVersion),
 		gk:                meta.GroupKind{Group: opts.Resource.Group, Kind: opts.Kind},
 		fieldLabels:       fieldLabels(ti, opts.Fields),

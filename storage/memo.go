@@ -63,7 +63,37 @@ func (m *Memo) LoadOrStore(key, v any) any {
 	if m == nil {
 		return v
 	}
-	var mine *memoEntry
+	return m.loadOrStore(key, v, nil)
+}
+
+// MemoLoadOrStore returns the value m keeps under key, a *V, storing a copy
+// of v there first when there is none; on a nil Memo it returns a copy of
+// v. Load returns the same *V. The copy shares one allocation with the
+// memo's entry for it: a value larger than a word stored with LoadOrStore
+// is boxed in an allocation of its own, which a lookup reaches through the
+// entry, one more cache miss per item of a LIST that reads every item's
+// JSON from its memo (and 16 to 32 bytes of the memory each cached value
+// keeps).
+func MemoLoadOrStore[V any](m *Memo, key any, v V) *V {
+	if m == nil {
+		p := new(V) // not &v, which would move v to the heap on every call
+		*p = v
+		return p
+	}
+	in := &memoInline[V]{value: v}
+	in.entry = memoEntry{key: key, value: &in.value}
+	return m.loadOrStore(key, &in.value, &in.entry).(*V)
+}
+
+// memoInline is an entry and its value in one allocation (MemoLoadOrStore).
+type memoInline[V any] struct {
+	entry memoEntry
+	value V
+}
+
+// loadOrStore is LoadOrStore with the entry to store for key and v made by
+// the caller (mine, nil: made here when a slot is free).
+func (m *Memo) loadOrStore(key, v any, mine *memoEntry) any {
 	for i := range m.slots {
 		e := m.slots[i].Load()
 		if e == nil {

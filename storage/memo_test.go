@@ -103,3 +103,56 @@ func TestMemoSize(t *testing.T) {
 }
 
 var sink *Memo
+
+// TestMemoLoadOrStoreInline: a value stored with MemoLoadOrStore is the
+// one every later lookup returns, in the entry's allocation, whether it
+// went to a slot or beyond them, and a nil Memo hands back a copy.
+func TestMemoLoadOrStoreInline(t *testing.T) {
+	type parts struct{ a, b, c []byte }
+	for _, tc := range []struct {
+		name   string
+		before int // entries stored first, filling slots
+	}{
+		{"first slot", 0},
+		{"last slot", memoSlots - 1},
+		{"beyond the slots", memoSlots + 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := NewMemo()
+			for i := range tc.before {
+				m.LoadOrStore(memoKey{fmt.Sprint("other", i)}, i)
+			}
+			key := memoKey{"v1"}
+			p := MemoLoadOrStore(m, key, parts{a: []byte("x")})
+			if again := MemoLoadOrStore(m, key, parts{a: []byte("y")}); again != p {
+				t.Errorf("a second store returned %p, want the first value %p", again, p)
+			}
+			v, ok := m.Load(key)
+			if !ok || v.(*parts) != p {
+				t.Fatalf("Load = %v, %v; want %p", v, ok, p)
+			}
+			if string(p.a) != "x" {
+				t.Errorf("stored %q, want %q", p.a, "x")
+			}
+			for i := range tc.before {
+				if v, ok := m.Load(memoKey{fmt.Sprint("other", i)}); !ok || v != i {
+					t.Errorf("entry %d: %v, %v", i, v, ok)
+				}
+			}
+		})
+	}
+	if p := MemoLoadOrStore[int](nil, memoKey{"v1"}, 7); p == nil || *p != 7 {
+		t.Errorf("nil Memo: got %v, want a pointer to 7", p)
+	}
+	// One allocation for the entry and its value: LoadOrStore boxes a
+	// value larger than a word in an allocation of its own.
+	var key any = memoKey{"v1"}
+	memos, next := make([]Memo, 101), 0
+	allocs := testing.AllocsPerRun(100, func() {
+		MemoLoadOrStore(&memos[next], key, parts{})
+		next++
+	})
+	if allocs != 1 {
+		t.Errorf("MemoLoadOrStore into an empty memo: %v allocations, want 1", allocs)
+	}
+}

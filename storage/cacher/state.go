@@ -13,16 +13,20 @@ type value struct {
 	// attributes. A new value gets a new memo; a tombstone's is for the
 	// last value as of the delete, what its Deleted event reports.
 	memo *storage.Memo
+	// own is memo when the event brings none (the backend's never do):
+	// in the value's allocation, a LIST that has just read the value
+	// finds its memo beside it rather than in an allocation of its own,
+	// one cache miss fewer per item, for the same 96 bytes.
+	own storage.Memo
 }
 
 // newValue returns the value an event of the backend carries, with the
 // event's memo when it has one.
 func newValue(ev storage.Event, deleted bool) *value {
-	memo := ev.Memo
-	if memo == nil {
-		memo = storage.NewMemo()
+	v := &value{memo: ev.Memo}
+	if v.memo == nil {
+		v.memo = &v.own
 	}
-	v := &value{memo: memo}
 	if !deleted {
 		v.data = ev.Value
 	}
