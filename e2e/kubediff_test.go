@@ -617,6 +617,9 @@ func kubeDiffSteps() []diffStep {
 		{name: "CR missing", kubectl: []string{"get", "widget", "nope", "-n", "kd"}},
 		{name: "CRD invalid", method: "POST", path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
 			body: `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"bad.example.com"},"spec":{"group":"example.com","scope":"Namespaced","names":{"plural":"things","kind":"Thing"},"versions":[]}}`},
+		// /status of a CRD checks its accepted names, not its stored
+		// versions (a storage migration writes them).
+		{name: "CRD status storedVersions", kubectl: []string{"patch", "crd", "widgets.example.com", "--subresource=status", "--type=merge", "-p", `{"status":{"storedVersions":["v1","v0"]}}`}},
 
 		// ValidatingAdmissionPolicy with a binding.
 		{name: "create policy", kubectl: []string{"apply", "-f", "-"}, stdin: kdPolicyYAML},

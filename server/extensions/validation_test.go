@@ -173,3 +173,32 @@ func TestCompareVersions(t *testing.T) {
 		t.Errorf("order %s, want %s", got, want)
 	}
 }
+
+// A write to a CRD's /status checks its accepted names and nothing of
+// status.storedVersions, as kube-apiserver's status strategy.
+func TestValidateCustomResourceDefinitionStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(*CustomResourceDefinition)
+		want   []string
+	}{
+		{"no stored version", func(c *CustomResourceDefinition) { c.Status.StoredVersions = []string{} }, nil},
+		{"a stored version not served", func(c *CustomResourceDefinition) { c.Status.StoredVersions = []string{"v0"} }, nil},
+		{"bad accepted plural", func(c *CustomResourceDefinition) {
+			c.Status.StoredVersions = []string{"v1"}
+			c.Status.AcceptedNames = CustomResourceDefinitionNames{Plural: "Widgets", Kind: "Widget"}
+		}, []string{`status.acceptedNames.plural: Invalid value: "Widgets": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			crd := validCRD()
+			tc.change(crd)
+			var got []string
+			for _, e := range ValidateCustomResourceDefinitionStatus(crd) {
+				got = append(got, e.Error())
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("errors\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
+}
