@@ -262,13 +262,15 @@ func (c *crStrategy) validate(ctx context.Context, o, old *Object) meta.FieldErr
 	errs := structural.ValidateValues(c.schema, value, nil)
 	errs = append(errs, c.validateScaleSpec(value)...)
 	errs = append(errs, c.validateScaleStatus(value)...)
+	errs = append(errs, structural.ValidateEmbeddedResource(c.schema, value)...)
 	return c.validateRest(ctx, errs, value, old)
 }
 
 // ValidateStatusUpdate checks an object whose status changed: its status
 // against the status schema alone (kube-apiserver's status strategy, whose
-// messages name the path from .status), then the whole object's embedded
-// resources, list types and CEL rules.
+// messages name the path from .status), then the whole object's list
+// types and CEL rules; its embedded resources are not checked, as
+// kube-apiserver's status strategy does not check them.
 func (c *crStrategy) ValidateStatusUpdate(ctx context.Context, o, old *Object) meta.FieldErrors {
 	value := o.Fields()
 	var errs meta.FieldErrors
@@ -279,16 +281,20 @@ func (c *crStrategy) ValidateStatusUpdate(ctx context.Context, o, old *Object) m
 	return c.validateRest(ctx, errs, value, old)
 }
 
-// validateRest ends a validation that found errs so far: the embedded
-// resources and list types of the whole object, then its CEL rules. The
-// rules run unless an error says a value has the wrong shape (a wrong
-// type, a missing field, an unsupported value, too long or too many), as
-// kube-apiserver's hasBlockingErr decides: the rules read typed values.
-// Then one error says that some rules were not checked; otherwise the
-// rules' failures join the schema's, so a client sees them all at once.
+// validateRest ends a validation that found errs so far: the list types
+// of the whole object, then its CEL rules. An update reports duplicates in
+// set and map lists only if the old object had none, as kube-apiserver
+// ratchets them. The rules run unless an error says a value has the wrong
+// shape (a wrong type, a missing field, an unsupported value, too long or
+// too many), as kube-apiserver's hasBlockingErr decides: the rules read
+// typed values. Then one error says that some rules were not checked;
+// otherwise the rules' failures join the schema's, so a client sees them
+// all at once.
 func (c *crStrategy) validateRest(ctx context.Context, errs meta.FieldErrors, value map[string]any, old *Object) meta.FieldErrors {
-	errs = append(errs, structural.ValidateEmbeddedResource(c.schema, value)...)
-	errs = append(errs, structural.ValidateListTypes(c.schema, value)...)
+	if lerrs := structural.ValidateListTypes(c.schema, value); len(lerrs) > 0 &&
+		(old == nil || len(structural.ValidateListTypes(c.schema, old.Fields())) == 0) {
+		errs = append(errs, lerrs...)
+	}
 	if c.rules == nil {
 		return errs
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"slices"
 	"testing"
+
+	"github.com/apikit-dev/apikit/meta"
 )
 
 // widgetVersion is the version e2e's Widget CRD serves: a CEL rule on
@@ -16,8 +18,10 @@ func widgetVersion(t testing.TB) *crStrategy {
   "versions":[{"name":"v1","served":true,"storage":true,
     "schema":{"openAPIV3Schema":{"type":"object","properties":{
       "spec":{"type":"object","x-kubernetes-validations":[{"rule":"self.color != 'black'","message":"black is not a color"}],
-        "properties":{"color":{"type":"string","default":"blue"},"replicas":{"type":"integer","minimum":0,"maximum":10}}},
-      "status":{"type":"object","properties":{"replicas":{"type":"integer"},"selector":{"type":"string"}}}}}},
+        "properties":{"color":{"type":"string","default":"blue"},"replicas":{"type":"integer","minimum":0,"maximum":10},
+          "tags":{"type":"array","x-kubernetes-list-type":"set","items":{"type":"string"}}}},
+      "status":{"type":"object","properties":{"replicas":{"type":"integer"},"selector":{"type":"string"},
+        "last":{"type":"object","x-kubernetes-embedded-resource":true,"x-kubernetes-preserve-unknown-fields":true}}}}}},
     "subresources":{"status":{},"scale":{"specReplicasPath":".spec.replicas","statusReplicasPath":".status.replicas","labelSelectorPath":".status.selector"}}}]}}`), crd); err != nil {
 		t.Fatal(err)
 	}
@@ -48,8 +52,10 @@ func TestCustomResourceStrategyValidate(t *testing.T) {
 	c := widgetVersion(t)
 	for _, tc := range []struct {
 		name string
-		// old is set for a write to /status.
+		// old is set for an update; status says it is a write to
+		// /status.
 		obj, old string
+		status   bool
 		want     []string
 	}{
 		{name: "valid", obj: `{"spec":{"color":"blue","replicas":2}}`},
@@ -85,7 +91,7 @@ func TestCustomResourceStrategyValidate(t *testing.T) {
 			`.status.selector: Invalid value: "": .status.selector accessor error: 3 is of the type int64, expected string`,
 			notChecked,
 		}},
-		{name: "status of the wrong type", old: `{"spec":{"color":"blue","replicas":2}}`,
+		{name: "status of the wrong type", status: true, old: `{"spec":{"color":"blue","replicas":2}}`,
 			obj: `{"spec":{"color":"blue","replicas":2},"status":{"replicas":"x"}}`, want: []string{
 				`status.replicas: Invalid value: "string": replicas in body must be of type integer: "string"`,
 				`.status.replicas: Invalid value: 0: .status.replicas accessor error: x is of the type string, expected int64`,
@@ -93,20 +99,42 @@ func TestCustomResourceStrategyValidate(t *testing.T) {
 			}},
 		// A write to /status validates the status by its schema, not
 		// the spec.
-		{name: "status leaves the spec unchecked", old: `{"spec":{"color":"blue","replicas":11}}`,
+		{name: "status leaves the spec unchecked", status: true, old: `{"spec":{"color":"blue","replicas":11}}`,
 			obj: `{"spec":{"color":"blue","replicas":11},"status":{"replicas":3}}`},
+		// Embedded resources are checked on writes of the object, not
+		// of its status.
+		{name: "embedded resource", obj: `{"spec":{"color":"blue"},"status":{"last":{"apiVersion":"v1"}}}`, want: []string{
+			`status.last.kind: Required value`,
+			notChecked,
+		}},
+		{name: "status with an embedded resource", status: true, old: `{"spec":{"color":"blue"}}`,
+			obj: `{"spec":{"color":"blue"},"status":{"last":{"apiVersion":"v1"}}}`},
+		// Duplicates in a set are reported unless the old object had
+		// them (kube-apiserver ratchets list types).
+		{name: "duplicate in a set", obj: `{"spec":{"color":"blue","tags":["a","a"]}}`, want: []string{
+			`spec.tags[1]: Duplicate value: "a"`,
+		}},
+		{name: "duplicate added", old: `{"spec":{"color":"blue","tags":["a"]}}`, obj: `{"spec":{"color":"blue","tags":["a","a"]}}`, want: []string{
+			`spec.tags[1]: Duplicate value: "a"`,
+		}},
+		{name: "duplicate kept", old: `{"spec":{"color":"blue","tags":["b","b"]}}`, obj: `{"spec":{"color":"blue","tags":["b","b","a"]}}`},
+		{name: "duplicate kept through status", status: true, old: `{"spec":{"color":"blue","tags":["b","b"]}}`,
+			obj: `{"spec":{"color":"blue","tags":["b","b"]},"status":{"replicas":1}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := decodeObject(t, tc.obj)
 			var errs []string
-			if tc.old == "" {
-				for _, e := range c.Validate(t.Context(), o) {
-					errs = append(errs, e.Error())
-				}
-			} else {
-				for _, e := range c.ValidateStatusUpdate(t.Context(), o, decodeObject(t, tc.old)) {
-					errs = append(errs, e.Error())
-				}
+			var got []*meta.FieldError
+			switch {
+			case tc.old == "":
+				got = c.Validate(t.Context(), o)
+			case tc.status:
+				got = c.ValidateStatusUpdate(t.Context(), o, decodeObject(t, tc.old))
+			default:
+				got = c.ValidateUpdate(t.Context(), o, decodeObject(t, tc.old))
+			}
+			for _, e := range got {
+				errs = append(errs, e.Error())
 			}
 			if !slices.Equal(errs, tc.want) {
 				t.Errorf("errors:\n%q\nwant:\n%q", errs, tc.want)
