@@ -62,8 +62,11 @@ func New(f storage.Factory) (*registry.Store[*ConfigMap], error) {
 		ShortNames:      []string{"cm"},
 		NamespaceScoped: true,
 		StorageVersion:  "v1",
-		Strategy:        strategy{},
-		Storage:         st,
+		// kube-apiserver takes a PUT without a resourceVersion as
+		// unconditional for this kind.
+		AllowUnconditionalUpdate: true,
+		Strategy:                 strategy{},
+		Storage:                  st,
 		Columns: []registry.Column[*ConfigMap]{
 			{Name: "Data", Type: "integer", Description: "Number of data keys.", Value: func(c *ConfigMap) any { return int64(len(c.Data) + len(c.BinaryData)) }},
 		},

@@ -124,8 +124,11 @@ func New(f storage.Factory) (*Stores, error) {
 		ShortNames:      []string{"ev"},
 		NamespaceScoped: true,
 		StorageVersion:  "v1",
-		Strategy:        strategy{},
-		Storage:         st,
+		// kube-apiserver takes a PUT without a resourceVersion as
+		// unconditional for this kind.
+		AllowUnconditionalUpdate: true,
+		Strategy:                 strategy{},
+		Storage:                  st,
 		// kube's events table: kubectl get events.
 		NoNameColumn: true,
 		NoAgeColumn:  true,

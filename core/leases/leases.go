@@ -80,8 +80,11 @@ func New(f storage.Factory) (*registry.Store[*Lease], error) {
 		DeleteStatus:    true,
 		NamespaceScoped: true,
 		StorageVersion:  "v1",
-		Strategy:        strategy{},
-		Storage:         st,
+		// As kube-apiserver: a PUT may create a lease, and must name the
+		// resourceVersion it updates.
+		AllowCreateOnUpdate: true,
+		Strategy:            strategy{},
+		Storage:             st,
 		Columns: []registry.Column[*Lease]{
 			{Name: "Holder", Type: "string", Description: "holderIdentity contains the identity of the holder of a current lease.", Value: func(l *Lease) any {
 				if l.Spec.HolderIdentity == nil {

@@ -122,15 +122,18 @@ func New(f storage.Factory) (*registry.Store[*Namespace], error) {
 		return nil, fmt.Errorf("namespaces: %w", err)
 	}
 	return registry.NewStore(registry.Options[*Namespace]{
-		Resource:          resource,
-		Kind:              "Namespace",
-		NoGeneration:      true,
-		ShortNames:        []string{"ns"},
-		StorageVersion:    "v1",
-		Strategy:          strategy{},
-		Storage:           st,
-		StatusSubresource: true,
-		NameValidator:     registry.ValidateDNSLabelName,
+		Resource:       resource,
+		Kind:           "Namespace",
+		NoGeneration:   true,
+		ShortNames:     []string{"ns"},
+		StorageVersion: "v1",
+		// kube-apiserver takes a PUT without a resourceVersion as
+		// unconditional for namespaces.
+		AllowUnconditionalUpdate: true,
+		Strategy:                 strategy{},
+		Storage:                  st,
+		StatusSubresource:        true,
+		NameValidator:            registry.ValidateDNSLabelName,
 		Columns: []registry.Column[*Namespace]{
 			{Name: "Status", Type: "string", Description: "The status of the namespace", Value: func(n *Namespace) any { return n.Status.Phase }},
 		},

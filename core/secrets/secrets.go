@@ -82,8 +82,11 @@ func New(f storage.Factory) (*registry.Store[*Secret], error) {
 		DeleteStatus:    true,
 		NamespaceScoped: true,
 		StorageVersion:  "v1",
-		Strategy:        strategy{},
-		Storage:         st,
+		// kube-apiserver takes a PUT without a resourceVersion as
+		// unconditional for this kind.
+		AllowUnconditionalUpdate: true,
+		Strategy:                 strategy{},
+		Storage:                  st,
 		Columns: []registry.Column[*Secret]{
 			{Name: "Type", Type: "string", Description: "Used to facilitate programmatic handling of secret data.", Value: func(s *Secret) any { return s.Type }},
 			{Name: "Data", Type: "integer", Description: "Number of data keys.", Value: func(s *Secret) any { return int64(len(s.Data)) }},

@@ -97,8 +97,11 @@ func New(f storage.Factory) (*registry.Store[*ServiceAccount], error) {
 		ShortNames:      []string{"sa"},
 		NamespaceScoped: true,
 		StorageVersion:  "v1",
-		Strategy:        registry.DefaultStrategy[*ServiceAccount]{},
-		Storage:         st,
+		// kube-apiserver takes a PUT without a resourceVersion as
+		// unconditional for this kind.
+		AllowUnconditionalUpdate: true,
+		Strategy:                 registry.DefaultStrategy[*ServiceAccount]{},
+		Storage:                  st,
 		Columns: []registry.Column[*ServiceAccount]{
 			{Name: "Secrets", Type: "string", Description: "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.",
 				Value: func(s *ServiceAccount) any { return int64(len(s.Secrets)) }},
