@@ -67,7 +67,9 @@ func TestUnconditionalUpdates(t *testing.T) {
 		{"configmap", func() (bool, error) {
 			return put(ctx, api.ConfigMaps, "ns", &configmaps.ConfigMap{ObjectMeta: withLabel(om("c"))})
 		}},
-		{"secret", func() (bool, error) { return put(ctx, api.Secrets, "ns", &secrets.Secret{ObjectMeta: withLabel(om("s"))}) }},
+		{"secret", func() (bool, error) {
+			return put(ctx, api.Secrets, "ns", &secrets.Secret{ObjectMeta: withLabel(om("s"))})
+		}},
 		{"serviceaccount", func() (bool, error) {
 			return put(ctx, api.ServiceAccounts, "ns", &serviceaccounts.ServiceAccount{ObjectMeta: withLabel(om("sa"))})
 		}},
