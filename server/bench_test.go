@@ -9,6 +9,7 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/apikit-dev/apikit/internal/proccpu"
 	"github.com/apikit-dev/apikit/server"
 )
 
@@ -68,7 +69,7 @@ func benchGet(b *testing.B, h http.Handler) {
 	r := httptest.NewRequest("GET", "/apis/example.com/v1/namespaces/ns/widgets/w1", nil)
 	r.Header.Set("Accept", "application/json")
 	b.ReportAllocs()
-	start := processCPU()
+	start := proccpu.Used()
 	for b.Loop() {
 		w := &discardWriter{header: http.Header{}}
 		h.ServeHTTP(w, r)
@@ -76,7 +77,7 @@ func benchGet(b *testing.B, h http.Handler) {
 			b.Fatal(w.code)
 		}
 	}
-	if cpu := processCPU() - start; cpu > 0 {
+	if cpu := proccpu.Used() - start; cpu > 0 {
 		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/apikit-dev/apikit/examples/wardle/apis/v1beta1"
 	"github.com/apikit-dev/apikit/internal/etcdtest"
+	"github.com/apikit-dev/apikit/internal/proccpu"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/server/endpoints"
@@ -213,11 +214,11 @@ func serve(b *testing.B, h http.Handler, path string) int {
 // (etcd's is not counted: it runs apart), the figure the load benchmark
 // compares servers by.
 func loop(b *testing.B, op func()) {
-	start := processCPU()
+	start := proccpu.Used()
 	for b.Loop() {
 		op()
 	}
-	if cpu := processCPU() - start; cpu > 0 {
+	if cpu := proccpu.Used() - start; cpu > 0 {
 		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }
@@ -283,7 +284,7 @@ func BenchmarkGetFlunder(b *testing.B) {
 			b.Run("parallel", func(b *testing.B) {
 				b.ReportAllocs()
 				b.SetParallelism(8) // 16 clients on 2 cores, as the load benchmark's workers
-				start := processCPU()
+				start := proccpu.Used()
 				b.RunParallel(func(pb *testing.PB) {
 					i := 0
 					for pb.Next() {
@@ -291,7 +292,7 @@ func BenchmarkGetFlunder(b *testing.B) {
 						i++
 					}
 				})
-				if cpu := processCPU() - start; cpu > 0 {
+				if cpu := proccpu.Used() - start; cpu > 0 {
 					b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 				}
 			})

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/apikit-dev/apikit/certs"
+	"github.com/apikit-dev/apikit/internal/proccpu"
 	iwebhook "github.com/apikit-dev/apikit/internal/webhook"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/server"
@@ -699,14 +700,14 @@ func BenchmarkConvertedList(b *testing.B) {
 	for _, bc := range []struct{ name, plural string }{{"None", "gadgets"}, {"Webhook", "widgets"}} {
 		b.Run(bc.name, func(b *testing.B) {
 			path := "/apis/example.com/v2/namespaces/default/" + bc.plural
-			start := processCPU()
+			start := proccpu.Used()
 			for b.Loop() {
 				if code, out := do("GET", path, ""); code != 200 || !bytes.Contains(out, []byte(`"o999"`)) {
 					b.Fatalf("list: %d %.200s", code, out)
 				}
 			}
 			// The server's, the client's and the webhook's CPU: one process.
-			b.ReportMetric(float64(processCPU()-start)/float64(b.N)/1e6, "cpu-ms/op")
+			b.ReportMetric(float64(proccpu.Used()-start)/float64(b.N)/1e6, "cpu-ms/op")
 		})
 	}
 }

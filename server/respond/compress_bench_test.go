@@ -7,12 +7,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"syscall"
 	"testing"
-	"time"
 
 	kgzip "github.com/klauspost/compress/gzip"
 
+	"github.com/apikit-dev/apikit/internal/proccpu"
 	"github.com/apikit-dev/apikit/server/respond"
 )
 
@@ -120,18 +119,10 @@ func measure(b *testing.B, size int, op func() int) {
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	var wire int
-	start := processCPU()
+	start := proccpu.Used()
 	for b.Loop() {
 		wire = op()
 	}
-	b.ReportMetric(float64(processCPU()-start)/float64(b.N)/1e6, "cpu-ms/op")
+	b.ReportMetric(float64(proccpu.Used()-start)/float64(b.N)/1e6, "cpu-ms/op")
 	b.ReportMetric(float64(wire), "wire-bytes/op")
-}
-
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

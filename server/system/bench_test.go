@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apikit-dev/apikit/internal/proccpu"
 	"github.com/apikit-dev/apikit/meta"
 )
 
@@ -59,11 +60,11 @@ func BenchmarkCreateWithPolicy(b *testing.B) {
 			create := gadgetCreator(b, withPolicy)
 			b.ReportAllocs()
 			runtime.GC()
-			start := processCPU()
+			start := proccpu.Used()
 			for b.Loop() {
 				create()
 			}
-			if cpu := processCPU() - start; cpu > 0 {
+			if cpu := proccpu.Used() - start; cpu > 0 {
 				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 			}
 		})
@@ -83,11 +84,11 @@ func BenchmarkCreateWithPolicyInterleaved(b *testing.B) {
 	none, policy := gadgetCreator(b, false), gadgetCreator(b, true)
 	const turn = 100
 	timed := func(create func()) time.Duration {
-		start := processCPU()
+		start := proccpu.Used()
 		for range turn {
 			create()
 		}
-		return processCPU() - start
+		return proccpu.Used() - start
 	}
 	var ratios []float64
 	var cpuNone, cpuPolicy time.Duration

@@ -1,15 +1,15 @@
 //go:build unix
 
-package policy
+package proccpu
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU is the CPU time this process has used, user and system:
-// what a loaded machine moves less than wall-clock time.
-func processCPU() time.Duration {
+// Used returns the CPU time the process has used, user and system, or 0
+// when the system does not say.
+func Used() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
