@@ -335,7 +335,7 @@ type scalePath struct {
 
 func newScalePaths(s *CustomResourceSubresourceScale) *scalePaths {
 	split := func(p string) scalePath {
-		return scalePath{path: p, fields: strings.Split(strings.TrimPrefix(p, "."), ".")}
+		return scalePath{path: p, fields: pathFields(p)}
 	}
 	sp := &scalePaths{specReplicas: split(s.SpecReplicasPath), statusReplicas: split(s.StatusReplicasPath)}
 	if s.LabelSelectorPath != nil {

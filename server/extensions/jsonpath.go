@@ -141,3 +141,11 @@ func (p jsonPath) set(m map[string]any, value any) error {
 	}
 	return nil
 }
+
+// pathFields splits a simple path (.spec.replicas) at its dots, as
+// kube-apiserver splits the scale subresource's and selectable fields'
+// paths for apimachinery's unstructured accessors: no brackets, no
+// escapes.
+func pathFields(p string) []string {
+	return strings.Split(strings.TrimPrefix(p, "."), ".")
+}

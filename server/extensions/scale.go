@@ -68,7 +68,7 @@ func installScale(ws *restful.WebService, res registry.Resource, cfg *CustomReso
 	if sc.specPath, err = parseJSONPath(cfg.SpecReplicasPath); err != nil {
 		return err
 	}
-	sc.replicas = strings.Split(strings.TrimPrefix(cfg.SpecReplicasPath, "."), ".")
+	sc.replicas = pathFields(cfg.SpecReplicasPath)
 	if sc.statusPath, err = parseJSONPath(cfg.StatusReplicasPath); err != nil {
 		return err
 	}

@@ -338,7 +338,7 @@ func validateSelectableFields(fields []SelectableField, root *schema.Schema, p *
 // resolvePath finds the schema node of a simple JSON path (.spec.color).
 func resolvePath(root *schema.Schema, path string) (*schema.Schema, error) {
 	n := root
-	for _, part := range strings.Split(strings.TrimPrefix(path, "."), ".") {
+	for _, part := range pathFields(path) {
 		if part == "" {
 			return nil, fmt.Errorf("empty segment in %s", path)
 		}
