@@ -15,6 +15,10 @@ fi
 echo "== go vet"
 go vet ./...
 
+echo "== the build without the embedded etcd (-tags apikit_noembed)"
+go vet -tags apikit_noembed ./storage/embedded ./storage/backend ./options ./examples/...
+go test -count=1 -tags apikit_noembed -run NoEmbed ./storage/embedded ./options
+
 echo "== unit and integration tests (race detector on)"
 go test -race -count=1 ./...
 

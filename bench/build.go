@@ -26,6 +26,11 @@ const (
 	sampleGitMajor  = "1"
 	sampleGitMinor  = "37"
 	stripLinkerFlag = "-s -w"
+	// noEmbedTag builds apikit's servers without the embedded etcd
+	// (storage/embedded), which the benchmark does not run: the servers
+	// store in its etcd, as the peers do, and the peers link no etcd
+	// server either.
+	noEmbedTag = "apikit_noembed"
 )
 
 // binaries are the programs one benchmark run uses.
@@ -39,6 +44,7 @@ type binaries struct {
 type builder struct {
 	repo  string // apikit's repository root
 	cache string // where built binaries are kept
+	tags  string // build tags of apikit's servers (-apikit-tags)
 	logf  func(format string, args ...any)
 }
 
@@ -88,20 +94,35 @@ func (b *builder) goBuild(dir string, env []string, args ...string) error {
 // wardle builds examples/wardle, stripped, from the working tree.
 func (b *builder) wardle() (string, error) { return b.example("wardle") }
 
-// example builds examples/<name>, stripped, from the working tree.
+// example builds examples/<name>, stripped, with the builder's tags, from
+// the working tree.
 func (b *builder) example(name string) (string, error) {
 	bin := filepath.Join(b.cache, name)
-	if err := b.goBuild(b.repo, []string{"GOWORK=off"}, "-ldflags="+stripLinkerFlag, "-o", bin, "./examples/"+name); err != nil {
+	if err := b.goBuild(b.repo, []string{"GOWORK=off"}, "-tags="+b.tags, "-ldflags="+stripLinkerFlag, "-o", bin, "./examples/"+name); err != nil {
 		return "", err
 	}
 	return bin, nil
+}
+
+// defaultWardle builds examples/wardle without tags, the build with the
+// embedded etcd that `go build` gives, for its size and modules only.
+func (b *builder) defaultWardle() (*binaryInfo, error) {
+	bin := filepath.Join(b.cache, "wardle-default")
+	if err := b.goBuild(b.repo, []string{"GOWORK=off"}, "-ldflags="+stripLinkerFlag, "-o", bin, "./examples/wardle"); err != nil {
+		return nil, err
+	}
+	info, err := inspect(bin)
+	if err != nil {
+		return nil, err
+	}
+	return &info, nil
 }
 
 // crdServer builds bench/crdserver (the extensions server alone, what the
 // CRD mode measures), stripped, from the working tree.
 func (b *builder) crdServer() (string, error) {
 	bin := filepath.Join(b.cache, "crdserver")
-	if err := b.goBuild(filepath.Join(b.repo, "bench"), []string{"GOWORK=off"}, "-ldflags="+stripLinkerFlag, "-o", bin, "./crdserver"); err != nil {
+	if err := b.goBuild(filepath.Join(b.repo, "bench"), []string{"GOWORK=off"}, "-tags="+b.tags, "-ldflags="+stripLinkerFlag, "-o", bin, "./crdserver"); err != nil {
 		return "", err
 	}
 	return bin, nil

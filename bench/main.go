@@ -46,6 +46,7 @@ type options struct {
 	keep, fsync            bool
 	wardleArgs, sampleArgs string
 	wardleBin              string
+	apikitTags             string
 	only                   string
 	// core runs the core mode: ConfigMaps beside kube-apiserver.
 	core      bool
@@ -79,6 +80,7 @@ func parseFlags() (options, error) {
 	fs.StringVar(&o.wardleArgs, "wardle-args", "", "extra flags for wardle, space separated")
 	fs.StringVar(&o.sampleArgs, "sample-args", "", "extra flags for the sample-apiserver, space separated")
 	fs.StringVar(&o.wardleBin, "wardle-bin", "", "run this wardle binary instead of building examples/wardle (one built with a CPU profile, say); its size and modules are reported as apikit's")
+	fs.StringVar(&o.apikitTags, "apikit-tags", noEmbedTag, "build tags of apikit's servers; the default leaves the embedded etcd out, since the servers store in the benchmark's etcd, as the peer does (\"\" builds the default build, with it)")
 	fs.StringVar(&o.only, "only", "", "run one server only (apikit, sample or, with -core, kube, with -crd, apiextensions), for trying things; ratios are then n/a")
 	fs.BoolVar(&o.core, "core", false, "the core mode: ConfigMaps on examples/wardle --core-api beside kube-apiserver "+kubeVersion+" (builds it from tools/kube-apiserver, ~20 minutes cold) instead of Flunders beside the sample-apiserver")
 	fs.StringVar(&o.kubeArgs, "kube-args", "", "extra flags for kube-apiserver (-core), space separated")
@@ -156,7 +158,7 @@ func run() error {
 	if err != nil {
 		cache = os.TempDir()
 	}
-	b := &builder{repo: repo, cache: filepath.Join(cache, "apikit", "bench"), logf: logger.Printf}
+	b := &builder{repo: repo, cache: filepath.Join(cache, "apikit", "bench"), logf: logger.Printf, tags: o.apikitTags}
 	if err := os.MkdirAll(b.cache, 0o755); err != nil {
 		return fmt.Errorf("making the build cache: %w", err)
 	}
@@ -176,6 +178,13 @@ func run() error {
 	infos := map[string]binaryInfo{}
 	for key, bin := range map[string]string{keyApikit: bins.wardle, keySample: bins.sample} {
 		if infos[key], err = inspect(bin); err != nil {
+			return err
+		}
+	}
+
+	var defaultBuild *binaryInfo
+	if o.wardleBin == "" && o.apikitTags != "" {
+		if defaultBuild, err = b.defaultWardle(); err != nil {
 			return err
 		}
 	}
@@ -208,12 +217,12 @@ func run() error {
 		return err
 	}
 
-	figs := figures(runs, infos)
+	figs := append(figures(runs, infos), defaultBuildFigures(defaultBuild)...)
 	in := reportInput{
 		label: o.label, when: started, elapsed: time.Since(started), machine: describeMachine(),
 		p: o.params, runs: o.runs, etcdVer: bins.etcdVersion, fsync: o.fsync, apikitRev: gitRevision(repo),
 		figs: figs, etcd: etcdFiguresOf(runs, figs), errs: errs,
-		wardleArgs: o.wardleArgs, sampleArgs: o.sampleArgs,
+		wardleArgs: o.wardleArgs, sampleArgs: o.sampleArgs, apikitTags: builtTags(o),
 	}
 	section := markdownRun(in)
 	fmt.Println(section)

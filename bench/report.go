@@ -246,6 +246,28 @@ func binaryFigures(bins map[string]binaryInfo, sizeTarget, modulesTarget float64
 	return []*figure{size, mods}
 }
 
+// defaultBuildFigures are the size and modules of wardle's default build,
+// with the embedded etcd, when the measured one was built without it: for
+// information, apikit's column only.
+func defaultBuildFigures(info *binaryInfo) []*figure {
+	if info == nil {
+		return nil
+	}
+	return []*figure{
+		{name: "stripped binary size, default build (with the embedded etcd)", unit: "MB", format: "%.1f", values: map[string][]float64{keyApikit: {float64(info.size) / 1e6}}},
+		{name: "modules linked, default build (with the embedded etcd)", format: "%.0f", values: map[string][]float64{keyApikit: {float64(info.modules)}}},
+	}
+}
+
+// builtTags is the tags apikit's servers were built with, for the report:
+// "" when they were prebuilt (-wardle-bin) or built without tags.
+func builtTags(o options) string {
+	if o.wardleBin != "" {
+		return ""
+	}
+	return o.apikitTags
+}
+
 func boolInt(b bool) int {
 	if b {
 		return 1
@@ -352,6 +374,8 @@ type reportInput struct {
 	errs       []string
 	sampleArgs string
 	wardleArgs string
+	// apikitTags are the build tags of apikit's server, if any.
+	apikitTags string
 }
 
 // runMarker starts every run's section in docs/benchmarks.md; what comes
@@ -367,6 +391,14 @@ func identityLine(p params) string {
 	return "- responses uncompressed (`-identity`: every request sends Accept-Encoding: identity, so neither server gzips its LISTs)\n"
 }
 
+// tagsNote says what the build tags leave out.
+func tagsNote(tags string) string {
+	if tags == noEmbedTag {
+		return ": without the embedded etcd, which the benchmark does not run (both servers store in its etcd; the sample links no etcd server either); the default build's size and modules are the rows marked \"default build\""
+	}
+	return ""
+}
+
 // markdownRun is one run's section of docs/benchmarks.md.
 func markdownRun(in reportInput) string {
 	var b strings.Builder
@@ -377,6 +409,9 @@ func markdownRun(in reportInput) string {
 	fmt.Fprintf(&b, "- N=%d Flunders, %d workers, JSON over HTTP/2, %d runs (medians), %d LISTs per run (paged: limit=%d), %d watch events; the run took %v\n",
 		in.p.n, in.p.workers, in.runs, in.p.lists, in.p.pageSize, in.p.watchEvents, in.elapsed.Round(time.Second))
 	b.WriteString(identityLine(in.p))
+	if in.apikitTags != "" {
+		fmt.Fprintf(&b, "- wardle built with `-tags %s`%s\n", in.apikitTags, tagsNote(in.apikitTags))
+	}
 	if in.wardleArgs != "" || in.sampleArgs != "" {
 		fmt.Fprintf(&b, "- extra flags: wardle `%s`; sample-apiserver `%s`\n", in.wardleArgs, in.sampleArgs)
 	}
@@ -501,7 +536,7 @@ cd bench && go run . -out ../docs/benchmarks.md -label "what changed"
 
 Flags: ` + "`-runs`" + ` (default 5), ` + "`-n`" + ` (5000), ` + "`-workers`" + ` (16), ` + "`-lists`" + `, ` + "`-page`" + `,
 ` + "`-watch-events`" + `, ` + "`-etcd-fsync`" + `, ` + "`-wardle-args`" + `/` + "`-sample-args`" + ` (extra server flags),
-` + "`-wardle-bin`" + ` (a prebuilt wardle), ` + "`-only apikit`" + ` (one server), ` + "`-keep`" + ` (keep the scratch
+` + "`-wardle-bin`" + ` (a prebuilt wardle), ` + "`-apikit-tags`" + ` (build tags, default ` + "`apikit_noembed`" + `), ` + "`-only apikit`" + ` (one server), ` + "`-keep`" + ` (keep the scratch
 directory: logs and a kubeconfig per server), ` + "`-identity`" + ` (no gzip: every response
 uncompressed, on both servers); ` + "`go run . -h`" + ` lists them. Each new run
 is added at the top; earlier ones stay below. ` + "`cd bench && go test ./...`" + ` tests the
@@ -545,7 +580,12 @@ first; each starts fresh, on an empty etcd prefix of its own):
   one etcd client connection, against the same etcd: the physical limit that
   apikit's create throughput is measured against.
 - **stripped binary size** (` + "`-ldflags=-s -w`" + `) and **modules** linked into it
-  (` + "`dep`" + ` lines of ` + "`go version -m`" + `).
+  (` + "`dep`" + ` lines of ` + "`go version -m`" + `). Since 2026-12-02 wardle is built with
+  ` + "`-tags apikit_noembed`" + ` (` + "`-apikit-tags`" + `): without the embedded etcd, its
+  default backend, which the benchmark never runs (both servers store in
+  its etcd, and the sample-apiserver links no etcd server either). The
+  default build's size and modules are reported beside it, for
+  information; the runs before 2026-12-02 measured the default build.
 
 The load generator, both servers and etcd share the machine's cores; server
 CPU per op is the fairer figure when the machine is busy, and throughput

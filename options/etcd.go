@@ -11,6 +11,7 @@ import (
 	"github.com/apikit-dev/apikit/server"
 	"github.com/apikit-dev/apikit/storage"
 	"github.com/apikit-dev/apikit/storage/backend"
+	"github.com/apikit-dev/apikit/storage/embedded"
 	"github.com/apikit-dev/apikit/storage/encryption"
 	"github.com/apikit-dev/apikit/storage/etcd3"
 )
@@ -162,6 +163,9 @@ func (o *EtcdOptions) Validate() []error {
 	case BackendEmbedded, BackendMemory:
 		if len(o.ServerList) > 0 {
 			errs = append(errs, fmt.Errorf("--etcd-servers cannot be used with --storage-backend=%s", b))
+		}
+		if b == BackendEmbedded && !embedded.Built {
+			errs = append(errs, fmt.Errorf("--storage-backend=embedded: this binary was built with -tags apikit_noembed, without the embedded etcd; give --etcd-servers, or --storage-backend=memory"))
 		}
 		if b == BackendEmbedded && o.DataDir == "" {
 			errs = append(errs, fmt.Errorf("--data-dir must be specified with --storage-backend=embedded"))

@@ -1,3 +1,5 @@
+//go:build !apikit_noembed
+
 package embedded
 
 import (

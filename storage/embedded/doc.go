@@ -10,4 +10,9 @@
 // like kube-apiserver's compactor does.
 //
 // Use Start, then hand Client to etcd3.New (or call Storage).
+//
+// A program that stores only in an etcd cluster can leave the etcd server
+// out of its binary: built with -tags apikit_noembed, this package links
+// none (for examples/wardle, 16 modules and about 5.5 MB fewer), Built is
+// false and Start returns ErrNotBuilt.
 package embedded

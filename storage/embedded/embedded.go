@@ -1,3 +1,5 @@
+//go:build !apikit_noembed
+
 package embedded
 
 import (
@@ -22,43 +24,9 @@ import (
 	"github.com/apikit-dev/apikit/storage/etcd3"
 )
 
-// DefaultCompactionRetention is how much history etcd keeps, as
-// kube-apiserver's default --etcd-compaction-interval.
-const DefaultCompactionRetention = 5 * time.Minute
-
-// Config configures an embedded etcd.
-type Config struct {
-	// DataDir holds etcd's data. It is created if missing and reused on
-	// the next Start. Required.
-	DataDir string
-	// Name is the member's name; default "apikit". It is part of the
-	// member's identity: keep it across restarts.
-	Name string
-	// ClientURL, when set, also serves etcd's client API there, for tools
-	// like etcdctl: "http://127.0.0.1:2379". Empty keeps etcd in-process
-	// only.
-	ClientURL string
-	// CompactionRetention is how much history etcd's periodic compactor
-	// keeps; zero means DefaultCompactionRetention, negative disables
-	// compaction.
-	CompactionRetention time.Duration
-	// QuotaBackendBytes caps etcd's database size; zero means etcd's
-	// default (2 GiB).
-	QuotaBackendBytes int64
-	// Logger receives etcd's logs at or above LogLevel. Nil means
-	// slog.Default(); a nil LogLevel means slog.LevelError, since etcd is
-	// chatty and its warnings about a single-node setup are expected here.
-	Logger   *slog.Logger
-	LogLevel slog.Leveler
-	// MaxObjectBytes is the size limit of a stored object; zero means
-	// storage.DefaultMaxObjectBytes. etcd's request limit is raised to hold
-	// it, and the stores Storage returns refuse larger objects with
-	// storage.ErrTooLarge.
-	MaxObjectBytes int64
-	// UnsafeNoFsync skips fsync: acknowledged writes can be lost on a
-	// crash. Only for tests whose data is thrown away.
-	UnsafeNoFsync bool
-}
+// Built is true when this binary links the embedded etcd: it was built
+// without -tags apikit_noembed.
+const Built = true
 
 // Etcd is a running embedded etcd.
 type Etcd struct {
@@ -212,13 +180,6 @@ func (e *Etcd) Client() *clientv3.Client { return e.client }
 // limit of its Config unless opts set another.
 func (e *Etcd) Storage(opts ...etcd3.Option) storage.Interface {
 	return etcd3.New(e.client, append([]etcd3.Option{etcd3.WithMaxObjectBytes(e.maxObjectBytes)}, opts...)...)
-}
-
-func maxObjectBytes(cfg Config) int64 {
-	if cfg.MaxObjectBytes > 0 {
-		return cfg.MaxObjectBytes
-	}
-	return storage.DefaultMaxObjectBytes
 }
 
 // Close stops etcd after the requests in flight; the data stays in
