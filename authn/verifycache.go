@@ -3,6 +3,7 @@ package authn
 import (
 	"crypto/sha256"
 	"crypto/x509"
+	"slices"
 	"sync"
 	"time"
 )
@@ -16,7 +17,21 @@ import (
 type verifyCache struct {
 	mu      sync.Mutex
 	entries map[[sha256.Size]byte]verified
+	// keys remembers the key of the chains seen last by their leaf: the
+	// requests of one connection share its certificates (net/http and
+	// HTTP/2 give them all the connection's TLS state), so that they
+	// skip hashing the chain too. Small: it holds the certificates.
+	keys map[*x509.Certificate]chainKey
 }
+
+// chainKey is the key of the chain certs.
+type chainKey struct {
+	certs []*x509.Certificate
+	key   [sha256.Size]byte
+}
+
+// chainKeysSize bounds verifyCache.keys: past it, it is emptied.
+const chainKeysSize = 64
 
 type verified struct {
 	pool      *x509.CertPool
@@ -27,6 +42,19 @@ type verified struct {
 // verifyCacheSize bounds the cache: past it, it is emptied.
 const verifyCacheSize = 4096
 
+// chainHash is the key of the chain certs: the SHA-256 of its
+// certificates' SHA-256s.
+func chainHash(certs []*x509.Certificate) [sha256.Size]byte {
+	h := sha256.New()
+	for _, cert := range certs {
+		sum := sha256.Sum256(cert.Raw)
+		h.Write(sum[:])
+	}
+	var key [sha256.Size]byte
+	h.Sum(key[:0])
+	return key
+}
+
 // verify verifies certs[0] with opts (Roots set, Intermediates from
 // certs[1:]) unless the same chain verified against the same pool before
 // and the time is within its validity.
@@ -35,16 +63,28 @@ func (c *verifyCache) verify(certs []*x509.Certificate, opts x509.VerifyOptions)
 	if now.IsZero() {
 		now = time.Now()
 	}
-	h := sha256.New()
-	for _, cert := range certs {
-		sum := sha256.Sum256(cert.Raw)
-		h.Write(sum[:])
-	}
-	var key [sha256.Size]byte
-	h.Sum(key[:0])
+	var (
+		e  verified
+		ok bool
+	)
 	c.mu.Lock()
-	e, ok := c.entries[key]
+	ck, known := c.keys[certs[0]]
+	known = known && slices.Equal(ck.certs, certs)
+	if known {
+		e, ok = c.entries[ck.key]
+	}
 	c.mu.Unlock()
+	key := ck.key
+	if !known {
+		key = chainHash(certs)
+		c.mu.Lock()
+		if c.keys == nil || len(c.keys) >= chainKeysSize {
+			c.keys = map[*x509.Certificate]chainKey{}
+		}
+		c.keys[certs[0]] = chainKey{certs: slices.Clone(certs), key: key}
+		e, ok = c.entries[key]
+		c.mu.Unlock()
+	}
 	if ok && e.pool == opts.Roots && !now.Before(e.notBefore) && !now.After(e.notAfter) {
 		return nil
 	}

@@ -38,6 +38,10 @@ type X509 struct {
 // NewX509 returns an X509 authenticator over cas.
 func NewX509(cas CAProvider) *X509 { return &X509{CAs: cas} }
 
+// clientAuthUsages are the key usages a client certificate must allow
+// (read-only: x509.Verify does not change them).
+var clientAuthUsages = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+
 // AuthenticateRequest implements Authenticator.
 func (a *X509) AuthenticateRequest(r *http.Request) (*Response, bool, error) {
 	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
@@ -48,7 +52,7 @@ func (a *X509) AuthenticateRequest(r *http.Request) (*Response, bool, error) {
 		return nil, false, nil
 	}
 	certs := r.TLS.PeerCertificates
-	opts := x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	opts := x509.VerifyOptions{Roots: pool, KeyUsages: clientAuthUsages}
 	if a.Now != nil {
 		opts.CurrentTime = a.Now()
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/certs"
+	"github.com/apikit-dev/apikit/internal/race"
 	"github.com/apikit-dev/apikit/internal/testlog"
 )
 
@@ -194,5 +195,49 @@ func TestX509VerificationCache(t *testing.T) {
 	a.CAs = authn.StaticCAs{Pool: mustPool(t, newCA(t, "replacement").CertPEM)}
 	if _, ok, _ := a.AuthenticateRequest(tlsRequest(cert)); ok {
 		t.Error("a chain verified against the old CA passed the new one")
+	}
+}
+
+// TestX509ChainOfAConnection: the requests of one connection share its
+// certificate slice, whose chain is hashed once; a slice whose
+// certificates differ from the ones hashed, the leaf the same, is hashed
+// anew, so that no chain passes on another's verification.
+func TestX509ChainOfAConnection(t *testing.T) {
+	ca := newCA(t, "client-ca")
+	a := authn.NewX509(authn.StaticCAs{Pool: mustPool(t, ca.CertPEM)})
+	inter, err := certs.NewCA("intermediate", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed := &certs.CA{Cert: reSign(t, ca, inter), Key: inter.Key}
+	user := clientCert(t, signed, "bob", "ops")
+	r := tlsRequest(user, signed.Cert)
+	for range 3 {
+		if resp, ok, err := a.AuthenticateRequest(r); !ok || err != nil || resp.User.Name != "bob" {
+			t.Fatalf("got %+v %v %v", resp, ok, err)
+		}
+	}
+	// The same slice, its intermediate replaced by an unrelated CA's.
+	r.TLS.PeerCertificates[1] = newCA(t, "stranger").Cert
+	if _, ok, _ := a.AuthenticateRequest(r); ok {
+		t.Error("authenticated through an intermediate that did not sign the leaf")
+	}
+}
+
+// TestX509Allocations: a request of a connection whose chain verified
+// allocates its user only (the response and its groups), not the chain's
+// hash nor the key usages (three allocations before).
+func TestX509Allocations(t *testing.T) {
+	if race.Enabled {
+		t.Skip("the race detector allocates on its own")
+	}
+	ca := newCA(t, "client-ca")
+	a := authn.NewX509(authn.StaticCAs{Pool: mustPool(t, ca.CertPEM)})
+	r := tlsRequest(clientCert(t, ca, "alice", "dev"))
+	if _, ok, err := a.AuthenticateRequest(r); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if allocs := testing.AllocsPerRun(200, func() { _, _, _ = a.AuthenticateRequest(r) }); allocs > 2 {
+		t.Errorf("%v allocations per request, want at most 2", allocs)
 	}
 }

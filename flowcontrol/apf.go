@@ -311,7 +311,9 @@ func (a *APF) Admit(w http.ResponseWriter, r *http.Request) (func(), error) {
 	h := w.Header()
 	h[headerFlowSchemaUID] = s.uidHeader
 	h[headerPriorityLevelUID] = lvl.uidHeader
-	request.AddLogValues(ctx, "apf_pl", lvl.name, "apf_fs", s.fs.Name)
+	if l := request.LogValuesFrom(ctx); l != nil {
+		l.Add("apf_pl", lvl.name, "apf_fs", s.fs.Name)
+	}
 
 	if info.Verb == "watch" && info.IsResourceRequest {
 		a.trackWatch(ctx, info)

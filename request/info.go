@@ -40,6 +40,10 @@ type Info struct {
 	// err refuses a resource path whose segments no object can have
 	// (Err).
 	err error
+	// partsBuf holds the segments of a path of up to eight (every
+	// resource path but a namespaced subresource's deeper ones), so that
+	// Parts costs a request no allocation of its own.
+	partsBuf [8]string
 }
 
 // Err reports why the request's path can be served by no handler: a
@@ -104,7 +108,7 @@ func (res *Resolver) Resolve(r *http.Request) *Info {
 }
 
 func (res *Resolver) resolve(method string, u *url.URL) *Info {
-	info := &Info{Path: u.Path, Verb: strings.ToLower(method), rawQuery: u.RawQuery}
+	info := &Info{Path: u.Path, Verb: lowerMethod(method), rawQuery: u.RawQuery}
 	if u.RawQuery != "" {
 		info.Query = u.Query()
 	}
@@ -113,7 +117,7 @@ func (res *Resolver) resolve(method string, u *url.URL) *Info {
 	// split of the unescaped path would read namespaces/a%2Fb/flunders as
 	// namespace "a", resource "b" while the router serves flunders in
 	// namespace "a/b".
-	parts := splitPath(u.EscapedPath())
+	parts := splitPath(info.partsBuf[:0], u.EscapedPath())
 	if !cleanSegments(parts) {
 		// A path with "." or ".." or empty segments names no resource
 		// (the router answers it with a redirect to the clean path): it
@@ -262,12 +266,43 @@ func cleanSegments(parts []string) bool {
 	return true
 }
 
-func splitPath(p string) []string {
+// splitPath appends the segments of p between its slashes to dst, as
+// strings.Split of p trimmed of slashes at both ends does.
+func splitPath(dst []string, p string) []string {
 	p = strings.Trim(p, "/")
 	if p == "" {
 		return nil
 	}
-	return strings.Split(p, "/")
+	for {
+		i := strings.IndexByte(p, '/')
+		if i < 0 {
+			return append(dst, p)
+		}
+		dst = append(dst, p[:i])
+		p = p[i+1:]
+	}
+}
+
+// lowerMethod is strings.ToLower(method) without an allocation for the
+// methods clients send (a request's non-resource verb).
+func lowerMethod(method string) string {
+	switch method {
+	case http.MethodGet:
+		return "get"
+	case http.MethodPost:
+		return "post"
+	case http.MethodPut:
+		return "put"
+	case http.MethodPatch:
+		return "patch"
+	case http.MethodDelete:
+		return "delete"
+	case http.MethodHead:
+		return "head"
+	case http.MethodOptions:
+		return "options"
+	}
+	return strings.ToLower(method)
 }
 
 type infoKey struct{}

@@ -25,9 +25,22 @@ func WithLogValues(ctx context.Context) (context.Context, *LogValues) {
 }
 
 // AddLogValues adds key-value pairs to the request's log line; it does
-// nothing when the request is not being logged, so callers need not check.
+// nothing when the request is not being logged. Its arguments are made
+// (a slice, each value boxed) before it can tell: on a path every request
+// takes, LogValuesFrom first.
 func AddLogValues(ctx context.Context, kv ...any) {
+	LogValuesFrom(ctx).Add(kv...)
+}
+
+// LogValuesFrom returns the collector of the request's log line, nil when
+// the request is not being logged (its Add then does nothing).
+func LogValuesFrom(ctx context.Context) *LogValues {
 	l, _ := ctx.Value(logValuesKey{}).(*LogValues)
+	return l
+}
+
+// Add adds key-value pairs to the log line; nothing on a nil collector.
+func (l *LogValues) Add(kv ...any) {
 	if l == nil {
 		return
 	}

@@ -28,14 +28,66 @@ var watchOutputs = []string{"application/json",
 	"application/json;as=Table;v=v1;g=meta.k8s.io",
 	"application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io"}
 
+// plainForms are the forms of the media types without parameters.
+var plainForms = []struct {
+	mediaType string
+	form      outputForm
+}{
+	{"application/json", formJSON}, {"application/*", formJSON}, {"*/*", formJSON},
+	{"application/json-patch+json", formJSON}, {"application/merge-patch+json", formJSON},
+	{"application/yaml", formYAML}, {"text/yaml", formYAML}, {"application/x-yaml", formYAML},
+}
+
+// plainForm is the form of media type mt, in any ASCII case (media types
+// are case-insensitive; mime.ParseMediaType lowers them and refuses any
+// other letter).
+func plainForm(mt string) (outputForm, bool) {
+	for _, p := range plainForms {
+		if asciiEqualFold(mt, p.mediaType) {
+			return p.form, true
+		}
+	}
+	return 0, false
+}
+
+// asciiEqualFold is strings.EqualFold for ASCII letters only: the Kelvin
+// sign is no "k" in a media type.
+func asciiEqualFold(s, lower string) bool {
+	if len(s) != len(lower) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // negotiate picks the first Accept entry the server can produce. Table and
 // PartialObjectMetadata are only offered where allowTransform is set (reads).
 func negotiate(accept string, allowTransform bool) (outputForm, error) {
 	if strings.TrimSpace(accept) == "" {
 		return formJSON, nil
 	}
-	for _, part := range strings.Split(accept, ",") {
-		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+	for rest := accept; rest != ""; {
+		var part string
+		part, rest, _ = strings.Cut(rest, ",")
+		part = strings.TrimSpace(part)
+		if strings.IndexByte(part, ';') < 0 {
+			// No parameters (what clients send for a GET): the media
+			// type alone, as mime.ParseMediaType would read it (lower
+			// case; anything else matches no form), without its map.
+			if form, ok := plainForm(part); ok {
+				return form, nil
+			}
+			continue
+		}
+		mt, params, err := mime.ParseMediaType(part)
 		if err != nil {
 			continue
 		}
@@ -51,11 +103,8 @@ func negotiate(accept string, allowTransform bool) (outputForm, error) {
 			}
 			continue
 		}
-		switch mt {
-		case "application/json", "application/*", "*/*", "application/json-patch+json", "application/merge-patch+json":
-			return formJSON, nil
-		case "application/yaml", "text/yaml", "application/x-yaml":
-			return formYAML, nil
+		if form, ok := plainForm(mt); ok {
+			return form, nil
 		}
 	}
 	return formJSON, meta.NewNotAcceptable(supportedOutputs)

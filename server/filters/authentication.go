@@ -84,7 +84,9 @@ func WithAuthentication(h http.Handler, a authn.Authenticator, publicPaths []str
 		}
 		// Credentials must not reach handlers or backends behind a proxy.
 		r.Header.Del("Authorization")
-		request.AddLogValues(r.Context(), "user", u.Name)
+		if l := request.LogValuesFrom(r.Context()); l != nil {
+			l.Add("user", u.Name)
+		}
 		h.ServeHTTP(w, r.WithContext(authn.WithUser(r.Context(), &u)))
 	})
 }

@@ -136,7 +136,10 @@ func parseImpersonation(h http.Header) (*impersonation, error) {
 	if ns, name, ok := splitServiceAccount(req.name); ok {
 		req.saNamespace, req.saName = ns, name
 	}
-	return &req, nil
+	// A copy, so that req stays on the stack of the requests that
+	// impersonate nobody (nearly all).
+	out := req
+	return &out, nil
 }
 
 // ImpersonationExtraKey returns the extra key an Impersonate-Extra-<key>

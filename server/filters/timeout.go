@@ -44,27 +44,31 @@ func WithTimeout(h http.Handler, timeout time.Duration, longRunning func(*reques
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), d)
 		defer cancel()
-		tw := &timeoutWriter{w: w}
-		done := make(chan any, 1)
+		c := timeoutCalls.Get().(*timeoutCall)
+		// The writer is the request's own, never pooled: a handler that
+		// breaks net/http's rule and writes after returning must not reach
+		// a later request's response through it.
+		c.tw = &timeoutWriter{w: w}
+		c.h = h
 		// The handler may outlive this filter (it is abandoned on
-		// timeout), so it gets its own copy of the request: what it
-		// changes later (headers) must not race with net/http, which
-		// reads the request after ServeHTTP returns.
-		inner := r.Clone(ctx)
-		pool.run(func() {
-			defer func() {
-				done <- recover()
-			}()
-			h.ServeHTTP(tw, inner)
-		})
+		// timeout), so it gets a request of its own whose header map is
+		// its own: what it changes later (headers) must not race with
+		// net/http, which reads the request after ServeHTTP returns.
+		// The rest is shared: nothing below writes a request's URL or
+		// other maps (r.Clone copied them too).
+		c.r = r.WithContext(ctx)
+		c.r.Header = r.Header.Clone()
+		pool.run(c.serve)
 		select {
-		case p := <-done:
-			tw.release()
+		case p := <-c.done:
 			if p != nil {
 				panic(p)
 			}
+			c.release()
 		case <-ctx.Done():
-			if tw.timeout(func() {
+			// The handler keeps c (its writer, its done channel) for
+			// as long as it runs: c never returns to the pool.
+			if c.tw.timeout(func() {
 				respond.Error(w, r, meta.NewTimeout("request did not complete within requested timeout - "+ctx.Err().Error(), 0))
 			}) {
 				return
@@ -73,6 +77,43 @@ func WithTimeout(h http.Handler, timeout time.Duration, longRunning func(*reques
 			panic(http.ErrAbortHandler)
 		}
 	})
+}
+
+// timeoutCall is one request's hand-off to a worker, kept for the next
+// request once its handler has returned: the done channel and the function
+// the worker runs would otherwise be two allocations per request. The
+// writer is not kept (see WithTimeout).
+type timeoutCall struct {
+	tw   *timeoutWriter
+	h    http.Handler
+	r    *http.Request
+	done chan any // the handler's recover(); buffered, so an abandoned handler never blocks
+	// serve is c.run, bound once.
+	serve func()
+}
+
+var timeoutCalls = sync.Pool{New: func() any {
+	c := &timeoutCall{done: make(chan any, 1)}
+	c.serve = c.run
+	return c
+}}
+
+// run serves the request on the worker and reports how the handler ended.
+func (c *timeoutCall) run() {
+	defer func() {
+		c.done <- recover()
+	}()
+	c.h.ServeHTTP(c.tw, c.r)
+}
+
+// release returns c to the pool after its handler returned normally (a
+// panicking handler's call is left to the collector: it may have handed
+// its writer on).
+func (c *timeoutCall) release() {
+	c.tw.release()
+	c.tw = nil
+	c.h, c.r = nil, nil
+	timeoutCalls.Put(c)
 }
 
 // maxIdleWorkers bounds the goroutines a workerPool keeps waiting, and
