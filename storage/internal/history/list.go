@@ -61,10 +61,7 @@ func (h *History[V]) list(prefix, start string, rev, limit int64) (res storage.L
 	}
 	res.Items = make([]storage.KeyValue, 0, n)
 	if n > 0 {
-		for rec := range h.index.From(start) {
-			if !strings.HasPrefix(rec.key, prefix) {
-				break
-			}
+		for rec := range h.index.Under(start, prefix) {
 			if ver := rec.atVersion(rev); ver != nil {
 				res.Items = append(res.Items, ver.val.KeyValue(rec.key, ver.rev))
 				if int64(len(res.Items)) == n {
@@ -108,10 +105,7 @@ func (h *History[V]) countLocked(prefix, start string, rev int64) int64 {
 		return n
 	}
 	n = 0
-	for rec := range h.index.From(start) {
-		if !strings.HasPrefix(rec.key, prefix) {
-			break
-		}
+	for rec := range h.index.Under(start, prefix) {
 		if rec.atVersion(rev) != nil {
 			n++
 		}
@@ -134,10 +128,7 @@ func (h *History[V]) listFiltered(prefix, start string, rev, limit int64, pred s
 			h.RUnlock()
 			return storage.ListResult{}, false, false, nil
 		}
-		for rec := range h.index.From(key) {
-			if !strings.HasPrefix(rec.key, prefix) {
-				break
-			}
+		for rec := range h.index.Under(key, prefix) {
 			v, vrev, ok := rec.at(rev)
 			if !ok {
 				continue

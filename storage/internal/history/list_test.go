@@ -16,9 +16,10 @@ import (
 // that replays every write, over random puts and deletes, compactions and
 // window evictions: pages at the latest and older revisions (whose count
 // takes the log's changes back, or walks the keys when more changes than
-// keys came since), their RemainingItemCount and their continue tokens. A
-// count that drifts from the walk's, in the index or in the log's
-// correction, fails here.
+// keys came since), their RemainingItemCount and their continue tokens,
+// from the prefix's first key, a key within and a key below it. A count
+// that drifts from the walk's, in the index or in the log's correction,
+// fails here.
 func TestListCounts(t *testing.T) {
 	prefixes := []string{"/r/", "/r/a/", "/r/ab/", "/r/b/", "/r/a/x"}
 	for _, tc := range []struct {
@@ -92,8 +93,13 @@ func checkCounts(t *testing.T, rng *rand.Rand, h *History[val], states map[int64
 	}
 	prefix := prefixes[rng.IntN(len(prefixes))]
 	start := prefix
-	if rng.IntN(3) == 0 {
+	switch rng.IntN(6) {
+	case 0, 1:
 		start = fmt.Sprintf("%s%04d", prefix, rng.IntN(2000))
+	case 2:
+		// A start below the prefix, with other prefixes' keys between:
+		// the list starts at the prefix's first key.
+		start = "/r/"
 	}
 	var want []string
 	for k := range states[at] {

@@ -191,10 +191,7 @@ func (h *History[V]) Watch(ctx context.Context, prefix string, opts storage.Watc
 // snapshotLocked returns the objects under prefix at the latest revision.
 func (h *History[V]) snapshotLocked(prefix string) []storage.KeyValue {
 	kvs := make([]storage.KeyValue, 0, h.index.CountLive(prefix, prefix))
-	for rec := range h.index.From(prefix) {
-		if !strings.HasPrefix(rec.key, prefix) {
-			break
-		}
+	for rec := range h.index.Under(prefix, prefix) {
 		if v, rev, ok := rec.latest(); ok {
 			kvs = append(kvs, keyValue(rec.key, rev, v))
 		}

@@ -203,16 +203,45 @@ func (x *Index[R]) Len() int { return x.n }
 // Live returns the number of live records.
 func (x *Index[R]) Live() int { return x.nlive }
 
-// CountLive returns the number of live records whose key has prefix and is
-// >= from.
-func (x *Index[R]) CountLive(from, prefix string) int {
+// Under yields the records whose key has prefix and is >= from, in order.
+// It reads the keys of a binary search at each end only: the keys with a
+// prefix are one run in key order, and a record's key is an allocation of
+// its own, one cache miss each in a walk that checked every key (a fifth of
+// a cached list's walk). The index must not change while the sequence runs.
+func (x *Index[R]) Under(from, prefix string) iter.Seq[R] {
+	return func(yield func(R) bool) {
+		b, i := x.search(max(from, prefix))
+		eb, ei := x.prefixEnd(prefix)
+		for ; b < eb || b == eb && i < ei; b, i = b+1, 0 {
+			recs := x.blocks[b].recs
+			if b == eb {
+				recs = recs[:ei]
+			}
+			for _, r := range recs[i:] {
+				if !yield(r) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// prefixEnd returns the position after the last record whose key has
+// prefix (or where it would be).
+func (x *Index[R]) prefixEnd(prefix string) (b, i int) {
 	// Below the keys with prefix, among them, above them.
-	end := x.liveBefore(x.searchFunc(func(k string) int {
+	return x.searchFunc(func(k string) int {
 		if strings.HasPrefix(k, prefix) {
 			return -1
 		}
 		return strings.Compare(k, prefix)
-	}))
+	})
+}
+
+// CountLive returns the number of live records whose key has prefix and is
+// >= from.
+func (x *Index[R]) CountLive(from, prefix string) int {
+	end := x.liveBefore(x.prefixEnd(prefix))
 	return max(0, end-x.liveBefore(x.search(max(from, prefix))))
 }
 

@@ -3,6 +3,7 @@ package keyindex
 import (
 	"fmt"
 	"maps"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -50,6 +51,7 @@ func TestIndex(t *testing.T) {
 			if got := x.CountLive(from, prefix); got != want {
 				t.Fatalf("CountLive(%q, %q) = %d, want %d", from, prefix, got, want)
 			}
+			checkUnder(t, x, ref, from, prefix)
 		}
 		for range 20 {
 			from := key()
@@ -210,6 +212,67 @@ func TestCountLive(t *testing.T) {
 			if got := x.CountLive(tc.from, tc.prefix); got != tc.want {
 				t.Fatalf("CountLive(%q, %q) = %d, want %d", tc.from, tc.prefix, got, tc.want)
 			}
+			var all []string
+			for _, k := range tc.keys {
+				all = append(all, strings.TrimSuffix(k, "-"))
+			}
+			slices.Sort(all)
+			checkUnder(t, x, all, tc.from, tc.prefix)
 		})
+	}
+}
+
+// checkUnder checks x.Under(from, prefix) against the sorted keys ref, and
+// that it stops when its consumer does.
+func checkUnder(t *testing.T, x *Index[*rec], ref []string, from, prefix string) {
+	t.Helper()
+	var want, got []string
+	for _, k := range ref {
+		if k >= from && strings.HasPrefix(k, prefix) {
+			want = append(want, k)
+		}
+	}
+	for r := range x.Under(from, prefix) {
+		got = append(got, r.key)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Under(%q, %q) = %d keys %q..., want %d %q...", from, prefix, len(got), got[:min(5, len(got))], len(want), want[:min(5, len(want))])
+	}
+	n := 0
+	for range x.Under(from, prefix) {
+		if n++; n == 2 {
+			break
+		}
+	}
+	if n != min(2, len(want)) {
+		t.Fatalf("Under(%q, %q) yielded %d records to a consumer that stopped at 2", from, prefix, n)
+	}
+}
+
+// TestUnderReadsTheEndsOnly: a walk of the records under a prefix reads
+// the keys of two binary searches, not one key per record (each key is an
+// allocation of its own: a cache miss per record in a large list).
+func TestUnderReadsTheEndsOnly(t *testing.T) {
+	reads := 0
+	x := New(func(r *rec) string { reads++; return r.key })
+	const n = 5000
+	for i := range n {
+		x.Insert(&rec{key: fmt.Sprintf("/b/%05d", i)}, true)
+	}
+	x.Insert(&rec{key: "/a"}, true)
+	x.Insert(&rec{key: "/c"}, true)
+	for from, want := range map[string]int{"": n, "/b/02500": n / 2} {
+		reads = 0
+		got := 0
+		for range x.Under(from, "/b/") {
+			got++
+		}
+		if got != want {
+			t.Fatalf("Under(%q, /b/) yielded %d records, want %d", from, got, want)
+		}
+		// Two binary searches over the blocks and inside one block each.
+		if limit := 4 * (bits.Len(uint(n)) + 1); reads > limit {
+			t.Errorf("Under(%q, /b/) read %d keys for %d records, want at most %d", from, reads, got, limit)
+		}
 	}
 }
