@@ -49,6 +49,16 @@ type Config[T meta.Object] struct {
 	Handlers Handlers[T]
 	// Indexers name the indexes ByIndex reads.
 	Indexers map[string]IndexFunc[T]
+	// Keep, when set, says which objects the local store keeps, for a
+	// handler that needs only some of them at hand (the garbage
+	// collector: objects with owners or being deleted), so that the
+	// others cost no memory. An object it refuses is not stored and not
+	// told to OnAdd or OnUpdate, unless the store had it: then it is
+	// removed and told to OnUpdate. OnDelete is told of every deleted
+	// object, stored or not. After a relist every stored object is told
+	// to OnUpdate, at its new resourceVersion or not: an object the store
+	// did not have may have gone meanwhile, unseen.
+	Keep func(obj T) bool
 	// PageSize is the limit of each page of a list; the default is 500.
 	PageSize int64
 	// MinBackoff and MaxBackoff bound the wait after a failure, which
@@ -283,10 +293,13 @@ func (i *Informer[T]) list(ctx context.Context) (string, error) {
 // no longer there.
 func (i *Informer[T]) replace(items []T) {
 	seen := make(map[objectKey]struct{}, len(items))
+	var same []T
 	for _, obj := range items {
 		k, _ := i.keyOf(obj)
 		seen[k] = struct{}{}
-		i.put(obj)
+		if !i.put(obj) && i.cfg.Keep != nil {
+			same = append(same, obj)
+		}
 	}
 	i.mu.RLock()
 	var gone []T
@@ -298,6 +311,11 @@ func (i *Informer[T]) replace(items []T) {
 	i.mu.RUnlock()
 	for _, obj := range gone {
 		i.remove(obj)
+	}
+	if h := i.cfg.Handlers.OnUpdate; h != nil {
+		for _, obj := range same {
+			h(obj, obj)
+		}
 	}
 }
 
@@ -336,20 +354,30 @@ func (i *Informer[T]) watch(ctx context.Context, rv string) (string, bool, error
 }
 
 // put stores obj and tells OnAdd or OnUpdate; an object at the
-// resourceVersion the store has already is nothing new.
-func (i *Informer[T]) put(obj T) {
+// resourceVersion the store has already is nothing new, for which it
+// returns false.
+func (i *Informer[T]) put(obj T) bool {
 	k, rv := i.keyOf(obj)
+	keep := i.cfg.Keep == nil || i.cfg.Keep(obj)
 	i.mu.Lock()
 	old, had := i.objects[k]
 	if had {
 		if _, oldRV := i.keyOf(old); oldRV == rv {
 			i.mu.Unlock()
-			return
+			return false
 		}
 		i.unindexLocked(k, old)
 	}
-	i.objects[k] = obj
-	i.indexLocked(k, obj)
+	switch {
+	case keep:
+		i.objects[k] = obj
+		i.indexLocked(k, obj)
+	case had:
+		delete(i.objects, k)
+	default:
+		i.mu.Unlock()
+		return true
+	}
 	i.mu.Unlock()
 	switch h := i.cfg.Handlers; {
 	case !had && h.OnAdd != nil:
@@ -357,6 +385,7 @@ func (i *Informer[T]) put(obj T) {
 	case had && h.OnUpdate != nil:
 		h.OnUpdate(old, obj)
 	}
+	return true
 }
 
 // remove forgets obj and tells OnDelete, with the last state the store
@@ -370,7 +399,7 @@ func (i *Informer[T]) remove(obj T) {
 		delete(i.objects, k)
 	}
 	i.mu.Unlock()
-	if had && i.cfg.Handlers.OnDelete != nil {
+	if (had || i.cfg.Keep != nil) && i.cfg.Handlers.OnDelete != nil {
 		i.cfg.Handlers.OnDelete(obj)
 	}
 }

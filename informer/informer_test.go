@@ -164,6 +164,20 @@ func (s *source) endAndHold() (release func()) {
 	return func() { close(gate) }
 }
 
+// compactNow compacts storage at its current revision: a watch held
+// from before then can only end in 410 Gone.
+func compactNow(t *testing.T, mem *memory.Store) {
+	t.Helper()
+	ctx := context.Background()
+	rev, err := mem.CurrentRevision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mem.Compact(rev); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func run(t *testing.T, inf *informer.Informer[*note]) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -258,13 +272,7 @@ func TestInformerRelistsOn410(t *testing.T) {
 		t.Fatal(err)
 	}
 	create(t, store, "ns", "d", "v1")
-	rev, err := mem.CurrentRevision(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := mem.Compact(rev); err != nil {
-		t.Fatal(err)
-	}
+	compactNow(t, mem)
 	release()
 	// The relist's difference: in list order, then what is gone.
 	rec.waitFor(t, "add ns/a v1", "add ns/b v1", "add ns/c v1", "update ns/a v1->v2", "add ns/d v1", "delete ns/b")
@@ -352,5 +360,65 @@ func TestInformerWaitForSyncEndsWithContext(t *testing.T) {
 	case <-done:
 	case <-time.After(30 * time.Second):
 		t.Fatal("Run did not return after its context ended")
+	}
+}
+
+// TestInformerKeep: with Keep, the store holds only the objects it keeps
+// and only those reach OnAdd and OnUpdate; one that stops passing is
+// removed and told to OnUpdate; every delete reaches OnDelete, stored or
+// not; a relist tells OnUpdate of every kept object, since one the store
+// did not have may have gone unseen.
+func TestInformerKeep(t *testing.T) {
+	store, mem := newStore(t)
+	create(t, store, "ns", "a", "keep1")
+	create(t, store, "ns", "b", "drop1")
+	create(t, store, "ns", "c", "keep1")
+	src := &source{Store: store}
+	rec := &recorder{}
+	inf := informer.New(informer.Config[*note]{Source: src, Handlers: rec.handlers(), MinBackoff: time.Millisecond, Name: "notes",
+		Keep: func(n *note) bool { return strings.HasPrefix(n.Text, "keep") }})
+	run(t, inf)
+	rec.waitFor(t, "add ns/a keep1", "add ns/c keep1")
+
+	ctx := context.Background()
+	set := func(name, text string) {
+		t.Helper()
+		if _, _, err := store.Update(ctx, "ns", name, func(_ context.Context, n *note) (*note, error) {
+			n.Text = text
+			return n, nil
+		}, registry.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	del := func(name string) {
+		t.Helper()
+		if _, _, err := store.Delete(ctx, "ns", name, registry.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set("b", "drop2")
+	set("a", "drop2")
+	set("b", "keep3")
+	del("c")
+	create(t, store, "ns", "d", "drop1")
+	del("d")
+	want := []string{"add ns/a keep1", "add ns/c keep1", "update ns/a keep1->drop2", "add ns/b keep3", "delete ns/c", "delete ns/d"}
+	rec.waitFor(t, want...)
+	if got := inf.List(); len(got) != 1 || got[0].Name != "b" {
+		t.Errorf("List = %v, want b alone", got)
+	}
+	if _, ok := inf.Get("ns", "a"); ok {
+		t.Error("Get(ns, a) finds an object Keep refuses")
+	}
+
+	// A relist: the kept object is told to OnUpdate at its same state.
+	release := src.endAndHold()
+	create(t, store, "ns", "e", "drop1")
+	create(t, store, "ns", "f", "drop1")
+	compactNow(t, mem)
+	release()
+	rec.waitFor(t, append(want, "update ns/b keep3->keep3")...)
+	if n := src.lists.Load(); n != 2 {
+		t.Fatalf("%d lists; want one more after the 410", n)
 	}
 }

@@ -1,9 +1,6 @@
 package storage
 
-import (
-	"sync"
-	"sync/atomic"
-)
+import "sync/atomic"
 
 // Memo is scratch space attached by a caching layer to one value of one key.
 // The registry keeps derived forms of the value there (the decoded object,
@@ -18,17 +15,19 @@ type Memo struct {
 	// list of 5,000 cached objects makes two lookups per object, so this
 	// is on the hot path: a sync.Map lookup costs several times as much.
 	slots [memoSlots]atomic.Pointer[memoEntry]
-	// more holds what does not fit in the slots, made when a value first
-	// has more forms than slots, which few ever have: a sync.Map in every
-	// memo (48 bytes) made each 96 bytes instead of 64, and the watch
-	// cache keeps a memo per cached value.
-	more atomic.Pointer[sync.Map]
+	// more holds the forms beyond the slots, in a Memo of its own made
+	// when a value first has more forms than slots, which few ever have:
+	// most cached values only ever have their JSON made (a GET, a LIST, a
+	// watch event), and the watch cache keeps a memo per cached value, in
+	// the value's allocation (32 bytes where six slots and a sync.Map
+	// pointer were 56, and the value 64 bytes instead of 96).
+	more atomic.Pointer[Memo]
 }
 
-// memoSlots is how many entries a Memo keeps in slots: the registry's
-// decoded object, attributes and the JSON and converted object of two
-// served versions.
-const memoSlots = 6
+// memoSlots is how many entries a Memo keeps in slots before its next
+// Memo: the registry's JSON of a served version, its decoded object and
+// selectable attributes.
+const memoSlots = 3
 
 type memoEntry struct {
 	key, value any
@@ -51,10 +50,7 @@ func (m *Memo) Load(key any) (any, bool) {
 			return e.value, true
 		}
 	}
-	if more := m.more.Load(); more != nil {
-		return more.Load(key)
-	}
-	return nil, false
+	return m.more.Load().Load(key) // nil when there is no more
 }
 
 // LoadOrStore returns the existing value for key if present; otherwise it
@@ -111,9 +107,8 @@ func (m *Memo) loadOrStore(key, v any, mine *memoEntry) any {
 	}
 	more := m.more.Load()
 	if more == nil {
-		m.more.CompareAndSwap(nil, new(sync.Map))
+		m.more.CompareAndSwap(nil, new(Memo))
 		more = m.more.Load()
 	}
-	actual, _ := more.LoadOrStore(key, v)
-	return actual
+	return more.loadOrStore(key, v, mine)
 }

@@ -16,7 +16,7 @@ type value struct {
 	// own is memo when the event brings none (the backend's never do):
 	// in the value's allocation, a LIST that has just read the value
 	// finds its memo beside it rather than in an allocation of its own,
-	// one cache miss fewer per item, for the same 96 bytes.
+	// one cache miss fewer per item; 64 bytes with the memo's 32.
 	own storage.Memo
 }
 
