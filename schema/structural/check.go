@@ -431,7 +431,7 @@ func checkDefaults(s, root *schema.Schema, p *meta.Path, insideMeta bool) meta.F
 				errs = append(errs, embedded...)
 			} else {
 				v := &validator{base: dp, ps: &pathStack{}, forDefault: true}
-				v.node(s, def, opath{ps: v.ps})
+				v.node(s, def, opath{ps: v.ps}, prior{})
 				errs = append(errs, v.errs...)
 			}
 		}

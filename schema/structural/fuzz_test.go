@@ -1,6 +1,7 @@
 package structural
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -50,6 +51,51 @@ func FuzzValidate(f *testing.F) {
 		Validate(s, v)
 		if d := time.Since(start); d > budget {
 			t.Fatalf("Validate took %v", d)
+		}
+	})
+}
+
+// FuzzValidateUpdate covers the ratcheting path: an update reports only
+// errors a create of the same value reports, and all of them when nothing
+// correlates (a null old value).
+func FuzzValidateUpdate(f *testing.F) {
+	for _, s := range fuzzSchemas {
+		for i, v := range fuzzValues {
+			f.Add([]byte(s), []byte(fuzzValues[(i+1)%len(fuzzValues)]), []byte(v))
+			f.Add([]byte(s), []byte(v), []byte(v))
+		}
+	}
+	f.Fuzz(func(t *testing.T, schemaJSON, oldJSON, valueJSON []byte) {
+		s, err := schema.FromOpenAPIV3(schemaJSON)
+		if err != nil {
+			return
+		}
+		v, err := DecodeJSON(valueJSON)
+		if err != nil {
+			return
+		}
+		old, err := DecodeJSON(oldJSON)
+		if err != nil {
+			return
+		}
+		start := time.Now()
+		create := messages(ValidateValues(s, v, nil))
+		update := messages(ValidateValuesUpdate(s, v, old, nil))
+		if d := time.Since(start); d > budget {
+			t.Fatalf("ValidateValuesUpdate took %v", d)
+		}
+		all := map[string]bool{}
+		for _, m := range create {
+			all[m] = true
+		}
+		for _, m := range update {
+			if !all[m] {
+				t.Fatalf("update reports %q, which a create does not (%q)", m, create)
+			}
+		}
+		// A null value is unchanged from a null old one, which ratchets.
+		if none := messages(ValidateValuesUpdate(s, v, nil, nil)); v != nil && strings.Join(none, "\n") != strings.Join(create, "\n") {
+			t.Fatalf("update from nothing reports %q, a create %q", none, create)
 		}
 	})
 }

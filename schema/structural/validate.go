@@ -48,7 +48,7 @@ func ValidateValues(s *schema.Schema, value any, base *meta.Path) meta.FieldErro
 		return nil
 	}
 	v := &validator{ps: &pathStack{}, base: base}
-	v.node(s, value, opath{ps: v.ps})
+	v.node(s, value, opath{ps: v.ps}, prior{})
 	return v.errs
 }
 
@@ -120,8 +120,21 @@ func (v *validator) invalid(path opath, value any, format string, args ...any) {
 }
 
 // node validates value against s at path, in kube-openapi's order: type,
-// allOf/anyOf/oneOf/not, string, format, number, list, enum, object.
-func (v *validator) node(s *schema.Schema, value any, path opath) {
+// allOf/anyOf/oneOf/not, string, format, number, list, enum, object. With
+// an old value correlated to it (an update), the node's errors and those of
+// the values below it are dropped when the node did not change, as
+// kube-apiserver's ratcheting validator turns them into warnings it does
+// not send.
+func (v *validator) node(s *schema.Schema, value any, path opath, old prior) {
+	from := len(v.errs)
+	v.check(s, value, path, old)
+	if old.ok && len(v.errs) > from && unchanged(s, old.value, value) {
+		v.drop(from)
+	}
+}
+
+// check is node without the ratcheting.
+func (v *validator) check(s *schema.Schema, value any, path opath, old prior) {
 	v.checks++
 	if value == nil {
 		v.checkType(s, nil, path)
@@ -137,11 +150,11 @@ func (v *validator) node(s *schema.Schema, value any, path opath) {
 	case int64, float64:
 		v.checkNumber(s, value, path)
 	case []any:
-		v.checkList(s, t, path)
+		v.checkList(s, t, path, old)
 	}
 	v.checkEnum(s, value, path)
 	if m, ok := value.(map[string]any); ok {
-		v.checkObject(s, m, path)
+		v.checkObject(s, m, path, old)
 	}
 }
 
@@ -255,8 +268,11 @@ func isJSONInteger(f float64) bool {
 // subschemas validate the same value at the same path.
 func (v *validator) checkCombinators(s *schema.Schema, value any, path opath) {
 	sub := func(n *schema.Schema) *validator {
+		// kube-openapi validates the subschemas without the
+		// ratcheting validator's correlation: the values below them
+		// ratchet only with the node itself.
 		w := &validator{base: v.base, ps: v.ps, forDefault: v.forDefault}
-		w.node(n, value, path)
+		w.node(n, value, path, prior{})
 		return w
 	}
 	if len(s.AnyOf) > 0 {
@@ -398,10 +414,11 @@ func (v *validator) checkFormat(s *schema.Schema, str string, path opath) {
 }
 
 // checkList validates the items, then minItems, maxItems and uniqueItems.
-func (v *validator) checkList(s *schema.Schema, list []any, path opath) {
+func (v *validator) checkList(s *schema.Schema, list []any, path opath, old prior) {
 	if s.Items != nil {
+		items := correlateItems(s, old)
 		for i, item := range list {
-			v.node(s.Items, item, path.push(step{kind: indexStep, index: i}))
+			v.node(s.Items, item, path.push(step{kind: indexStep, index: i}), items.of(item))
 		}
 	}
 	size := int64(len(list))
@@ -496,7 +513,7 @@ func enumEqual(e, value any) bool {
 
 // checkObject reports min/maxProperties, then validates additional
 // properties, then properties, then reports missing required properties.
-func (v *validator) checkObject(s *schema.Schema, m map[string]any, path opath) {
+func (v *validator) checkObject(s *schema.Schema, m map[string]any, path opath, old prior) {
 	n := int64(len(m))
 	if s.MinProperties != nil && n < *s.MinProperties {
 		v.invalid(path, n, "%s in body should have at least %d properties", path, *s.MinProperties)
@@ -515,13 +532,13 @@ func (v *validator) checkObject(s *schema.Schema, m map[string]any, path opath) 
 	if s.AdditionalProperties != nil {
 		for _, k := range sortedKeys(m) {
 			if _, ok := s.Property(k); !ok {
-				v.node(s.AdditionalProperties, m[k], path.push(step{kind: keyStep, name: k}))
+				v.node(s.AdditionalProperties, m[k], path.push(step{kind: keyStep, name: k}), old.field(path, k))
 			}
 		}
 	}
 	for _, p := range s.Properties {
 		if val, ok := m[p.Name]; ok {
-			v.node(p.Schema, val, path.push(step{kind: childStep, name: p.Name}))
+			v.node(p.Schema, val, path.push(step{kind: childStep, name: p.Name}), old.field(path, p.Name))
 		}
 	}
 	for _, r := range s.Required {

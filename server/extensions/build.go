@@ -91,9 +91,12 @@ func (s *Server) build(crd *CustomResourceDefinition) (*servedCRD, error) {
 			Strategy:          storeStrategy,
 			Storage:           st,
 			StatusSubresource: status,
-			NoAgeColumn:       true,
-			Columns:           printerColumns(v.AdditionalPrinterColumns),
-			Fields:            selectableFields(v.SelectableFields),
+			// kube's custom resource validator checks the metadata
+			// before the schema, in one error.
+			MetadataErrorsFirst: true,
+			NoAgeColumn:         true,
+			Columns:             printerColumns(v.AdditionalPrinterColumns),
+			Fields:              selectableFields(v.SelectableFields),
 		})
 		if err != nil {
 			return nil, err
@@ -256,10 +259,17 @@ func (c *crStrategy) ValidateUpdate(ctx context.Context, o, old *Object) meta.Fi
 
 // validate checks a whole object in kube-apiserver's custom resource
 // strategy's order: the schema's value validations, the scale
-// subresource's replicas paths, then validateRest.
+// subresource's replicas paths, then validateRest. On an update the
+// schema's errors at values the update left unchanged are dropped, as
+// kube-apiserver ratchets them (CRDValidationRatcheting).
 func (c *crStrategy) validate(ctx context.Context, o, old *Object) meta.FieldErrors {
 	value := o.Fields()
-	errs := structural.ValidateValues(c.schema, value, nil)
+	var errs meta.FieldErrors
+	if old != nil {
+		errs = structural.ValidateValuesUpdate(c.schema, value, old.Fields(), nil)
+	} else {
+		errs = structural.ValidateValues(c.schema, value, nil)
+	}
 	errs = append(errs, c.validateScaleSpec(value)...)
 	errs = append(errs, c.validateScaleStatus(value)...)
 	errs = append(errs, structural.ValidateEmbeddedResource(c.schema, value)...)
@@ -268,14 +278,15 @@ func (c *crStrategy) validate(ctx context.Context, o, old *Object) meta.FieldErr
 
 // ValidateStatusUpdate checks an object whose status changed: its status
 // against the status schema alone (kube-apiserver's status strategy, whose
-// messages name the path from .status), then the whole object's list
+// messages name the path from .status; errors at values of the old status
+// left unchanged are dropped, as kube ratchets them), then the whole object's list
 // types and CEL rules; its embedded resources are not checked, as
 // kube-apiserver's status strategy does not check them.
 func (c *crStrategy) ValidateStatusUpdate(ctx context.Context, o, old *Object) meta.FieldErrors {
 	value := o.Fields()
 	var errs meta.FieldErrors
 	if status, ok := value["status"]; ok {
-		errs = structural.ValidateValues(c.status, status, meta.NewPath("status"))
+		errs = structural.ValidateValuesUpdate(c.status, status, old.Status, meta.NewPath("status"))
 	}
 	errs = append(errs, c.validateScaleStatus(value)...)
 	return c.validateRest(ctx, errs, value, old)

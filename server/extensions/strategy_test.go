@@ -118,6 +118,26 @@ func TestCustomResourceStrategyValidate(t *testing.T) {
 			`spec.tags[1]: Duplicate value: "a"`,
 		}},
 		{name: "duplicate kept", old: `{"spec":{"color":"blue","tags":["b","b"]}}`, obj: `{"spec":{"color":"blue","tags":["b","b","a"]}}`},
+		// The schema's errors at values an update left unchanged are
+		// dropped (kube's CRDValidationRatcheting); the scale paths'
+		// checks do not ratchet.
+		{name: "invalid value kept", old: `{"spec":{"color":"blue","replicas":11}}`, obj: `{"spec":{"color":"red","replicas":11}}`},
+		{name: "invalid value changed", old: `{"spec":{"color":"blue","replicas":11}}`, obj: `{"spec":{"color":"blue","replicas":12}}`, want: []string{
+			`spec.replicas: Invalid value: 12: spec.replicas in body should be less than or equal to 10`,
+		}},
+		{name: "wrong type kept, scale path still checked", old: `{"spec":{"color":"blue","replicas":"two"}}`, obj: `{"spec":{"color":"red","replicas":"two"}}`, want: []string{
+			`.spec.replicas: Invalid value: 0: .spec.replicas accessor error: two is of the type string, expected int64`,
+		}},
+		{name: "status: wrong type kept", status: true, old: `{"spec":{"color":"blue"},"status":{"selector":3,"replicas":1}}`,
+			obj: `{"spec":{"color":"blue"},"status":{"selector":3,"replicas":2}}`, want: []string{
+				`.status.selector: Invalid value: "": .status.selector accessor error: 3 is of the type int64, expected string`,
+			}},
+		{name: "status: wrong type changed", status: true, old: `{"spec":{"color":"blue"},"status":{"selector":3}}`,
+			obj: `{"spec":{"color":"blue"},"status":{"selector":4}}`, want: []string{
+				`status.selector: Invalid value: "integer": selector in body must be of type string: "integer"`,
+				`.status.selector: Invalid value: "": .status.selector accessor error: 4 is of the type int64, expected string`,
+				notChecked,
+			}},
 		{name: "duplicate kept through status", status: true, old: `{"spec":{"color":"blue","tags":["b","b"]}}`,
 			obj: `{"spec":{"color":"blue","tags":["b","b"]},"status":{"replicas":1}}`},
 	} {
