@@ -39,7 +39,9 @@ func ValidateDNSLabelName(name string, prefix bool) []string {
 
 const totalAnnotationSizeLimit = 256 * 1024
 
-// validateObjectMeta checks the metadata every object shares.
+// validateObjectMeta checks the metadata every object shares, in
+// apimachinery's ValidateObjectMetaAccessor's order: generateName, name,
+// namespace, generation, labels, annotations, ownerReferences, finalizers.
 func validateObjectMeta(m *meta.ObjectMeta, namespaced bool, nameFn NameValidator) meta.FieldErrors {
 	var errs meta.FieldErrors
 	p := meta.NewPath("metadata")
@@ -66,9 +68,11 @@ func validateObjectMeta(m *meta.ObjectMeta, namespaced bool, nameFn NameValidato
 	} else if m.Namespace != "" {
 		errs = append(errs, meta.Forbidden(p.Child("namespace"), "not allowed on this type"))
 	}
+	if m.Generation < 0 {
+		errs = append(errs, meta.Invalid(p.Child("generation"), m.Generation, "must be greater than or equal to 0"))
+	}
 	errs = append(errs, validateLabels(m.Labels, p.Child("labels"))...)
 	errs = append(errs, validateAnnotations(m.Annotations, p.Child("annotations"))...)
-	errs = append(errs, validateFinalizers(m.Finalizers, p.Child("finalizers"))...)
 	for i, ref := range m.OwnerReferences {
 		rp := p.Child("ownerReferences").Index(i)
 		if ref.APIVersion == "" {
@@ -85,10 +89,7 @@ func validateObjectMeta(m *meta.ObjectMeta, namespaced bool, nameFn NameValidato
 		}
 	}
 	errs = append(errs, validateControllerRefs(m.OwnerReferences, p.Child("ownerReferences"))...)
-	if m.Generation < 0 {
-		errs = append(errs, meta.Invalid(p.Child("generation"), m.Generation, "must be greater than or equal to 0"))
-	}
-	return errs
+	return append(errs, validateFinalizers(m.Finalizers, p.Child("finalizers"))...)
 }
 
 func validateLabels(labels map[string]string, p *meta.Path) meta.FieldErrors {
@@ -171,10 +172,29 @@ func lower(s string) string {
 
 const fieldImmutable = "field is immutable"
 
-// validateObjectMetaUpdate checks what an update may not change.
+// validateObjectMetaUpdate checks what an update may not change, in
+// apimachinery's ValidateObjectMetaAccessorUpdate's order: new finalizers
+// of an object being deleted, then the immutable fields.
 func validateObjectMetaUpdate(m, old *meta.ObjectMeta) meta.FieldErrors {
 	var errs meta.FieldErrors
 	p := meta.NewPath("metadata")
+	if old.DeletionTimestamp != nil {
+		have := make(map[string]bool, len(old.Finalizers))
+		for _, f := range old.Finalizers {
+			have[f] = true
+		}
+		var added []string
+		for _, f := range m.Finalizers {
+			if !have[f] && !slices.Contains(added, f) {
+				added = append(added, f)
+			}
+		}
+		if len(added) > 0 {
+			// Kubernetes lists the new ones sorted, with %q of a []string.
+			slices.Sort(added)
+			errs = append(errs, meta.Forbidden(p.Child("finalizers"), fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %q", added)))
+		}
+	}
 	if m.Name != old.Name {
 		errs = append(errs, meta.Invalid(p.Child("name"), m.Name, fieldImmutable))
 	}
@@ -192,23 +212,6 @@ func validateObjectMetaUpdate(m, old *meta.ObjectMeta) meta.FieldErrors {
 	}
 	if !int64PtrEqual(m.DeletionGracePeriodSeconds, old.DeletionGracePeriodSeconds) {
 		errs = append(errs, meta.Invalid(p.Child("deletionGracePeriodSeconds"), m.DeletionGracePeriodSeconds, fieldImmutable))
-	}
-	if old.DeletionTimestamp != nil {
-		have := make(map[string]bool, len(old.Finalizers))
-		for _, f := range old.Finalizers {
-			have[f] = true
-		}
-		var added []string
-		for _, f := range m.Finalizers {
-			if !have[f] && !slices.Contains(added, f) {
-				added = append(added, f)
-			}
-		}
-		if len(added) > 0 {
-			// Kubernetes lists the new ones sorted, with %q of a []string.
-			slices.Sort(added)
-			errs = append(errs, meta.Forbidden(p.Child("finalizers"), fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %q", added)))
-		}
 	}
 	return errs
 }

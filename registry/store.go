@@ -59,6 +59,16 @@ type Options[T meta.Object] struct {
 	AllowUnconditionalUpdate bool
 	// NameValidator checks names; the default allows RFC 1123 subdomains.
 	NameValidator NameValidator
+	// MetadataErrorsFirst makes a create report the metadata's errors
+	// (name, labels, annotations...) first and the strategy's after them,
+	// in one Invalid error, as kube-apiserver answers for its own kinds
+	// and custom resources, whose strategies validate the metadata first.
+	// Without it a create reports the strategy's errors alone, and the
+	// metadata's only once the strategy passes, as k8s.io/apiserver's
+	// rest.BeforeCreate does for a strategy that leaves the metadata to it
+	// (sample-apiserver's flunders). Updates report both at once either
+	// way, the metadata's first.
+	MetadataErrorsFirst bool
 	// Columns are extra Table columns after NAME; AGE follows the last
 	// one of priority 0, before the wide-only ones, as in kube's printers.
 	Columns []Column[T]
@@ -371,11 +381,20 @@ func (s *Store[T]) prepareCreate(ctx context.Context, ns string, obj T, opts Wri
 	}
 	generated := m.Name == "" && m.GenerateName != ""
 	s.beforeCreate(ctx, obj)
-	if errs := s.opts.Strategy.Validate(ctx, obj); len(errs) > 0 {
-		return zero, false, meta.NewInvalid(s.gk, m.Name, errs)
-	}
-	if errs := validateObjectMeta(m, s.opts.NamespaceScoped, s.opts.NameValidator); len(errs) > 0 {
-		return zero, false, meta.NewInvalid(s.gk, m.Name, errs)
+	if s.opts.MetadataErrorsFirst {
+		errs := validateObjectMeta(m, s.opts.NamespaceScoped, s.opts.NameValidator)
+		if errs = append(errs, s.opts.Strategy.Validate(ctx, obj)...); len(errs) > 0 {
+			return zero, false, meta.NewInvalid(s.gk, m.Name, errs)
+		}
+	} else {
+		// k8s.io/apiserver's rest.BeforeCreate: the strategy's errors
+		// alone, then, once it passes, the metadata's.
+		if errs := s.opts.Strategy.Validate(ctx, obj); len(errs) > 0 {
+			return zero, false, meta.NewInvalid(s.gk, m.Name, errs)
+		}
+		if errs := validateObjectMeta(m, s.opts.NamespaceScoped, s.opts.NameValidator); len(errs) > 0 {
+			return zero, false, meta.NewInvalid(s.gk, m.Name, errs)
+		}
 	}
 	if opts.Validate != nil {
 		if err := opts.Validate(ctx, obj, nil); err != nil {
@@ -558,8 +577,10 @@ func (s *Store[T]) prepareUpdate(ctx context.Context, ns, name string, cur stora
 		}
 	}
 	s.beforeUpdate(ctx, obj, old, opts.Subresource)
-	errs := validateObjectMetaUpdate(m, om)
-	errs = append(errs, validateObjectMeta(m, s.opts.NamespaceScoped, s.opts.NameValidator)...)
+	// rest.BeforeUpdate's order: the metadata, its changes, then the
+	// strategy's errors, in one Invalid error.
+	errs := validateObjectMeta(m, s.opts.NamespaceScoped, s.opts.NameValidator)
+	errs = append(errs, validateObjectMetaUpdate(m, om)...)
 	if opts.Subresource == "status" {
 		if ss, ok := s.opts.Strategy.(StatusStrategy[T]); ok {
 			errs = append(errs, ss.ValidateStatusUpdate(ctx, obj, old)...)

@@ -55,13 +55,15 @@ func New(f storage.Factory) (*registry.Store[*ConfigMap], error) {
 		return nil, fmt.Errorf("configmaps: %w", err)
 	}
 	return registry.NewStore(registry.Options[*ConfigMap]{
-		Resource:        resource,
-		Kind:            "ConfigMap",
-		NoGeneration:    true,
-		DeleteStatus:    true,
-		ShortNames:      []string{"cm"},
-		NamespaceScoped: true,
-		StorageVersion:  "v1",
+		Resource: resource,
+		Kind:     "ConfigMap",
+		// kube-apiserver's strategy validates the metadata first.
+		MetadataErrorsFirst: true,
+		NoGeneration:        true,
+		DeleteStatus:        true,
+		ShortNames:          []string{"cm"},
+		NamespaceScoped:     true,
+		StorageVersion:      "v1",
 		// kube-apiserver takes a PUT without a resourceVersion as
 		// unconditional for this kind.
 		AllowUnconditionalUpdate: true,

@@ -74,12 +74,14 @@ func New(f storage.Factory) (*registry.Store[*Lease], error) {
 		return nil, fmt.Errorf("leases: %w", err)
 	}
 	return registry.NewStore(registry.Options[*Lease]{
-		Resource:        resource,
-		Kind:            "Lease",
-		NoGeneration:    true,
-		DeleteStatus:    true,
-		NamespaceScoped: true,
-		StorageVersion:  "v1",
+		Resource: resource,
+		Kind:     "Lease",
+		// kube-apiserver's strategy validates the metadata first.
+		MetadataErrorsFirst: true,
+		NoGeneration:        true,
+		DeleteStatus:        true,
+		NamespaceScoped:     true,
+		StorageVersion:      "v1",
 		// As kube-apiserver: a PUT may create a lease, and must name the
 		// resourceVersion it updates.
 		AllowCreateOnUpdate: true,

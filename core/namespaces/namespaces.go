@@ -122,11 +122,13 @@ func New(f storage.Factory) (*registry.Store[*Namespace], error) {
 		return nil, fmt.Errorf("namespaces: %w", err)
 	}
 	return registry.NewStore(registry.Options[*Namespace]{
-		Resource:       resource,
-		Kind:           "Namespace",
-		NoGeneration:   true,
-		ShortNames:     []string{"ns"},
-		StorageVersion: "v1",
+		Resource: resource,
+		Kind:     "Namespace",
+		// kube-apiserver's strategy validates the metadata first.
+		MetadataErrorsFirst: true,
+		NoGeneration:        true,
+		ShortNames:          []string{"ns"},
+		StorageVersion:      "v1",
 		// kube-apiserver takes a PUT without a resourceVersion as
 		// unconditional for namespaces.
 		AllowUnconditionalUpdate: true,

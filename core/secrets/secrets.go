@@ -76,12 +76,14 @@ func New(f storage.Factory) (*registry.Store[*Secret], error) {
 		return nil, fmt.Errorf("secrets: %w", err)
 	}
 	return registry.NewStore(registry.Options[*Secret]{
-		Resource:        resource,
-		Kind:            "Secret",
-		NoGeneration:    true,
-		DeleteStatus:    true,
-		NamespaceScoped: true,
-		StorageVersion:  "v1",
+		Resource: resource,
+		Kind:     "Secret",
+		// kube-apiserver's strategy validates the metadata first.
+		MetadataErrorsFirst: true,
+		NoGeneration:        true,
+		DeleteStatus:        true,
+		NamespaceScoped:     true,
+		StorageVersion:      "v1",
 		// kube-apiserver takes a PUT without a resourceVersion as
 		// unconditional for this kind.
 		AllowUnconditionalUpdate: true,

@@ -91,12 +91,14 @@ func New(f storage.Factory) (*registry.Store[*ServiceAccount], error) {
 		return nil, fmt.Errorf("serviceaccounts: %w", err)
 	}
 	return registry.NewStore(registry.Options[*ServiceAccount]{
-		Resource:        resource,
-		Kind:            "ServiceAccount",
-		NoGeneration:    true,
-		ShortNames:      []string{"sa"},
-		NamespaceScoped: true,
-		StorageVersion:  "v1",
+		Resource: resource,
+		Kind:     "ServiceAccount",
+		// kube-apiserver's strategy validates the metadata first.
+		MetadataErrorsFirst: true,
+		NoGeneration:        true,
+		ShortNames:          []string{"sa"},
+		NamespaceScoped:     true,
+		StorageVersion:      "v1",
 		// kube-apiserver takes a PUT without a resourceVersion as
 		// unconditional for this kind.
 		AllowUnconditionalUpdate: true,
