@@ -147,7 +147,7 @@ func (a *API) Install(s *server.GenericServer) error {
 		registry.ServeProtobuf(a.ServiceAccounts, serviceaccounts.ProtobufToJSON),
 		registry.ServeProtobuf(a.Events.Core, events.ProtobufToJSON))
 	nsRoutes := namespaces.Routes(a.Namespaces)
-	tokenRoutes := serviceaccounts.TokenRoutes(a.ServiceAccounts, a.tokens)
+	tokenRoutes := serviceaccounts.TokenRoutes(a.ServiceAccounts, a.tokens, s.Admission())
 	g.Versions[0].Routes = func(ws *restful.WebService) {
 		nsRoutes(ws)
 		tokenRoutes(ws)

@@ -441,6 +441,14 @@ func kubeDiffSteps() []diffStep {
 		{name: "create configmap exists", method: "POST", path: cms, body: kdConfigMap},
 		{name: "create configmap dryRun exists", method: "POST", path: cms + "?dryRun=All", body: kdConfigMap},
 		{name: "create configmap namespace mismatch", method: "POST", path: "/api/v1/namespaces/default/configmaps", body: kdConfigMap},
+		// kube's own strategies validate the metadata first: an invalid
+		// name, label and data key come in one 422, in that order.
+		{name: "create configmap invalid name, label and key", method: "POST", path: cms,
+			body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"Bad_Name","labels":{"-x":"y"}},"data":{"bad key":"v"}}`},
+		{name: "create secret invalid name and key", method: "POST", path: ns + "/secrets",
+			body: `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"Bad_Name"},"data":{"bad key":"dg=="}}`},
+		{name: "create lease invalid name and spec", method: "POST", path: "/apis/coordination.k8s.io/v1/namespaces/kd/leases",
+			body: `{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"Bad_Name"},"spec":{"leaseDurationSeconds":-1}}`},
 		{name: "get configmap", method: "GET", path: cms + "/c1"},
 		{name: "get configmap missing", method: "GET", path: cms + "/nope"},
 		{name: "get configmap in missing namespace", method: "GET", path: "/api/v1/namespaces/nowhere/configmaps/c1"},
@@ -622,6 +630,8 @@ func kubeDiffSteps() []diffStep {
 			stdin: "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1, namespace: kd}\nspec: {replicas: 2}\n"},
 		{name: "CR schema violations", method: "POST", path: "/apis/example.com/v1/namespaces/kd/widgets",
 			body: `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w2"},"spec":{"replicas":11,"color":"black"}}`},
+		{name: "CR invalid name, label and schema", method: "POST", path: "/apis/example.com/v1/namespaces/kd/widgets",
+			body: `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"Bad_Name","labels":{"-x":"y"}},"spec":{"replicas":11}}`},
 		{name: "CR wrong type", method: "POST", path: "/apis/example.com/v1/namespaces/kd/widgets",
 			body: `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w3"},"spec":{"replicas":"two"}}`},
 		{name: "CR unknown field strict", method: "POST", path: "/apis/example.com/v1/namespaces/kd/widgets?fieldValidation=Strict",
@@ -652,6 +662,22 @@ func kubeDiffSteps() []diffStep {
 		// versions (a storage migration writes them).
 		{name: "CRD status storedVersions", kubectl: []string{"patch", "crd", "widgets.example.com", "--subresource=status", "--type=merge", "-p", `{"status":{"storedVersions":["v1","v0"]}}`}},
 
+		// CRD validation ratcheting: a schema tightened after a custom
+		// resource was stored refuses new invalid values only.
+		{name: "CRD gadgets", kubectl: []string{"apply", "-f", "-"}, stdin: gadgetCRD("", "")},
+		{name: "CRD gadgets established", kubectl: []string{"wait", "--for=condition=Established", "crd/gadgets.example.com", "--timeout=60s"}},
+		{name: "CR gadget", kubectl: []string{"create", "-f", "-"}, until: "exit 0",
+			stdin: "apiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g1, namespace: kd}\nspec: {name: Bad_Name, size: 20}\n"},
+		{name: "CRD gadgets tightened", kubectl: []string{"apply", "-f", "-"}, stdin: gadgetCRD(", pattern: '^[a-z]+$'", ", maximum: 10")},
+		{name: "CR gadget tightened schema", method: "POST", path: "/apis/example.com/v1/namespaces/kd/gadgets?dryRun=All", until: "should match",
+			body: `{"apiVersion":"example.com/v1","kind":"Gadget","metadata":{"name":"g2"},"spec":{"name":"Bad_Name"}}`},
+		{name: "CR gadget label, invalid name unchanged", kubectl: []string{"label", "gadget", "g1", "-n", "kd", "tier=gold"}},
+		{name: "CR gadget patch size, invalid name unchanged", kubectl: []string{"patch", "gadget", "g1", "-n", "kd", "--type=merge", "-p", `{"spec":{"size":5}}`}},
+		{name: "CR gadget patch invalid name", method: "PATCH", path: "/apis/example.com/v1/namespaces/kd/gadgets/g1", contentType: "application/merge-patch+json",
+			body: `{"spec":{"name":"Other_Bad"}}`},
+		{name: "CR gadget patch invalid size", method: "PATCH", path: "/apis/example.com/v1/namespaces/kd/gadgets/g1", contentType: "application/merge-patch+json",
+			body: `{"spec":{"size":20}}`},
+
 		// ValidatingAdmissionPolicy with a binding.
 		{name: "create policy", kubectl: []string{"apply", "-f", "-"}, stdin: kdPolicyYAML},
 		{name: "policy denies", method: "POST", path: cms, until: "Invalid",
@@ -661,6 +687,15 @@ func kubeDiffSteps() []diffStep {
 		{name: "policy warns", method: "POST", path: cms + "?dryRun=All", until: "Warning",
 			body: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"p2","labels":{"kd":"x"}},"data":{"many":"1","more":"2","and":"3","four":"4"}}`},
 		{name: "policy denies kubectl", kubectl: []string{"create", "cm", "p3", "-n", "kd", "--from-literal=forbidden=1"}},
+		// A policy on serviceaccounts/token sees token requests.
+		{name: "create token policy", kubectl: []string{"apply", "-f", "-"}, stdin: tokenPolicyYAML},
+		{name: "create serviceaccount locked", kubectl: []string{"create", "sa", "locked", "-n", "kd"}},
+		{name: "token policy denies", method: "POST", path: ns + "/serviceaccounts/locked/token", until: "no tokens for",
+			body: `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{}}`},
+		{name: "token policy denies a long token", method: "POST", path: ns + "/serviceaccounts/robot/token",
+			body: `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":7200}}`},
+		{name: "token policy denies kubectl", kubectl: []string{"create", "token", "locked", "-n", "kd"}},
+		{name: "token policy allows", kubectl: []string{"create", "token", "robot", "-n", "kd"}},
 		{name: "policy bad expression", method: "POST", path: "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies",
 			body: `{"apiVersion":"admissionregistration.k8s.io/v1","kind":"ValidatingAdmissionPolicy","metadata":{"name":"bad"},"spec":{"matchConstraints":{"resourceRules":[{"apiGroups":[""],"apiVersions":["v1"],"operations":["CREATE"],"resources":["configmaps"]}]},"validations":[{"expression":"object.nope(("}]}}`},
 

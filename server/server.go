@@ -13,6 +13,7 @@ import (
 
 	restful "github.com/emicklei/go-restful/v3"
 
+	"github.com/apikit-dev/apikit/admission"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/metrics"
 	"github.com/apikit-dev/apikit/registry"
@@ -170,6 +171,14 @@ func (emptyDelegate) APIGroupsSynced() bool                            { return 
 // Schemas returns the schemas of the resources this server serves, keyed
 // by their Go types (schema.Key).
 func (s *GenericServer) Schemas() *schema.Set { return s.schemas }
+
+// Admission is the admission chain this server's resources run on writes
+// (Config.Admission without the plugins DisabledAdmissionPlugins names),
+// for a handler installed beside them that admits its writes as they do:
+// the core group's serviceaccounts/token create.
+func (s *GenericServer) Admission() admission.Chain {
+	return s.config.Admission.Without(s.config.DisabledAdmissionPlugins...)
+}
 
 // New builds a server named name in front of delegate.
 func (c CompletedConfig) New(name string, delegate DelegationTarget) (*GenericServer, error) {
@@ -463,7 +472,7 @@ func (s *GenericServer) InstallAPIGroup(g *APIGroupInfo) error {
 				Schemas:             s.schemas,
 				Schema:              shape,
 				Versions:            versions[info.Resource],
-				Admission:           s.config.Admission.Without(s.config.DisabledAdmissionPlugins...),
+				Admission:           s.Admission(),
 				MaxRequestBodyBytes: s.config.MaxRequestBodyBytes,
 				MaxObjectBytes:      s.config.MaxObjectBytes,
 				MinRequestTimeout:   s.config.MinRequestTimeout,

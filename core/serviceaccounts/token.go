@@ -16,6 +16,7 @@ import (
 	restful "github.com/emicklei/go-restful/v3"
 
 	"github.com/apikit-dev/apikit/admission"
+	"github.com/apikit-dev/apikit/authn"
 	"github.com/apikit-dev/apikit/authn/serviceaccount"
 	"github.com/apikit-dev/apikit/internal/k8sproto"
 	"github.com/apikit-dev/apikit/meta"
@@ -114,9 +115,12 @@ const (
 var tokenRequestKind = meta.GroupKind{Group: "authentication.k8s.io", Kind: "TokenRequest"}
 
 // TokenRoutes adds POST .../serviceaccounts/{name}/token to the core
-// group's WebService, issuing tokens with t.
-func TokenRoutes(store *registry.Store[*ServiceAccount], t *serviceaccount.Tokens) func(ws *restful.WebService) {
-	h := &tokenHandler{store: store, tokens: t, now: time.Now}
+// group's WebService, issuing tokens with t. chain admits each request as
+// kube-apiserver admits it: a CREATE of kind authentication.k8s.io/v1
+// TokenRequest on resource serviceaccounts, subresource token, which
+// webhooks and policies may change (mutating) and refuse (validating).
+func TokenRoutes(store *registry.Store[*ServiceAccount], t *serviceaccount.Tokens, chain admission.Chain) func(ws *restful.WebService) {
+	h := &tokenHandler{store: store, tokens: t, now: time.Now, admission: chain}
 	return func(ws *restful.WebService) {
 		ws.Route(endpoints.To(ws.POST("/namespaces/{namespace}/serviceaccounts/{name}/token"), h).
 			Operation("createCoreV1NamespacedServiceAccountToken").
@@ -132,9 +136,10 @@ func TokenRoutes(store *registry.Store[*ServiceAccount], t *serviceaccount.Token
 }
 
 type tokenHandler struct {
-	store  *registry.Store[*ServiceAccount]
-	tokens *serviceaccount.Tokens
-	now    func() time.Time
+	store     *registry.Store[*ServiceAccount]
+	tokens    *serviceaccount.Tokens
+	now       func() time.Time
+	admission admission.Chain
 
 	// managers records who set a request's fields, built at the first
 	// request: an idle server never needs its schema.
@@ -169,7 +174,13 @@ func (h *tokenHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.recordFields(req, fieldmanager.ManagerName(opts.FieldManager, r.UserAgent()))
 	var warnings []string
 	ctx := admission.WithWarnings(r.Context(), func(msg string) { warnings = append(warnings, msg) })
-	out, err := h.issue(ctx, ns, name, req)
+	a, err := h.admit(ctx, ns, name, req, len(opts.DryRun) > 0)
+	var out *TokenRequest
+	if err == nil {
+		out, err = h.issue(ctx, ns, name, a.Object.(*TokenRequest), func(done *TokenRequest) error {
+			return h.validate(ctx, a, done)
+		})
+	}
 	for _, msg := range warnings {
 		w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
 	}
@@ -178,6 +189,52 @@ func (h *tokenHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	respond.Object(w, r, http.StatusCreated, out)
+}
+
+// tokenRequestsGVK and serviceAccountsGVR are what admission sees of a
+// token request: kube-apiserver's create handler admits the TokenRequest
+// on the service accounts' token subresource.
+var (
+	tokenRequestGVK    = meta.GroupVersionKind{Group: tokenRequestKind.Group, Version: "v1", Kind: tokenRequestKind.Kind}
+	serviceAccountsGVR = meta.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
+)
+
+// admit runs the mutating plugins on req as kube-apiserver's create
+// handler does, before the token storage sees it: req has its defaults and
+// the request's namespace (kube-apiserver sets an empty one), the name is
+// the service account's, from the path. The attributes returned carry the
+// admitted request, for validate.
+func (h *tokenHandler) admit(ctx context.Context, ns, name string, req *TokenRequest, dryRun bool) (*admission.Attributes, error) {
+	if req.Namespace == "" {
+		req.Namespace = ns
+	}
+	user, _ := authn.UserFrom(ctx)
+	a := &admission.Attributes{Operation: admission.Create, Kind: tokenRequestGVK, Resource: serviceAccountsGVR, Subresource: "token",
+		Namespace: ns, Name: name, Object: req, DryRun: dryRun, User: user}
+	if len(h.admission) == 0 {
+		return a, nil
+	}
+	if err := h.admission.Admit(ctx, a); err != nil {
+		return nil, err
+	}
+	if _, ok := a.Object.(*TokenRequest); !ok {
+		return nil, meta.NewInternalError(fmt.Errorf("admission made the TokenRequest for %s a %T", name, a.Object))
+	}
+	return a, nil
+}
+
+// validate runs the validating plugins on done, the request as the token
+// storage completed it (name, namespace, uid, audiences, creation time),
+// as kube-apiserver's TokenRequest storage calls them after its own
+// validation and before it signs.
+func (h *tokenHandler) validate(ctx context.Context, a *admission.Attributes, done *TokenRequest) error {
+	if len(h.admission) == 0 {
+		return nil
+	}
+	v := *a
+	cp := *done
+	v.Object = &cp
+	return h.admission.Validate(ctx, &v)
 }
 
 // setDefaults applies the defaults kube-apiserver applies as it decodes a
@@ -217,7 +274,10 @@ func (h *tokenHandler) recordFields(req *TokenRequest, manager string) {
 // issue completes req as kube-apiserver's TokenRequest storage does (its
 // checks in the same order, so that the first error is the same) and signs
 // a token for the service account ns/name, bound to its uid.
-func (h *tokenHandler) issue(ctx context.Context, ns, name string, req *TokenRequest) (*TokenRequest, error) {
+//
+// validate is called on the completed request once it passed the checks,
+// before the token is signed: validating admission's place.
+func (h *tokenHandler) issue(ctx context.Context, ns, name string, req *TokenRequest, validate func(*TokenRequest) error) (*TokenRequest, error) {
 	setDefaults(req)
 	if req.Name != "" && req.Name != name {
 		return nil, meta.NewInvalid(tokenRequestKind, name, meta.FieldErrors{
@@ -267,6 +327,11 @@ func (h *tokenHandler) issue(ctx context.Context, ns, name string, req *TokenReq
 	}
 	if len(errs) > 0 {
 		return nil, meta.NewInvalid(tokenRequestKind, "", errs)
+	}
+	if validate != nil {
+		if err := validate(req); err != nil {
+			return nil, err
+		}
 	}
 	if sa.DeletionTimestamp != nil {
 		return nil, meta.NewForbidden(meta.GroupResource{Resource: "serviceaccounts"}, name,

@@ -76,7 +76,7 @@ func TestTokenRequestValidation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req := tt.req
-			out, err := h.issue(ctx, "ns", "robot", &req)
+			out, err := h.issue(ctx, "ns", "robot", &req, nil)
 			if tt.want != "" {
 				if err == nil || err.Error() != tt.want {
 					t.Fatalf("issue: %v\nwant %s", err, tt.want)
@@ -94,7 +94,7 @@ func TestTokenRequestValidation(t *testing.T) {
 			}
 		})
 	}
-	if _, err := h.issue(ctx, "ns", "nobody", &TokenRequest{}); !meta.IsNotFound(err) {
+	if _, err := h.issue(ctx, "ns", "nobody", &TokenRequest{}, nil); !meta.IsNotFound(err) {
 		t.Errorf("token of a missing service account: %v, want NotFound", err)
 	}
 }
@@ -109,7 +109,7 @@ func TestTokenBoundToServiceAccount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := h.issue(ctx, "ns", "robot", &TokenRequest{})
+	out, err := h.issue(ctx, "ns", "robot", &TokenRequest{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
