@@ -255,7 +255,10 @@ func TestQueueLimits(t *testing.T) {
 	out := make(chan outcome, 4)
 	startAsync(qs, flowOn(0, "b"), seats(1), time.Minute, out)
 	waitFor(t, qs, 1)
-	startAsync(qs, flowOn(0, "c"), seats(1), 20*time.Millisecond, out)
+	// c's wait limit is real time: long enough that c is still queued when
+	// waitFor looks and d is refused, on a loaded machine too (20 ms was
+	// not, under -race at load 15), short enough to wait for below.
+	startAsync(qs, flowOn(0, "c"), seats(1), time.Second, out)
 	waitFor(t, qs, 2)
 	// The queue is full and the seats are taken: refused at once.
 	if r2, reason := qs.start(context.Background(), flowOn(0, "d"), seats(1), time.Minute); r2 != nil || reason != rejectQueueFull {

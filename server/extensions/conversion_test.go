@@ -747,6 +747,23 @@ func TestConversionFromEarlierStorageVersion(t *testing.T) {
 		}
 		return ""
 	})
+	// The server takes the new storage version from the CRD's watch, a
+	// moment after the PUT answers (as kube-apiserver's CRD handler): until
+	// then a create in v2 is converted to v1 to be stored. Wait until one
+	// is stored as it came, with a probe deleted again.
+	probes := 0
+	c.poll("objects stored in v2", func() string {
+		probes++
+		name := fmt.Sprintf("probe%d", probes)
+		before := h.reviews.Load()
+		c.must(201, "POST", v2, `{"apiVersion":"example.com/v2","kind":"Widget","metadata":{"name":"`+name+`"},"spec":{"colour":"none"}}`)
+		converted := h.reviews.Load() != before
+		c.must(200, "DELETE", v2+"/"+name, "")
+		if converted {
+			return "a create in v2 was converted to be stored"
+		}
+		return ""
+	})
 	before := h.reviews.Load()
 	if got := c.must(200, "GET", v1+"/w1", ""); specOf(got) != "map[color:red]" || h.reviews.Load() != before {
 		t.Errorf("w1 read in v1, the version it is stored in: %v, %d reviews", specOf(got), h.reviews.Load()-before)
