@@ -10,6 +10,7 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/apikit-dev/apikit/storage"
 )
@@ -66,7 +67,29 @@ func (w *watcher) RequestProgress(ctx context.Context) error {
 	return nil
 }
 
-// Watch implements storage.Interface.
+// streamKey is the gRPC metadata key that puts watches from a past
+// revision on their own etcd watch stream, apart from watches that start
+// at etcd's current revision (a watch cache's, which start with their
+// state).
+//
+// The client carries every watch with the same metadata on one stream,
+// and etcd answers a progress request on a stream only when every watch on
+// it has caught up. A watch from a past revision has not: etcd catches it
+// up every 100 ms. A server's start makes many (its informers watch from
+// their lists' revisions while the watch caches are not ready, so the
+// caches delegate those watches to etcd), and on a shared stream each
+// would hold back the progress notifications that the watch caches'
+// consistent reads wait for, the whole server's readiness with them. A
+// watch that starts at the current revision is caught up from its start,
+// so the watch caches' stream answers at once.
+const (
+	streamKey  = "apikit-watch-stream"
+	pastStream = "from-revision"
+)
+
+// Watch implements storage.Interface. A watch from a past revision
+// (Revision without SendInitialEvents) goes on a stream of its own kind;
+// see streamKey.
 func (s *store) Watch(ctx context.Context, prefix string, opts storage.WatchOptions) (storage.Watcher, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -80,7 +103,11 @@ func (s *store) Watch(ctx context.Context, prefix string, opts storage.WatchOpti
 	}
 	// WithRequireLeader makes etcd end the watch when its member loses the
 	// leader, instead of leaving it silently stale.
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	wctx := clientv3.WithRequireLeader(ctx)
+	if !opts.SendInitialEvents && opts.Revision > 0 {
+		wctx = metadata.AppendToOutgoingContext(wctx, streamKey, pastStream)
+	}
+	wctx, cancel := context.WithCancel(wctx)
 	via, fell := s.watchVia()
 	w := &watcher{
 		via:    via,
