@@ -49,9 +49,9 @@ type builder struct {
 }
 
 // buildAll builds wardle from the working tree (every time: it is what is
-// measured) unless not withWardle, and the sample-apiserver and etcd once
-// per version.
-func (b *builder) buildAll(withWardle bool) (binaries, error) {
+// measured) unless not withWardle, and etcd and (withSample) the
+// sample-apiserver once per version.
+func (b *builder) buildAll(withWardle, withSample bool) (binaries, error) {
 	var bins binaries
 	var err error
 	if bins.etcd, err = b.etcd(); err != nil {
@@ -60,8 +60,10 @@ func (b *builder) buildAll(withWardle bool) (binaries, error) {
 	if bins.etcdVersion, err = etcdVersion(bins.etcd); err != nil {
 		return bins, err
 	}
-	if bins.sample, err = b.sample(); err != nil {
-		return bins, err
+	if withSample {
+		if bins.sample, err = b.sample(); err != nil {
+			return bins, err
+		}
 	}
 	if withWardle {
 		if bins.wardle, err = b.wardle(); err != nil {
