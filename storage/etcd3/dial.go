@@ -130,13 +130,19 @@ func Dial(ctx context.Context, cfg Config) (*clientv3.Client, error) {
 // request it serves is traced (the span of tracing.Start in the store's
 // methods is then its parent), and carry the trace context to etcd.
 func traceDialOptions() []grpc.DialOption {
-	return []grpc.DialOption{grpc.WithStatsHandler(tracedOnly{otelgrpc.NewClientHandler(
+	return []grpc.DialOption{grpc.WithStatsHandler(traceDialHandler())}
+}
+
+// traceDialHandler is the etcd client's stats handler: otelgrpc's, for
+// traced calls only.
+func traceDialHandler() stats.Handler {
+	return tracedOnly{otelgrpc.NewClientHandler(
 		otelgrpc.WithTracerProvider(tracing.ContextProvider()),
 		otelgrpc.WithPropagators(tracing.Propagator),
 		// apikit's metrics are its own (/metrics): the gRPC client's
 		// would go to OpenTelemetry's global provider, and only for
 		// the calls tracedOnly lets through.
-		otelgrpc.WithMeterProvider(metricnoop.NewMeterProvider()))})}
+		otelgrpc.WithMeterProvider(metricnoop.NewMeterProvider()))}
 }
 
 // tracedOnly hands an etcd call to otelgrpc's handler only when the context
