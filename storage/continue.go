@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // continueToken is the body of a continue token, in the format
@@ -85,9 +87,11 @@ func DecodeContinue(token, prefix string) (startKey string, rev int64, err error
 	if err != nil {
 		return "", 0, invalidContinue("continue key is not valid: %v", err)
 	}
-	var t continueToken
-	if err := json.Unmarshal(b, &t); err != nil {
-		return "", 0, invalidContinue("continue key is not valid: %v", err)
+	t, ok := parseEncodedToken(b)
+	if !ok {
+		if err := json.Unmarshal(b, &t); err != nil {
+			return "", 0, invalidContinue("continue key is not valid: %v", err)
+		}
 	}
 	if t.APIVersion != continueAPIVersion {
 		return "", 0, invalidContinue("continue key is not valid: incorrect encoded start resourceVersion (version %s)", t.APIVersion)
@@ -106,6 +110,69 @@ func DecodeContinue(token, prefix string) (startKey string, rev int64, err error
 		return "", 0, invalidContinue("continue key is not valid: %s", "it escapes the list prefix")
 	}
 	return prefix + t.StartKey, t.Revision, nil
+}
+
+// encodedTokenHead is how every token encodeStart makes begins:
+// json.Marshal writes continueToken's fields in order.
+const encodedTokenHead = `{"v":"` + continueAPIVersion + `","rv":`
+
+// parseEncodedToken reads a token body in exactly the form encodeStart
+// writes (a decimal revision; a start key of valid UTF-8 whose only
+// escapes are its NULs, \u0000), and reports false for anything else,
+// which json.Unmarshal then reads as kube-apiserver does, so that a token
+// decodes the same either way (FuzzParseEncodedToken). Each page of a
+// paged list decodes one, and json.Unmarshal's reflection was ~1.4% of a
+// paged LIST's CPU.
+func parseEncodedToken(b []byte) (continueToken, bool) {
+	s := string(b)
+	rest, ok := strings.CutPrefix(s, encodedTokenHead)
+	if !ok {
+		return continueToken{}, false
+	}
+	num, rest, ok := strings.Cut(rest, `,"start":"`)
+	if !ok || !jsonInteger(num) {
+		return continueToken{}, false
+	}
+	rev, err := strconv.ParseInt(num, 10, 64)
+	if err != nil {
+		return continueToken{}, false
+	}
+	start, ok := strings.CutSuffix(rest, `"}`)
+	if !ok || !utf8.ValidString(start) {
+		return continueToken{}, false
+	}
+	nuls := 0
+	for i := 0; i < len(start); i++ {
+		switch c := start[i]; {
+		case c < 0x20 || c == '"':
+			return continueToken{}, false
+		case c == '\\':
+			if !strings.HasPrefix(start[i:], `\u0000`) {
+				return continueToken{}, false
+			}
+			nuls++
+			i += len(`\u0000`) - 1
+		}
+	}
+	if nuls > 0 {
+		start = strings.ReplaceAll(start, `\u0000`, "\x00")
+	}
+	return continueToken{APIVersion: continueAPIVersion, Revision: rev, StartKey: start}, true
+}
+
+// jsonInteger reports whether s is an integer as JSON writes one: an
+// optional minus, then 0 or digits not starting with 0.
+func jsonInteger(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	if s == "" || (s[0] == '0' && len(s) > 1) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // ListPrefix is the key prefix a list or watch of prefix covers: prefix

@@ -144,3 +144,17 @@ func TestNewContinueExpired(t *testing.T) {
 		t.Errorf("DecodeContinue = %q %d %v, want the same start at revision -1", start, rev, err)
 	}
 }
+
+// BenchmarkDecodeContinue decodes the token of a page of a paged list.
+func BenchmarkDecodeContinue(b *testing.B) {
+	tok, err := storage.EncodeContinue("/wardle.example.com/flunders/bench/flunder-02500", "/wardle.example.com/flunders/", 123456)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := storage.DecodeContinue(tok, "/wardle.example.com/flunders/"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
