@@ -12,6 +12,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
@@ -187,6 +188,29 @@ func TestCoreEventsAndLeases(t *testing.T) {
 	}}
 	if _, err := dyn.Resource(newEvents).Namespace("team-a").Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+	// As kube-apiserver: a core event's name is checked only as a path
+	// segment; events.k8s.io/v1 validates strictly (an RFC 1123 name, no
+	// deprecated fields) and keeps an event's fields immutable.
+	loose := old.DeepCopy()
+	loose.SetName("Bad_Name")
+	if _, err := dyn.Resource(coreEvents).Namespace("team-a").Create(ctx, loose, metav1.CreateOptions{}); err != nil {
+		t.Errorf("core event named Bad_Name: %v", err)
+	}
+	strict := ev.DeepCopy()
+	strict.SetName("Bad_Name")
+	strict.Object["deprecatedCount"] = int64(3)
+	_, err := dyn.Resource(newEvents).Namespace("team-a").Create(ctx, strict, metav1.CreateOptions{})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), `metadata.name: Invalid value: "Bad_Name"`) || !strings.Contains(err.Error(), "count: Invalid value: \"\": needs to be unset") {
+		t.Errorf("events.k8s.io/v1 event named Bad_Name with deprecatedCount: %v, want 422 naming both", err)
+	}
+	changed, err := dyn.Resource(newEvents).Namespace("team-a").Get(ctx, "reconciled", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed.Object["note"] = "rewritten"
+	if _, err := dyn.Resource(newEvents).Namespace("team-a").Update(ctx, changed, metav1.UpdateOptions{}); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "message: Invalid value: \"rewritten\": field is immutable") {
+		t.Errorf("events.k8s.io/v1 update of note: %v, want 422 field is immutable", err)
 	}
 	out := w.Kubectl("get", "events", "-n", "team-a")
 	for _, want := range []string{"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE", "Started", "flunder/f1", "the flunder started", "Reconciled", "all good"} {

@@ -39,10 +39,13 @@ func ValidateDNSLabelName(name string, prefix bool) []string {
 
 const totalAnnotationSizeLimit = 256 * 1024
 
-// validateObjectMeta checks the metadata every object shares, in
-// apimachinery's ValidateObjectMetaAccessor's order: generateName, name,
-// namespace, generation, labels, annotations, ownerReferences, finalizers.
-func validateObjectMeta(m *meta.ObjectMeta, namespaced bool, nameFn NameValidator) meta.FieldErrors {
+// ValidateObjectMeta checks the metadata every object shares, in
+// apimachinery's ValidateObjectMetaAccessor's order: generateName, name
+// (by nameFn), namespace, generation, labels, annotations, ownerReferences,
+// finalizers. The store runs it on every write; a strategy calls it too
+// where kube-apiserver's validates the metadata with a stricter name rule
+// than its store's (events.k8s.io/v1's events).
+func ValidateObjectMeta(m *meta.ObjectMeta, namespaced bool, nameFn NameValidator) meta.FieldErrors {
 	var errs meta.FieldErrors
 	p := meta.NewPath("metadata")
 	if m.GenerateName != "" {
@@ -172,10 +175,11 @@ func lower(s string) string {
 
 const fieldImmutable = "field is immutable"
 
-// validateObjectMetaUpdate checks what an update may not change, in
+// ValidateObjectMetaUpdate checks what an update may not change, in
 // apimachinery's ValidateObjectMetaAccessorUpdate's order: new finalizers
-// of an object being deleted, then the immutable fields.
-func validateObjectMetaUpdate(m, old *meta.ObjectMeta) meta.FieldErrors {
+// of an object being deleted, then the immutable fields. The store runs
+// it on every update.
+func ValidateObjectMetaUpdate(m, old *meta.ObjectMeta) meta.FieldErrors {
 	var errs meta.FieldErrors
 	p := meta.NewPath("metadata")
 	if old.DeletionTimestamp != nil {

@@ -382,7 +382,7 @@ func (s *Store[T]) prepareCreate(ctx context.Context, ns string, obj T, opts Wri
 	generated := m.Name == "" && m.GenerateName != ""
 	s.beforeCreate(ctx, obj)
 	if s.opts.MetadataErrorsFirst {
-		errs := validateObjectMeta(m, s.opts.NamespaceScoped, s.opts.NameValidator)
+		errs := ValidateObjectMeta(m, s.opts.NamespaceScoped, s.opts.NameValidator)
 		if errs = append(errs, s.opts.Strategy.Validate(ctx, obj)...); len(errs) > 0 {
 			return zero, false, meta.NewInvalid(s.gk, m.Name, errs)
 		}
@@ -392,7 +392,7 @@ func (s *Store[T]) prepareCreate(ctx context.Context, ns string, obj T, opts Wri
 		if errs := s.opts.Strategy.Validate(ctx, obj); len(errs) > 0 {
 			return zero, false, meta.NewInvalid(s.gk, m.Name, errs)
 		}
-		if errs := validateObjectMeta(m, s.opts.NamespaceScoped, s.opts.NameValidator); len(errs) > 0 {
+		if errs := ValidateObjectMeta(m, s.opts.NamespaceScoped, s.opts.NameValidator); len(errs) > 0 {
 			return zero, false, meta.NewInvalid(s.gk, m.Name, errs)
 		}
 	}
@@ -579,8 +579,8 @@ func (s *Store[T]) prepareUpdate(ctx context.Context, ns, name string, cur stora
 	s.beforeUpdate(ctx, obj, old, opts.Subresource)
 	// rest.BeforeUpdate's order: the metadata, its changes, then the
 	// strategy's errors, in one Invalid error.
-	errs := validateObjectMeta(m, s.opts.NamespaceScoped, s.opts.NameValidator)
-	errs = append(errs, validateObjectMetaUpdate(m, om)...)
+	errs := ValidateObjectMeta(m, s.opts.NamespaceScoped, s.opts.NameValidator)
+	errs = append(errs, ValidateObjectMetaUpdate(m, om)...)
 	if opts.Subresource == "status" {
 		if ss, ok := s.opts.Strategy.(StatusStrategy[T]); ok {
 			errs = append(errs, ss.ValidateStatusUpdate(ctx, obj, old)...)

@@ -8,6 +8,7 @@ package events
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	"github.com/apikit-dev/apikit/core/serviceaccounts"
 	"github.com/apikit-dev/apikit/meta"
@@ -129,6 +130,10 @@ func New(f storage.Factory) (*Stores, error) {
 		AllowUnconditionalUpdate: true,
 		Strategy:                 strategy{},
 		Storage:                  st,
+		// kube-apiserver checks a core event's name only as a path
+		// segment (rest.BeforeCreate's generic check): "Bad_Name" is
+		// a valid core event name.
+		NameValidator: meta.ValidatePathSegmentName,
 		// kube's events table: kubectl get events.
 		NoNameColumn: true,
 		NoAgeColumn:  true,
@@ -140,6 +145,7 @@ func New(f storage.Factory) (*Stores, error) {
 		return nil, fmt.Errorf("events: %w", err)
 	}
 	opts.Resource = meta.GroupResource{Group: GroupName, Resource: "events"}
+	opts.Strategy = strictStrategy{}
 	opts.StorageAPIVersion = "v1"
 	opts.KeyRoot = storage.KeyRoot(coreResource)
 	ev, err := registry.NewStore(opts)
@@ -167,6 +173,19 @@ type strategy struct {
 func (strategy) Validate(_ context.Context, e *Event) meta.FieldErrors { return Validate(e) }
 
 func (strategy) ValidateUpdate(_ context.Context, e, _ *Event) meta.FieldErrors { return Validate(e) }
+
+// strictStrategy is events.k8s.io/v1's: kube-apiserver validates a write
+// through that API more strictly than one through core v1 (its strategy
+// reads the request's group version; here each API has its own store).
+type strictStrategy struct{ strategy }
+
+func (strictStrategy) Validate(_ context.Context, e *Event) meta.FieldErrors {
+	return ValidateStrict(e)
+}
+
+func (strictStrategy) ValidateUpdate(_ context.Context, e, old *Event) meta.FieldErrors {
+	return ValidateStrictUpdate(e, old)
+}
 
 // Length limits of an event's fields, as kube-apiserver's.
 const (
@@ -211,6 +230,103 @@ func Validate(e *Event) meta.FieldErrors {
 	}
 	for _, msg := range meta.ValidateDNS1123Subdomain(e.Namespace) {
 		errs = append(errs, meta.Invalid(meta.NewPath("namespace"), e.Namespace, msg))
+	}
+	return errs
+}
+
+// ValidateStrict checks an event created through events.k8s.io/v1 as
+// kube-apiserver does (ValidateEventCreate for that version): Validate's
+// checks, then the metadata with RFC 1123 subdomain names, the series, a
+// required eventTime, a type of Normal or Warning, and none of the
+// deprecated core fields.
+func ValidateStrict(e *Event) meta.FieldErrors {
+	errs := Validate(e)
+	errs = append(errs, registry.ValidateObjectMeta(&e.ObjectMeta, true, registry.ValidateDNSSubdomainName)...)
+	errs = append(errs, validateSeries(e)...)
+	if e.EventTime.IsZero() {
+		errs = append(errs, meta.Required(meta.NewPath("eventTime"), ""))
+	}
+	if e.Type != "Normal" && e.Type != "Warning" {
+		errs = append(errs, meta.Invalid(meta.NewPath("type"), "", "has invalid value: "+e.Type))
+	}
+	for _, f := range []struct {
+		name  string
+		isSet bool
+	}{
+		{"firstTimestamp", !e.FirstTimestamp.IsZero()},
+		{"lastTimestamp", !e.LastTimestamp.IsZero()},
+		{"count", e.Count != 0},
+		{"source", e.Source.Component != "" || e.Source.Host != ""},
+	} {
+		if f.isSet {
+			errs = append(errs, meta.Invalid(meta.NewPath(f.name), "", "needs to be unset"))
+		}
+	}
+	return errs
+}
+
+// ValidateStrictUpdate checks an update through events.k8s.io/v1 as
+// kube-apiserver does (ValidateEventUpdate for that version): Validate's
+// checks, the metadata's changes (again: kube's strategy repeats the
+// generic check), a changed series, and every field but the series and
+// the metadata immutable.
+func ValidateStrictUpdate(e, old *Event) meta.FieldErrors {
+	errs := Validate(e)
+	errs = append(errs, registry.ValidateObjectMetaUpdate(&e.ObjectMeta, &old.ObjectMeta)...)
+	if !reflect.DeepEqual(e.Series, old.Series) {
+		errs = append(errs, validateSeries(e)...)
+	}
+	for _, f := range []struct {
+		name     string
+		new, old any
+	}{
+		{"involvedObject", e.InvolvedObject, old.InvolvedObject},
+		{"reason", e.Reason, old.Reason},
+		{"message", e.Message, old.Message},
+		{"source", e.Source, old.Source},
+		{"firstTimestamp", e.FirstTimestamp, old.FirstTimestamp},
+		{"lastTimestamp", e.LastTimestamp, old.LastTimestamp},
+		{"count", e.Count, old.Count},
+		// kube's list names reason twice, so a changed reason is
+		// reported twice.
+		{"reason", e.Reason, old.Reason},
+		{"type", e.Type, old.Type},
+		{"eventTime", e.EventTime, old.EventTime},
+		{"action", e.Action, old.Action},
+		{"related", e.Related, old.Related},
+		{"reportingController", e.ReportingController, old.ReportingController},
+		{"reportingInstance", e.ReportingInstance, old.ReportingInstance},
+	} {
+		if !immutableEqual(f.new, f.old) {
+			errs = append(errs, meta.Invalid(meta.NewPath(f.name), f.new, "field is immutable"))
+		}
+	}
+	return errs
+}
+
+// immutableEqual compares as apimachinery's semantic equality does for
+// these fields: times by their instant, the rest deeply.
+func immutableEqual(a, b any) bool {
+	switch a := a.(type) {
+	case meta.Time:
+		return a.Equal(b.(meta.Time).Time)
+	case meta.MicroTime:
+		return a.Equal(b.(meta.MicroTime).Time)
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// validateSeries is kube-apiserver's validateV1EventSeries.
+func validateSeries(e *Event) meta.FieldErrors {
+	if e.Series == nil {
+		return nil
+	}
+	var errs meta.FieldErrors
+	if e.Series.Count < 2 {
+		errs = append(errs, meta.Invalid(meta.NewPath("series.count"), "", "should be at least 2"))
+	}
+	if e.Series.LastObservedTime.IsZero() {
+		errs = append(errs, meta.Required(meta.NewPath("series.lastObservedTime"), ""))
 	}
 	return errs
 }

@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -115,5 +116,97 @@ func TestSweep(t *testing.T) {
 	}
 	if _, _, err := s.Core.Get(ctx, "ns", "fresh", meta.GetOptions{}); err != nil {
 		t.Errorf("fresh event: %v", err)
+	}
+}
+
+// TestValidationByAPI: kube-apiserver checks a core v1 event's name only
+// as a path segment, and validates a write through events.k8s.io/v1
+// strictly (ValidateEventCreate and ValidateEventUpdate for that version).
+func TestValidationByAPI(t *testing.T) {
+	now := meta.MicroTime{Time: time.Now()}
+	good := func(name string) *Event {
+		return &Event{ObjectMeta: meta.ObjectMeta{Name: name}, EventTime: now, Type: "Normal",
+			InvolvedObject: ObjectReference{Kind: "Pod", Namespace: "ns", Name: "p"},
+			ReportingController: "example.com/ctl", ReportingInstance: "ctl-1", Action: "Reconcile", Reason: "Done"}
+	}
+	tests := []struct {
+		name   string
+		strict bool
+		ev     func() *Event
+		want   string
+	}{
+		{"core: a name that is no subdomain", false, func() *Event {
+			return &Event{ObjectMeta: meta.ObjectMeta{Name: "Bad_Name"}, InvolvedObject: ObjectReference{Kind: "Pod", Namespace: "ns", Name: "p"}}
+		}, ""},
+		{"core: a name with a slash", false, func() *Event {
+			return &Event{ObjectMeta: meta.ObjectMeta{Name: "a/b"}, InvolvedObject: ObjectReference{Kind: "Pod", Namespace: "ns", Name: "p"}}
+		}, `Event "a/b" is invalid: metadata.name: Invalid value: "a/b": may not contain '/'`},
+		{"core: an old-style event with deprecated fields", false, func() *Event {
+			return &Event{ObjectMeta: meta.ObjectMeta{Name: "e"}, Count: 3, Source: EventSource{Component: "kubelet"},
+				InvolvedObject: ObjectReference{Kind: "Pod", Namespace: "ns", Name: "p"}}
+		}, ""},
+		{"events.k8s.io: a good event", true, func() *Event { return good("e") }, ""},
+		{"events.k8s.io: a name that is no subdomain", true, func() *Event { return good("Bad_Name") },
+			`Event.events.k8s.io "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`},
+		{"events.k8s.io: deprecated fields and no type", true, func() *Event {
+			e := good("e")
+			e.Type, e.Count, e.Source.Host = "", 2, "node1"
+			e.FirstTimestamp = meta.Time{Time: now.Time}
+			e.Series = &EventSeries{Count: 1}
+			return e
+		}, `Event.events.k8s.io "e" is invalid: [series.count: Invalid value: "": should be at least 2, series.lastObservedTime: Required value, ` +
+			`type: Invalid value: "": has invalid value: , firstTimestamp: Invalid value: "": needs to be unset, count: Invalid value: "": needs to be unset, ` +
+			`source: Invalid value: "": needs to be unset]`},
+		{"events.k8s.io: an old-style event", true, func() *Event {
+			return &Event{ObjectMeta: meta.ObjectMeta{Name: "e"}, Type: "Warning", InvolvedObject: ObjectReference{Kind: "Pod", Namespace: "ns", Name: "p"}}
+		}, `Event.events.k8s.io "e" is invalid: eventTime: Required value`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newStores(t)
+			st := s.Core
+			if tt.strict {
+				st = s.Events
+			}
+			_, err := st.Create(context.Background(), "ns", tt.ev(), registry.WriteOptions{})
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("create: %v", err)
+			case tt.want != "" && (err == nil || err.Error() != tt.want):
+				t.Fatalf("create: %v\nwant %s", err, tt.want)
+			}
+		})
+	}
+
+	// Updates: through core v1 anything legacy validation allows; through
+	// events.k8s.io/v1 the event's fields are immutable.
+	s := newStores(t)
+	ctx := context.Background()
+	if _, err := s.Events.Create(ctx, "ns", good("u"), registry.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	change := func(_ context.Context, e *Event) (*Event, error) {
+		e.Reason, e.Message = "Other", "changed"
+		return e, nil
+	}
+	_, _, err := s.Events.Update(ctx, "ns", "u", change, registry.UpdateOptions{})
+	// The message says each error once (apimachinery's aggregate); the
+	// causes keep kube's list, reason twice.
+	want := `Event.events.k8s.io "u" is invalid: [reason: Invalid value: "Other": field is immutable, message: Invalid value: "changed": field is immutable]`
+	var se *meta.StatusError
+	if !errors.As(err, &se) || err.Error() != want {
+		t.Errorf("update through events.k8s.io/v1: %v\nwant %s", err, want)
+	} else if n := len(se.Status().Details.Causes); n != 3 {
+		t.Errorf("update through events.k8s.io/v1: %d causes, want 3", n)
+	}
+	if _, _, err := s.Core.Update(ctx, "ns", "u", change, registry.UpdateOptions{}); err != nil {
+		t.Errorf("update through core v1: %v", err)
+	}
+	series := func(_ context.Context, e *Event) (*Event, error) {
+		e.Series = &EventSeries{Count: 2, LastObservedTime: meta.MicroTime{Time: time.Now()}}
+		return e, nil
+	}
+	if _, _, err := s.Events.Update(ctx, "ns", "u", series, registry.UpdateOptions{}); err != nil {
+		t.Errorf("a series through events.k8s.io/v1: %v", err)
 	}
 }
