@@ -43,7 +43,8 @@ type binaries struct {
 // apikit's source.
 type builder struct {
 	repo  string // apikit's repository root
-	cache string // where built binaries are kept
+	cache string // where the binaries built once per version are kept (etcd, the peers)
+	out   string // where the servers built from the working tree go: the run's own
 	tags  string // build tags of apikit's servers (-apikit-tags)
 	logf  func(format string, args ...any)
 }
@@ -99,7 +100,7 @@ func (b *builder) wardle() (string, error) { return b.example("wardle") }
 // example builds examples/<name>, stripped, with the builder's tags, from
 // the working tree.
 func (b *builder) example(name string) (string, error) {
-	bin := filepath.Join(b.cache, name)
+	bin := filepath.Join(b.out, name)
 	if err := b.goBuild(b.repo, []string{"GOWORK=off"}, "-tags="+b.tags, "-ldflags="+stripLinkerFlag, "-o", bin, "./examples/"+name); err != nil {
 		return "", err
 	}
@@ -109,7 +110,7 @@ func (b *builder) example(name string) (string, error) {
 // defaultWardle builds examples/wardle without tags, the build with the
 // embedded etcd that `go build` gives, for its size and modules only.
 func (b *builder) defaultWardle() (*binaryInfo, error) {
-	bin := filepath.Join(b.cache, "wardle-default")
+	bin := filepath.Join(b.out, "wardle-default")
 	if err := b.goBuild(b.repo, []string{"GOWORK=off"}, "-ldflags="+stripLinkerFlag, "-o", bin, "./examples/wardle"); err != nil {
 		return nil, err
 	}
@@ -123,7 +124,7 @@ func (b *builder) defaultWardle() (*binaryInfo, error) {
 // crdServer builds bench/crdserver (the extensions server alone, what the
 // CRD mode measures), stripped, from the working tree.
 func (b *builder) crdServer() (string, error) {
-	bin := filepath.Join(b.cache, "crdserver")
+	bin := filepath.Join(b.out, "crdserver")
 	if err := b.goBuild(filepath.Join(b.repo, "bench"), []string{"GOWORK=off"}, "-tags="+b.tags, "-ldflags="+stripLinkerFlag, "-o", bin, "./crdserver"); err != nil {
 		return "", err
 	}

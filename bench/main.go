@@ -158,9 +158,14 @@ func run() error {
 	if err != nil {
 		cache = os.TempDir()
 	}
-	b := &builder{repo: repo, cache: filepath.Join(cache, "apikit", "bench"), logf: logger.Printf, tags: o.apikitTags}
-	if err := os.MkdirAll(b.cache, 0o755); err != nil {
-		return fmt.Errorf("making the build cache: %w", err)
+	// The servers built from the working tree go into the run's scratch
+	// directory, not the shared cache: runs from two worktrees at once
+	// would otherwise overwrite each other's binaries.
+	b := &builder{repo: repo, cache: filepath.Join(cache, "apikit", "bench"), out: filepath.Join(work, "bin"), logf: logger.Printf, tags: o.apikitTags}
+	for _, dir := range []string{b.cache, b.out} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("making the build directories: %w", err)
+		}
 	}
 	if o.core {
 		return runCoreMode(ctx, o, b, work, started)
