@@ -24,6 +24,6 @@ go test -race -count=1 ./...
 
 if [ -d e2e ]; then
 	echo "== end-to-end tests (kubectl and client-go against the built servers)"
-	(cd e2e && go vet ./... && go test -count=1 ./...)
+	(cd e2e && go vet ./... && go test -count=1 -timeout 20m ./...)
 fi
 echo "== all tests passed"
