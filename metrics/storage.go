@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,8 +16,6 @@ const (
 	OpUpdate = "update"
 	OpDelete = "delete"
 )
-
-var storageOps = []string{OpCreate, OpGet, OpList, OpUpdate, OpDelete}
 
 type storageMetrics struct {
 	latency      *prometheus.HistogramVec
@@ -56,61 +55,107 @@ func newStorageMetrics(reg prometheus.Registerer) storageMetrics {
 	return s
 }
 
-// StorageRequests records the storage requests of one resource; its
-// series are resolved once, when the resource's storage is made. The zero
-// StorageRequests (from a nil Registry) records nothing.
-type StorageRequests struct {
-	ops                 map[string]storageOp
-	lists, listReturned prometheus.Counter
+// StorageRequests records the storage requests of one resource. Its
+// series are made at their first use, as kube-apiserver makes them: a
+// server installs dozens of resources (RBAC, flow control, admission
+// registration) that an idle server never writes, and five latency
+// histograms per resource made up front were a sixth of an idle server's
+// live heap. An operation's error series appears at its first error, as
+// kube-apiserver's does. The zero StorageRequests (from a nil Registry)
+// records nothing.
+type StorageRequests struct{ r *storageRecorder }
+
+// storageRecorder holds one resource's series once they are made; they are
+// looked up by label values once, not at each request.
+type storageRecorder struct {
+	m               *storageMetrics
+	group, resource string
+	ops             [len(storageOpIndex)]atomic.Pointer[storageOp]
+	list            atomic.Pointer[storageList]
 }
 
 type storageOp struct {
-	latency          prometheus.Observer
-	requests, errors prometheus.Counter
+	latency  prometheus.Observer
+	requests prometheus.Counter
+	errors   atomic.Pointer[prometheus.Counter]
+}
+
+type storageList struct{ lists, returned prometheus.Counter }
+
+// storageOpIndex numbers the operations for storageRecorder.ops.
+var storageOpIndex = [...]string{OpCreate, OpGet, OpList, OpUpdate, OpDelete}
+
+func opIndex(op string) int {
+	for i, o := range storageOpIndex {
+		if o == op {
+			return i
+		}
+	}
+	return -1
 }
 
 // StorageRequestsOf returns the recorder of the storage requests of the
-// resource group/resource (a resource the server serves).
+// resource group/resource (a resource the server serves). It makes no
+// series: each is made when first recorded.
 func (m *Registry) StorageRequestsOf(group, resource string) StorageRequests {
 	if m == nil {
 		return StorageRequests{}
 	}
-	s := &m.storage
-	r := StorageRequests{ops: make(map[string]storageOp, len(storageOps)),
-		lists:        s.lists.WithLabelValues(group, resource),
-		listReturned: s.listReturned.WithLabelValues(group, resource)}
-	for _, op := range storageOps {
-		r.ops[op] = storageOp{
-			latency:  s.latency.WithLabelValues(op, group, resource),
-			requests: s.requests.WithLabelValues(op, group, resource),
-			errors:   s.errors.WithLabelValues(op, group, resource),
-		}
-	}
-	return r
+	return StorageRequests{r: &storageRecorder{m: &m.storage, group: group, resource: resource}}
 }
 
 // Observe records one request of operation op (OpCreate, OpGet...) that
 // started at start and failed with err (nil on success).
 func (r StorageRequests) Observe(op string, start time.Time, err error) {
-	o, ok := r.ops[op]
-	if !ok {
+	if r.r == nil {
 		return
+	}
+	i := opIndex(op)
+	if i < 0 {
+		return
+	}
+	o := r.r.ops[i].Load()
+	if o == nil {
+		// Racing first requests resolve the same series: either may win.
+		o = &storageOp{
+			latency:  r.r.m.latency.WithLabelValues(op, r.r.group, r.r.resource),
+			requests: r.r.m.requests.WithLabelValues(op, r.r.group, r.r.resource),
+		}
+		if !r.r.ops[i].CompareAndSwap(nil, o) {
+			o = r.r.ops[i].Load()
+		}
 	}
 	o.latency.Observe(time.Since(start).Seconds())
 	o.requests.Inc()
 	if err != nil {
-		o.errors.Inc()
+		e := o.errors.Load()
+		if e == nil {
+			c := r.r.m.errors.WithLabelValues(op, r.r.group, r.r.resource)
+			o.errors.CompareAndSwap(nil, &c)
+			e = o.errors.Load()
+		}
+		(*e).Inc()
 	}
 }
 
 // ObserveList counts a LIST served by the storage with the objects it
 // returned.
 func (r StorageRequests) ObserveList(returned int) {
-	if r.lists == nil {
+	if r.r == nil {
 		return
 	}
-	r.lists.Inc()
-	r.listReturned.Add(float64(returned))
+	l := r.r.list.Load()
+	if l == nil {
+		l = &storageList{
+			lists:    r.r.m.lists.WithLabelValues(r.r.group, r.r.resource),
+			returned: r.r.m.listReturned.WithLabelValues(r.r.group, r.r.resource),
+		}
+		if !r.r.list.CompareAndSwap(nil, l) {
+			l = r.r.list.Load()
+		}
+	}
+	l.lists.Inc()
+	l.returned.Add(float64(returned))
 }
 
 // ObjectCount is the number of stored objects of one resource; -1 when
