@@ -152,10 +152,14 @@ type Cacher struct {
 	progressReq chan struct{}
 
 	// Quorum reads of the backend's revision are shared: a caller joins
-	// revNext, the read that starts after the running one.
-	revMu   sync.Mutex
-	revNext *revCall
-	revReq  chan struct{}
+	// revNext, the read that starts after the running one. The goroutine
+	// that runs them (revisionLoop) runs only while some are asked for
+	// (revRunning): an idle server has a cache per resource, and a
+	// goroutine parked in each. revClosed, set by Close, starts no more.
+	revMu      sync.Mutex
+	revNext    *revCall
+	revRunning bool
+	revClosed  bool
 
 	// written is the newest revision a write of a cached key through the
 	// cache returned: reads not older than a revision wait for it too, so
@@ -209,17 +213,16 @@ func New(backend storage.Interface, prefix string, opts ...Option) *Cacher {
 		readyCh:     make(chan struct{}),
 		fresh:       eventFreshDuration,
 		progressReq: make(chan struct{}, 1),
-		revReq:      make(chan struct{}, 1),
 	}
 	if cfg.metrics != nil && cfg.resource.Resource != "" {
 		c.metrics = cfg.metrics.WatchCacheOf(cfg.resource.Group, cfg.resource.Resource)
 		c.metrics.Capacity(cfg.capacity)
 	}
-	c.wg.Add(4)
+	// Two goroutines per cache: the backend watch, and the loop that asks
+	// for progress and ages the window (revisionLoop runs on demand).
+	c.wg.Add(2)
 	go c.run()
 	go c.progressLoop()
-	go c.revisionLoop()
-	go c.tickLoop()
 	return c
 }
 
@@ -253,6 +256,10 @@ func errClosed() error { return storage.NewUnavailable(errors.New("watch cache i
 func (c *Cacher) Close() error {
 	c.cancel()
 	c.h.Close()
+	// No revisionLoop starts after this: wg.Add happens before Wait.
+	c.revMu.Lock()
+	c.revClosed = true
+	c.revMu.Unlock()
 	c.wg.Wait()
 	return nil
 }
@@ -447,24 +454,4 @@ func (c *Cacher) Compact(ctx context.Context, rev int64) error {
 	defer c.h.Unlock()
 	c.h.CompactLocked(rev)
 	return nil
-}
-
-// tickLoop ages the dynamic window when no change comes to do it.
-func (c *Cacher) tickLoop() {
-	defer c.wg.Done()
-	if c.cfg.capacity > 0 {
-		return
-	}
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-		case <-c.ctx.Done():
-			return
-		}
-		c.h.Lock()
-		c.evictLocked(c.h.Now())
-		c.h.Unlock()
-	}
 }

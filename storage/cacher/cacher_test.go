@@ -1145,3 +1145,64 @@ func TestBookmarkBeforeDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestIdleGoroutines: an idle cache runs two goroutines of its own, the
+// backend watch's reader and the loop that asks for progress and ages the
+// window; the quorum reads of the backend's revision run on a goroutine
+// only while some are asked for. A server has a cache per resource (14 in
+// an idle wardle), and each parked goroutine keeps a stack. (The memory
+// backend's watch has goroutines of its own, as etcd's client has.)
+func TestIdleGoroutines(t *testing.T) {
+	ctx := testContext(t)
+	for _, tc := range []struct {
+		name string
+		opts []Option
+	}{
+		{"dynamic window", nil},
+		{"fixed capacity", []Option{WithCapacity(100)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := ownGoroutines()
+			backend := newMemory()
+			defer backend.Close()
+			c := New(backend, "/x/", tc.opts...)
+			defer c.Close()
+			if err := c.WaitReady(ctx); err != nil {
+				t.Fatalf("WaitReady: %v", err)
+			}
+			mustPut(t, ctx, c, "/x/a", val("a", 1))
+			// A consistent read asks for the backend's revision.
+			if _, err := c.Get(ctx, "/x/a", storage.GetOptions{}); err != nil {
+				t.Fatalf("Get: %v", err)
+			}
+			const want = 2
+			deadline := time.Now().Add(5 * time.Second)
+			for ownGoroutines()-base != want {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d goroutines in an idle cache, want %d", ownGoroutines()-base, want)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// ownGoroutines counts the goroutines running the Cacher's own code.
+func ownGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "apikit/storage/cacher.(*Cacher)") && !strings.Contains(g, "testing.tRunner") {
+			count++
+		}
+	}
+	return count
+}

@@ -98,16 +98,21 @@ type revCall struct {
 // that a burst of consistent reads costs the backend one request.
 func (c *Cacher) currentRevision(ctx context.Context) (int64, error) {
 	c.revMu.Lock()
+	if c.revClosed {
+		c.revMu.Unlock()
+		return 0, errClosed()
+	}
 	call := c.revNext
 	if call == nil {
 		call = &revCall{done: make(chan struct{})}
 		c.revNext = call
 	}
-	c.revMu.Unlock()
-	select {
-	case c.revReq <- struct{}{}:
-	default:
+	if !c.revRunning {
+		c.revRunning = true
+		c.wg.Add(1)
+		go c.revisionLoop()
 	}
+	c.revMu.Unlock()
 	select {
 	case <-call.done:
 		return call.rev, call.err
@@ -118,15 +123,11 @@ func (c *Cacher) currentRevision(ctx context.Context) (int64, error) {
 	}
 }
 
-// revisionLoop runs the shared quorum reads one after the other.
+// revisionLoop runs the shared quorum reads one after the other, and
+// returns when none is asked for: currentRevision starts it again.
 func (c *Cacher) revisionLoop() {
 	defer c.wg.Done()
 	for {
-		select {
-		case <-c.revReq:
-		case <-c.ctx.Done():
-			return
-		}
 		// Readers that are runnable now join this read rather than the
 		// next: under load a read serves ~6 GETs instead of ~5, which is
 		// etcd's CPU and the gRPC client's.
@@ -134,10 +135,12 @@ func (c *Cacher) revisionLoop() {
 		c.revMu.Lock()
 		call := c.revNext
 		c.revNext = nil
-		c.revMu.Unlock()
 		if call == nil {
-			continue
+			c.revRunning = false
+			c.revMu.Unlock()
+			return
 		}
+		c.revMu.Unlock()
 		ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 		call.rev, call.err = c.backend.CurrentRevision(ctx)
 		cancel()
@@ -147,20 +150,33 @@ func (c *Cacher) revisionLoop() {
 
 // progressLoop asks the backend watch for progress while reads wait for a
 // revision the cache has not seen: the answer moves the cache's revision
-// even when nothing under its prefix changed.
+// even when nothing under its prefix changed. With a dynamic window it
+// also ages the window every second when no change comes to do it (one
+// goroutine for both: a server has a cache per resource).
 func (c *Cacher) progressLoop() {
 	defer c.wg.Done()
+	var tick <-chan time.Time
+	if c.cfg.capacity == 0 {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		tick = t.C
+	}
 	retry := time.NewTimer(progressRetry)
 	retry.Stop()
+	defer retry.Stop()
 	delay := firstProgressRetry
 	for {
 		select {
+		case <-tick:
+			c.h.Lock()
+			c.evictLocked(c.h.Now())
+			c.h.Unlock()
+			continue
 		case <-c.progressReq:
 			delay = firstProgressRetry
 		case <-retry.C:
 			delay = min(2*delay, progressRetry)
 		case <-c.ctx.Done():
-			retry.Stop()
 			return
 		}
 		if c.h.Waiting() == 0 {
