@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"slices"
 	"sort"
@@ -325,12 +326,12 @@ func (i *Informer[T]) replace(items []T) {
 func (i *Informer[T]) watch(ctx context.Context, rv string) (string, bool, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	events, err := i.cfg.Source.Watch(ctx, i.cfg.Namespace, meta.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+	next, err := i.events(ctx, meta.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
 	if err != nil {
 		return rv, false, fmt.Errorf("watching %s from %s: %w", i.cfg.Name, rv, err)
 	}
 	progressed := false
-	for ev := range events {
+	for ev := range next {
 		switch ev.Type {
 		case meta.Added, meta.Modified:
 			i.put(ev.Object)
@@ -351,6 +352,48 @@ func (i *Informer[T]) watch(ctx context.Context, rv string) (string, bool, error
 		}
 	}
 	return rv, progressed, nil
+}
+
+// events watches the source and returns its events, to be read once. A
+// converting source's items are converted as they are read, in the
+// informer's goroutine, as registry.ConvertWatch would in a goroutine of
+// its own; when the informer stops reading, their watch is cancelled and
+// read to its end (the source closes its channel once its context is
+// done), so that their sender is never left blocked.
+func (i *Informer[T]) events(ctx context.Context, opts meta.ListOptions) (iter.Seq[registry.Event[T]], error) {
+	cs, ok := i.cfg.Source.(convertingSource[T])
+	if !ok {
+		events, err := i.cfg.Source.Watch(ctx, i.cfg.Namespace, opts)
+		if err != nil {
+			return nil, err
+		}
+		return func(yield func(registry.Event[T]) bool) {
+			for ev := range events {
+				if !yield(ev) {
+					return
+				}
+			}
+		}, nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	items, err := cs.watchItems(ctx, i.cfg.Namespace, opts)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return func(yield func(registry.Event[T]) bool) {
+		defer func() {
+			cancel()
+			for range items {
+			}
+		}()
+		for it := range items {
+			ev, last := cs.convertEvent(it)
+			if !yield(ev) || last {
+				return
+			}
+		}
+	}, nil
 }
 
 // put stores obj and tells OnAdd or OnUpdate; an object at the

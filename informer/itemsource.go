@@ -38,18 +38,38 @@ func (s itemSource[T]) List(ctx context.Context, ns string, opts meta.ListOption
 }
 
 // Watch converts the resource's events (registry.ConvertWatch). An item
-// that cannot be converted ends the watch with an internal error.
+// that cannot be converted ends the watch with an internal error. An
+// Informer does not call it: it reads watchItems and converts in its own
+// goroutine, with no goroutine of the conversion's parked per watch.
 func (s itemSource[T]) Watch(ctx context.Context, ns string, opts meta.ListOptions) (<-chan registry.Event[T], error) {
 	return registry.ConvertWatch(ctx, func(ctx context.Context) (<-chan registry.WatchEvent, error) {
-		return s.resource().Watch(ctx, ns, opts)
+		return s.watchItems(ctx, ns, opts)
 	}, func(_ context.Context, e registry.WatchEvent) (registry.Event[T], bool) {
-		if e.Err != nil {
-			return registry.Event[T]{Type: e.Type, Err: e.Err}, e.Type == meta.Error
-		}
-		obj, err := s.convert(e.Item)
-		if err != nil {
-			return registry.Event[T]{Type: meta.Error, Err: meta.NewInternalError(err)}, true
-		}
-		return registry.Event[T]{Type: e.Type, Object: obj}, e.Type == meta.Error
+		return s.convertEvent(e)
 	})
+}
+
+func (s itemSource[T]) watchItems(ctx context.Context, ns string, opts meta.ListOptions) (<-chan registry.WatchEvent, error) {
+	return s.resource().Watch(ctx, ns, opts)
+}
+
+func (s itemSource[T]) convertEvent(e registry.WatchEvent) (ev registry.Event[T], last bool) {
+	if e.Err != nil {
+		return registry.Event[T]{Type: e.Type, Err: e.Err}, e.Type == meta.Error
+	}
+	obj, err := s.convert(e.Item)
+	if err != nil {
+		return registry.Event[T]{Type: meta.Error, Err: meta.NewInternalError(err)}, true
+	}
+	return registry.Event[T]{Type: e.Type, Object: obj}, e.Type == meta.Error
+}
+
+// convertingSource is a Source whose events are another resource's items
+// converted one by one (ItemSource). An Informer reads the items and
+// converts them in its own goroutine: a goroutine converting each watch's
+// events would be one more parked goroutine per resource followed, and the
+// garbage collector follows every resource.
+type convertingSource[T meta.Object] interface {
+	watchItems(ctx context.Context, ns string, opts meta.ListOptions) (<-chan registry.WatchEvent, error)
+	convertEvent(e registry.WatchEvent) (ev registry.Event[T], last bool)
 }
