@@ -354,42 +354,39 @@ func (i *Informer[T]) watch(ctx context.Context, rv string) (string, bool, error
 	return rv, progressed, nil
 }
 
-// events watches the source and returns its events, to be read once. A
-// converting source's items are converted as they are read, in the
-// informer's goroutine, as registry.ConvertWatch would in a goroutine of
-// its own; when the informer stops reading, their watch is cancelled and
-// read to its end (the source closes its channel once its context is
-// done), so that their sender is never left blocked.
+// events watches the source and returns its events, to be read once, in
+// the informer's goroutine where the source allows it: a registry.Store's
+// events (Store.WatchSeq) and an ItemSource's items, converted as they are
+// read, come without a goroutine of the watch's own, as registry's watches
+// and registry.ConvertWatch would use (two parked goroutines per resource
+// followed: the garbage collector follows every resource).
 func (i *Informer[T]) events(ctx context.Context, opts meta.ListOptions) (iter.Seq[registry.Event[T]], error) {
-	cs, ok := i.cfg.Source.(convertingSource[T])
-	if !ok {
-		events, err := i.cfg.Source.Watch(ctx, i.cfg.Namespace, opts)
+	switch src := i.cfg.Source.(type) {
+	case *registry.Store[T]:
+		// The Store itself, not a type embedding it: one that does may
+		// well mean its own Watch to be read.
+		return src.WatchSeq(ctx, i.cfg.Namespace, opts)
+	case convertingSource[T]:
+		items, err := src.watchItems(ctx, i.cfg.Namespace, opts)
 		if err != nil {
 			return nil, err
 		}
 		return func(yield func(registry.Event[T]) bool) {
-			for ev := range events {
-				if !yield(ev) {
+			for it := range items {
+				ev, last := src.convertEvent(it)
+				if !yield(ev) || last {
 					return
 				}
 			}
 		}, nil
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	items, err := cs.watchItems(ctx, i.cfg.Namespace, opts)
+	events, err := i.cfg.Source.Watch(ctx, i.cfg.Namespace, opts)
 	if err != nil {
-		cancel()
 		return nil, err
 	}
 	return func(yield func(registry.Event[T]) bool) {
-		defer func() {
-			cancel()
-			for range items {
-			}
-		}()
-		for it := range items {
-			ev, last := cs.convertEvent(it)
-			if !yield(ev) || last {
+		for ev := range events {
+			if !yield(ev) {
 				return
 			}
 		}

@@ -2,6 +2,7 @@ package informer
 
 import (
 	"context"
+	"iter"
 
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
@@ -43,14 +44,40 @@ func (s itemSource[T]) List(ctx context.Context, ns string, opts meta.ListOption
 // goroutine, with no goroutine of the conversion's parked per watch.
 func (s itemSource[T]) Watch(ctx context.Context, ns string, opts meta.ListOptions) (<-chan registry.Event[T], error) {
 	return registry.ConvertWatch(ctx, func(ctx context.Context) (<-chan registry.WatchEvent, error) {
-		return s.watchItems(ctx, ns, opts)
+		return s.resource().Watch(ctx, ns, opts)
 	}, func(_ context.Context, e registry.WatchEvent) (registry.Event[T], bool) {
 		return s.convertEvent(e)
 	})
 }
 
-func (s itemSource[T]) watchItems(ctx context.Context, ns string, opts meta.ListOptions) (<-chan registry.WatchEvent, error) {
-	return s.resource().Watch(ctx, ns, opts)
+// watchItems watches the resource's items, to be ranged over once: without
+// a goroutine of the watch's own when the resource is a
+// registry.SeqWatcher. Otherwise, when the range ends, the watch is
+// cancelled and read to its end (a Resource closes its watch's channel once
+// its context is done), so that its sender is never left blocked.
+func (s itemSource[T]) watchItems(ctx context.Context, ns string, opts meta.ListOptions) (iter.Seq[registry.WatchEvent], error) {
+	res := s.resource()
+	if sw, ok := res.(registry.SeqWatcher); ok {
+		return sw.WatchSeq(ctx, ns, opts)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	items, err := res.Watch(ctx, ns, opts)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return func(yield func(registry.WatchEvent) bool) {
+		defer func() {
+			cancel()
+			for range items {
+			}
+		}()
+		for it := range items {
+			if !yield(it) {
+				return
+			}
+		}
+	}, nil
 }
 
 func (s itemSource[T]) convertEvent(e registry.WatchEvent) (ev registry.Event[T], last bool) {
@@ -70,6 +97,6 @@ func (s itemSource[T]) convertEvent(e registry.WatchEvent) (ev registry.Event[T]
 // events would be one more parked goroutine per resource followed, and the
 // garbage collector follows every resource.
 type convertingSource[T meta.Object] interface {
-	watchItems(ctx context.Context, ns string, opts meta.ListOptions) (<-chan registry.WatchEvent, error)
+	watchItems(ctx context.Context, ns string, opts meta.ListOptions) (iter.Seq[registry.WatchEvent], error)
 	convertEvent(e registry.WatchEvent) (ev registry.Event[T], last bool)
 }

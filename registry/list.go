@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"strconv"
 
 	"github.com/apikit-dev/apikit/meta"
@@ -201,10 +202,42 @@ func (s *Store[T]) Watch(ctx context.Context, ns string, opts meta.ListOptions) 
 	return watchStore(ctx, s, ns, opts, s.convertEvent)
 }
 
+// WatchSeq is Watch read without a goroutine of the watch's own: the
+// events come as the caller ranges over the sequence, which it must do
+// once (the storage watch is stopped when the range ends: at an Error
+// event, when ctx ends, or when the caller stops). An informer reads its
+// watch so; a goroutine per watch would be parked per resource followed.
+func (s *Store[T]) WatchSeq(ctx context.Context, ns string, opts meta.ListOptions) (iter.Seq[Event[T]], error) {
+	return watchStoreSeq(ctx, s, ns, opts, s.convertEvent)
+}
+
 // watchStore starts the storage watch opts ask for and streams its events,
 // each through convert (ok false: the watch ends after that event), from
 // one goroutine. The channel closes when ctx ends or the watch does.
 func watchStore[T meta.Object, E any](ctx context.Context, s *Store[T], ns string, opts meta.ListOptions, convert func(storage.Event) (E, bool)) (<-chan E, error) {
+	seq, err := watchStoreSeq(ctx, s, ns, opts, convert)
+	if err != nil {
+		return nil, err
+	}
+	out := make(chan E)
+	go func() {
+		defer close(out)
+		for e := range seq {
+			select {
+			case out <- e:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+// watchStoreSeq starts the storage watch opts ask for; its events, each
+// through convert, come as the caller ranges over the sequence, once. The
+// storage watch is stopped when the range ends: after an event convert
+// marks last, when ctx ends or the watch does, or when the caller stops.
+func watchStoreSeq[T meta.Object, E any](ctx context.Context, s *Store[T], ns string, opts meta.ListOptions, convert func(storage.Event) (E, bool)) (iter.Seq[E], error) {
 	wo := storage.WatchOptions{Bookmarks: opts.AllowWatchBookmarks}
 	switch opts.ResourceVersion {
 	case "", "0":
@@ -238,9 +271,7 @@ func watchStore[T meta.Object, E any](ctx context.Context, s *Store[T], ns strin
 	if err != nil {
 		return nil, s.storageError(err, "")
 	}
-	out := make(chan E)
-	go func() {
-		defer close(out)
+	return func(yield func(E) bool) {
 		defer w.Stop()
 		for {
 			var ev storage.Event
@@ -254,17 +285,11 @@ func watchStore[T meta.Object, E any](ctx context.Context, s *Store[T], ns strin
 				return
 			}
 			e, ok := convert(ev)
-			select {
-			case out <- e:
-			case <-ctx.Done():
-				return
-			}
-			if !ok {
+			if !yield(e) || !ok {
 				return
 			}
 		}
-	}()
-	return out, nil
+	}, nil
 }
 
 // eventType is the watch event type of a change.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"strconv"
 	"unique"
@@ -512,6 +513,20 @@ func (r *served[S, V]) List(ctx context.Context, ns string, opts meta.ListOption
 
 func (r *served[S, V]) Watch(ctx context.Context, ns string, opts meta.ListOptions) (<-chan WatchEvent, error) {
 	return watchStore(ctx, r.st, ns, opts, r.convertEvent)
+}
+
+// WatchSeq implements SeqWatcher.
+func (r *served[S, V]) WatchSeq(ctx context.Context, ns string, opts meta.ListOptions) (iter.Seq[WatchEvent], error) {
+	return watchStoreSeq(ctx, r.st, ns, opts, r.convertEvent)
+}
+
+// SeqWatcher is a Resource whose watch can be read without a goroutine of
+// its own (the Resources Serve makes): WatchSeq is Watch, its events coming
+// as the caller ranges over the sequence, which it must do once (the watch
+// ends when the range does). An informer reads its watch so; a goroutine
+// per watch would be parked per resource followed.
+type SeqWatcher interface {
+	WatchSeq(ctx context.Context, ns string, opts meta.ListOptions) (iter.Seq[WatchEvent], error)
 }
 
 // convertEvent turns a storage event into a served one; ok is false when
