@@ -151,16 +151,37 @@ func DefaultPolicy() Policy {
 // created again (roleRef cannot be updated). Aggregated ClusterRoles'
 // rules are the aggregation controller's and are not reconciled.
 //
+// One consistent list of each resource tells it what is stored: an
+// object that is missing is created, one that needs nothing is left
+// without a further read, and only one that needs a change is read again
+// and updated (what a concurrent writer did meanwhile is kept). A read per
+// default object cost the server a round trip to etcd each before it was
+// ready, and on every restart.
+//
 // The objects are independent of each other, so they are reconciled a few
 // at a time: on a fresh store that is the difference between one storage
 // round trip per default object and a few in all, before the server is
 // ready.
 func Reconcile(ctx context.Context, s *Stores, p Policy) error {
+	var roles map[string]*ClusterRole
+	var bindings map[string]*ClusterRoleBinding
+	lists := workgroup.New(2)
+	lists.Go(func() (err error) {
+		roles, err = byName(ctx, s.ClusterRoles)
+		return err
+	})
+	lists.Go(func() (err error) {
+		bindings, err = byName(ctx, s.ClusterRoleBindings)
+		return err
+	})
+	if err := lists.Wait(); err != nil {
+		return err
+	}
 	g := workgroup.New(reconcileWorkers)
 	for i := range p.ClusterRoles {
 		want := &p.ClusterRoles[i]
 		g.Go(func() error {
-			if err := reconcileClusterRole(ctx, s.ClusterRoles, want); err != nil {
+			if err := reconcileClusterRole(ctx, s.ClusterRoles, roles[want.Name], want); err != nil {
 				return fmt.Errorf("reconciling ClusterRole %s: %w", want.Name, err)
 			}
 			return nil
@@ -169,13 +190,26 @@ func Reconcile(ctx context.Context, s *Stores, p Policy) error {
 	for i := range p.ClusterRoleBindings {
 		want := &p.ClusterRoleBindings[i]
 		g.Go(func() error {
-			if err := reconcileClusterRoleBinding(ctx, s.ClusterRoleBindings, want); err != nil {
+			if err := reconcileClusterRoleBinding(ctx, s.ClusterRoleBindings, bindings[want.Name], want); err != nil {
 				return fmt.Errorf("reconciling ClusterRoleBinding %s: %w", want.Name, err)
 			}
 			return nil
 		})
 	}
 	return g.Wait()
+}
+
+// byName lists st's objects (cluster-scoped) by name.
+func byName[T meta.Object](ctx context.Context, st *registry.Store[T]) (map[string]T, error) {
+	l, err := st.List(ctx, "", meta.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", st.Resource(), err)
+	}
+	m := make(map[string]T, len(l.Items))
+	for _, e := range l.Items {
+		m[e.Object.GetObjectMeta().Name] = e.Object
+	}
+	return m, nil
 }
 
 // reconcileWorkers bounds the objects Reconcile writes at once.
@@ -197,41 +231,24 @@ func addMissing(have *map[string]string, want map[string]string) bool {
 	return changed
 }
 
-func reconcileClusterRole(ctx context.Context, st *registry.Store[*ClusterRole], want *ClusterRole) error {
+// reconcileClusterRole makes the stored ClusterRole want.Name cover want;
+// listed is what the list found of it (nil when absent). The list's
+// object is shared and only read.
+func reconcileClusterRole(ctx context.Context, st *registry.Store[*ClusterRole], listed, want *ClusterRole) error {
+	if listed == nil {
+		_, err := st.Create(ctx, "", copyClusterRole(want), registry.WriteOptions{})
+		if !meta.IsAlreadyExists(err) {
+			return err
+		}
+		// Created since the list: reconciled with what is stored below.
+	} else if listed.Annotations[AutoUpdateAnnotation] == "false" || !mergeClusterRole(copyClusterRole(listed), want) {
+		return nil
+	}
 	_, _, err := st.Update(ctx, "", want.Name, func(_ context.Context, cur *ClusterRole) (*ClusterRole, error) {
 		if cur == nil {
-			c := *want
-			c.Labels, c.Annotations = maps.Clone(want.Labels), maps.Clone(want.Annotations)
-			c.Rules = slices.Clone(want.Rules)
-			return &c, nil
+			return copyClusterRole(want), nil
 		}
-		if cur.Annotations[AutoUpdateAnnotation] == "false" {
-			return nil, errUnchanged
-		}
-		changed := addMissing(&cur.Labels, want.Labels)
-		changed = addMissing(&cur.Annotations, want.Annotations) || changed
-		if want.AggregationRule != nil {
-			if cur.AggregationRule == nil {
-				cur.AggregationRule = &AggregationRule{}
-			}
-			for _, sel := range want.AggregationRule.ClusterRoleSelectors {
-				w := &AggregationRule{ClusterRoleSelectors: []meta.LabelSelector{sel}}
-				if !slices.ContainsFunc(cur.AggregationRule.ClusterRoleSelectors, func(s meta.LabelSelector) bool {
-					return aggregationEqual(&AggregationRule{ClusterRoleSelectors: []meta.LabelSelector{s}}, w)
-				}) {
-					cur.AggregationRule.ClusterRoleSelectors = append(cur.AggregationRule.ClusterRoleSelectors, sel)
-					changed = true
-				}
-			}
-		} else {
-			for _, r := range want.Rules {
-				if ok, _ := Covers(cur.Rules, []PolicyRule{r}); !ok {
-					cur.Rules = append(cur.Rules, r)
-					changed = true
-				}
-			}
-		}
-		if !changed {
+		if cur.Annotations[AutoUpdateAnnotation] == "false" || !mergeClusterRole(cur, want) {
 			return nil, errUnchanged
 		}
 		return cur, nil
@@ -242,15 +259,67 @@ func reconcileClusterRole(ctx context.Context, st *registry.Store[*ClusterRole],
 	return err
 }
 
-func reconcileClusterRoleBinding(ctx context.Context, st *registry.Store[*ClusterRoleBinding], want *ClusterRoleBinding) error {
+// copyClusterRole copies what mergeClusterRole may change.
+func copyClusterRole(r *ClusterRole) *ClusterRole {
+	c := *r
+	c.Labels, c.Annotations = maps.Clone(r.Labels), maps.Clone(r.Annotations)
+	c.Rules = slices.Clone(r.Rules)
+	if r.AggregationRule != nil {
+		a := *r.AggregationRule
+		a.ClusterRoleSelectors = slices.Clone(a.ClusterRoleSelectors)
+		c.AggregationRule = &a
+	}
+	return &c
+}
+
+// mergeClusterRole adds to cur the labels, annotations, rules and
+// aggregation selectors of want it lacks; it reports a change.
+func mergeClusterRole(cur, want *ClusterRole) bool {
+	changed := addMissing(&cur.Labels, want.Labels)
+	changed = addMissing(&cur.Annotations, want.Annotations) || changed
+	if want.AggregationRule != nil {
+		if cur.AggregationRule == nil {
+			cur.AggregationRule = &AggregationRule{}
+		}
+		for _, sel := range want.AggregationRule.ClusterRoleSelectors {
+			w := &AggregationRule{ClusterRoleSelectors: []meta.LabelSelector{sel}}
+			if !slices.ContainsFunc(cur.AggregationRule.ClusterRoleSelectors, func(s meta.LabelSelector) bool {
+				return aggregationEqual(&AggregationRule{ClusterRoleSelectors: []meta.LabelSelector{s}}, w)
+			}) {
+				cur.AggregationRule.ClusterRoleSelectors = append(cur.AggregationRule.ClusterRoleSelectors, sel)
+				changed = true
+			}
+		}
+	} else {
+		for _, r := range want.Rules {
+			if ok, _ := Covers(cur.Rules, []PolicyRule{r}); !ok {
+				cur.Rules = append(cur.Rules, r)
+				changed = true
+			}
+		}
+	}
+	return changed
+}
+
+// reconcileClusterRoleBinding makes the stored ClusterRoleBinding
+// want.Name cover want; listed is what the list found of it (nil when
+// absent). The list's object is shared and only read.
+func reconcileClusterRoleBinding(ctx context.Context, st *registry.Store[*ClusterRoleBinding], listed, want *ClusterRoleBinding) error {
+	if listed == nil {
+		_, err := st.Create(ctx, "", copyClusterRoleBinding(want), registry.WriteOptions{})
+		if !meta.IsAlreadyExists(err) {
+			return err
+		}
+		// Created since the list: reconciled with what is stored below.
+	} else if listed.Annotations[AutoUpdateAnnotation] == "false" ||
+		(listed.RoleRef == want.RoleRef && !mergeClusterRoleBinding(copyClusterRoleBinding(listed), want)) {
+		return nil
+	}
 	for attempt := 0; ; attempt++ {
 		recreate := false
 		_, _, err := st.Update(ctx, "", want.Name, func(_ context.Context, cur *ClusterRoleBinding) (*ClusterRoleBinding, error) {
 			if cur == nil {
-				c := *want
-				c.Labels, c.Annotations = maps.Clone(want.Labels), maps.Clone(want.Annotations)
-				c.Subjects = slices.Clone(want.Subjects)
-				return &c, nil
+				return copyClusterRoleBinding(want), nil
 			}
 			if cur.Annotations[AutoUpdateAnnotation] == "false" {
 				return nil, errUnchanged
@@ -259,15 +328,7 @@ func reconcileClusterRoleBinding(ctx context.Context, st *registry.Store[*Cluste
 				recreate = true
 				return nil, errUnchanged
 			}
-			changed := addMissing(&cur.Labels, want.Labels)
-			changed = addMissing(&cur.Annotations, want.Annotations) || changed
-			for _, s := range want.Subjects {
-				if !slices.Contains(cur.Subjects, s) {
-					cur.Subjects = append(cur.Subjects, s)
-					changed = true
-				}
-			}
-			if !changed {
+			if !mergeClusterRoleBinding(cur, want) {
 				return nil, errUnchanged
 			}
 			return cur, nil
@@ -282,6 +343,28 @@ func reconcileClusterRoleBinding(ctx context.Context, st *registry.Store[*Cluste
 			return err
 		}
 	}
+}
+
+// copyClusterRoleBinding copies what mergeClusterRoleBinding may change.
+func copyClusterRoleBinding(b *ClusterRoleBinding) *ClusterRoleBinding {
+	c := *b
+	c.Labels, c.Annotations = maps.Clone(b.Labels), maps.Clone(b.Annotations)
+	c.Subjects = slices.Clone(b.Subjects)
+	return &c
+}
+
+// mergeClusterRoleBinding adds to cur the labels, annotations and
+// subjects of want it lacks; it reports a change.
+func mergeClusterRoleBinding(cur, want *ClusterRoleBinding) bool {
+	changed := addMissing(&cur.Labels, want.Labels)
+	changed = addMissing(&cur.Annotations, want.Annotations) || changed
+	for _, s := range want.Subjects {
+		if !slices.Contains(cur.Subjects, s) {
+			cur.Subjects = append(cur.Subjects, s)
+			changed = true
+		}
+	}
+	return changed
 }
 
 // errUnchanged ends an update that has nothing to write. It is a

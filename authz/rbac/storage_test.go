@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -506,5 +507,80 @@ func TestBindingDefaults(t *testing.T) {
 		if ref.APIGroup != GroupName || !slices.Equal(got, want) {
 			t.Errorf("%s: roleRef %+v, subjects %+v; want apiGroup %s and %+v", tc.resource, ref, got, GroupName, want)
 		}
+	}
+}
+
+// countingStorage counts the reads of single objects that reach the
+// backend: gets, and updates, which read the object before they write it
+// (etcd3 without a cached object).
+type countingStorage struct {
+	storage.Interface
+	gets atomic.Int64
+}
+
+func (c *countingStorage) Get(ctx context.Context, key string, opts storage.GetOptions) (storage.KeyValue, error) {
+	c.gets.Add(1)
+	return c.Interface.Get(ctx, key, opts)
+}
+
+func (c *countingStorage) GuaranteedUpdate(ctx context.Context, key string, opts storage.UpdateOptions, tryUpdate storage.UpdateFunc) (storage.KeyValue, error) {
+	c.gets.Add(1)
+	return c.Interface.GuaranteedUpdate(ctx, key, opts, tryUpdate)
+}
+
+// TestReconcileReadsByList checks that Reconcile learns what is stored
+// from a list of each resource: on a fresh store and on a restart with
+// nothing to change it reads no object on its own, and a changed object
+// costs one read.
+func TestReconcileReadsByList(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.New()
+	defer mem.Close()
+	cs := &countingStorage{Interface: mem}
+	stores, err := NewStores(storage.Shared(cs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := DefaultPolicy()
+	steps := []struct {
+		name     string
+		before   func()
+		maxReads int64
+	}{
+		{"fresh store", nil, 0},
+		{"restart, nothing to change", nil, 0},
+		{"restart, one role lost a rule", func() {
+			if _, _, err := stores.ClusterRoles.Update(ctx, "", "system:basic-user", func(_ context.Context, cur *ClusterRole) (*ClusterRole, error) {
+				cur.Rules = cur.Rules[:1]
+				return cur, nil
+			}, registry.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}, 1},
+	}
+	for _, st := range steps {
+		if st.before != nil {
+			st.before()
+		}
+		cs.gets.Store(0)
+		if err := Reconcile(ctx, stores, policy); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if got := cs.gets.Load(); got > st.maxReads {
+			t.Errorf("%s: Reconcile read %d objects one by one, want at most %d", st.name, got, st.maxReads)
+		}
+		for _, want := range policy.ClusterRoles {
+			if _, _, err := stores.ClusterRoles.Get(ctx, "", want.Name, meta.GetOptions{}); err != nil {
+				t.Errorf("%s: ClusterRole %s: %v", st.name, want.Name, err)
+			}
+		}
+		for _, want := range policy.ClusterRoleBindings {
+			if _, _, err := stores.ClusterRoleBindings.Get(ctx, "", want.Name, meta.GetOptions{}); err != nil {
+				t.Errorf("%s: ClusterRoleBinding %s: %v", st.name, want.Name, err)
+			}
+		}
+	}
+	if r, _, err := stores.ClusterRoles.Get(ctx, "", "system:basic-user", meta.GetOptions{}); err != nil || len(r.Rules) != 2 {
+		t.Errorf("system:basic-user not restored: %v %v", r, err)
 	}
 }

@@ -13,7 +13,8 @@ import (
 )
 
 // countingStorage counts the reads of single objects that reach the
-// backend.
+// backend: gets, and updates, which read the object before they write it
+// (etcd3 without a cached object).
 type countingStorage struct {
 	storage.Interface
 	gets atomic.Int64
@@ -22,6 +23,11 @@ type countingStorage struct {
 func (c *countingStorage) Get(ctx context.Context, key string, opts storage.GetOptions) (storage.KeyValue, error) {
 	c.gets.Add(1)
 	return c.Interface.Get(ctx, key, opts)
+}
+
+func (c *countingStorage) GuaranteedUpdate(ctx context.Context, key string, opts storage.UpdateOptions, tryUpdate storage.UpdateFunc) (storage.KeyValue, error) {
+	c.gets.Add(1)
+	return c.Interface.GuaranteedUpdate(ctx, key, opts, tryUpdate)
 }
 
 // TestEnsure checks kube-apiserver's rules for the default configuration
