@@ -126,7 +126,7 @@ func TestValidationByAPI(t *testing.T) {
 	now := meta.MicroTime{Time: time.Now()}
 	good := func(name string) *Event {
 		return &Event{ObjectMeta: meta.ObjectMeta{Name: name}, EventTime: now, Type: "Normal",
-			InvolvedObject: ObjectReference{Kind: "Pod", Namespace: "ns", Name: "p"},
+			InvolvedObject:      ObjectReference{Kind: "Pod", Namespace: "ns", Name: "p"},
 			ReportingController: "example.com/ctl", ReportingInstance: "ctl-1", Action: "Reconcile", Reason: "Done"}
 	}
 	tests := []struct {
