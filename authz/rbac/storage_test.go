@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/storage"
 	"github.com/apikit-dev/apikit/storage/memory"
+	"github.com/apikit-dev/apikit/storage/storagetest"
 )
 
 // policyServer is the RBAC part of a server on memory storage: stores,
@@ -510,24 +510,6 @@ func TestBindingDefaults(t *testing.T) {
 	}
 }
 
-// countingStorage counts the reads of single objects that reach the
-// backend: gets, and updates, which read the object before they write it
-// (etcd3 without a cached object).
-type countingStorage struct {
-	storage.Interface
-	gets atomic.Int64
-}
-
-func (c *countingStorage) Get(ctx context.Context, key string, opts storage.GetOptions) (storage.KeyValue, error) {
-	c.gets.Add(1)
-	return c.Interface.Get(ctx, key, opts)
-}
-
-func (c *countingStorage) GuaranteedUpdate(ctx context.Context, key string, opts storage.UpdateOptions, tryUpdate storage.UpdateFunc) (storage.KeyValue, error) {
-	c.gets.Add(1)
-	return c.Interface.GuaranteedUpdate(ctx, key, opts, tryUpdate)
-}
-
 // TestReconcileReadsByList checks that Reconcile learns what is stored
 // from a list of each resource: on a fresh store and on a restart with
 // nothing to change it reads no object on its own, and a changed object
@@ -536,7 +518,7 @@ func TestReconcileReadsByList(t *testing.T) {
 	ctx := context.Background()
 	mem := memory.New()
 	defer mem.Close()
-	cs := &countingStorage{Interface: mem}
+	cs := &storagetest.CountingReads{Interface: mem}
 	stores, err := NewStores(storage.Shared(cs))
 	if err != nil {
 		t.Fatal(err)
@@ -562,11 +544,11 @@ func TestReconcileReadsByList(t *testing.T) {
 		if st.before != nil {
 			st.before()
 		}
-		cs.gets.Store(0)
+		cs.Reset()
 		if err := Reconcile(ctx, stores, policy); err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
-		if got := cs.gets.Load(); got > st.maxReads {
+		if got := cs.Reads(); got > st.maxReads {
 			t.Errorf("%s: Reconcile read %d objects one by one, want at most %d", st.name, got, st.maxReads)
 		}
 		for _, want := range policy.ClusterRoles {

@@ -2,7 +2,6 @@ package resources
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 
 	"github.com/apikit-dev/apikit/flowcontrol"
@@ -10,25 +9,8 @@ import (
 	"github.com/apikit-dev/apikit/registry"
 	"github.com/apikit-dev/apikit/storage"
 	"github.com/apikit-dev/apikit/storage/memory"
+	"github.com/apikit-dev/apikit/storage/storagetest"
 )
-
-// countingStorage counts the reads of single objects that reach the
-// backend: gets, and updates, which read the object before they write it
-// (etcd3 without a cached object).
-type countingStorage struct {
-	storage.Interface
-	gets atomic.Int64
-}
-
-func (c *countingStorage) Get(ctx context.Context, key string, opts storage.GetOptions) (storage.KeyValue, error) {
-	c.gets.Add(1)
-	return c.Interface.Get(ctx, key, opts)
-}
-
-func (c *countingStorage) GuaranteedUpdate(ctx context.Context, key string, opts storage.UpdateOptions, tryUpdate storage.UpdateFunc) (storage.KeyValue, error) {
-	c.gets.Add(1)
-	return c.Interface.GuaranteedUpdate(ctx, key, opts, tryUpdate)
-}
 
 // TestEnsure checks kube-apiserver's rules for the default configuration
 // against what is stored before Ensure runs, and that Ensure reads what is
@@ -126,7 +108,7 @@ func TestEnsure(t *testing.T) {
 			ctx := context.Background()
 			mem := memory.New()
 			defer mem.Close()
-			cs := &countingStorage{Interface: mem}
+			cs := &storagetest.CountingReads{Interface: mem}
 			api, err := New(storage.Shared(cs))
 			if err != nil {
 				t.Fatal(err)
@@ -137,12 +119,12 @@ func TestEnsure(t *testing.T) {
 				}
 				tc.setup(t, api)
 			}
-			cs.gets.Store(0)
+			cs.Reset()
 			if err := api.Ensure(ctx); err != nil {
 				t.Fatal(err)
 			}
 			// Updates read the object they write; nothing else reads one.
-			if got, limit := cs.gets.Load(), int64(2); got > limit {
+			if got, limit := cs.Reads(), int64(2); got > limit {
 				t.Errorf("Ensure read %d objects one by one, want at most %d", got, limit)
 			}
 			tc.check(t, api)
