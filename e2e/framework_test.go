@@ -96,7 +96,7 @@ func StartWardle(t *testing.T, args ...string) *Wardle {
 		if err == nil {
 			return w
 		}
-		if try < 5 && strings.Contains(err.Error(), "127.0.0.1:"+strconv.Itoa(w.Port)+": bind: address already in use") {
+		if try < 5 && w.portTaken(err) {
 			t.Logf("port %d taken meanwhile; starting again on another", w.Port)
 			w.DataDir, w.Port = t.TempDir(), freePort(t)
 			continue
@@ -105,12 +105,29 @@ func StartWardle(t *testing.T, args ...string) *Wardle {
 	}
 }
 
-// Start (re)starts the process with the same data directory and port.
+// Start (re)starts the process with the same data directory and, unless
+// something else took it while wardle was down, the same port: then on
+// another (wardle writes its kubeconfig anew at every start, with the
+// port it serves on).
 func (w *Wardle) Start() {
 	w.t.Helper()
-	if err := w.start(); err != nil {
+	for try := 1; ; try++ {
+		err := w.start()
+		if err == nil {
+			return
+		}
+		if try < 5 && w.portTaken(err) {
+			w.t.Logf("port %d taken while wardle was down; starting again on another", w.Port)
+			w.Port = freePort(w.t)
+			continue
+		}
 		w.t.Fatal(err)
 	}
+}
+
+// portTaken tells whether err is wardle's failure to bind its port.
+func (w *Wardle) portTaken(err error) bool {
+	return strings.Contains(err.Error(), "127.0.0.1:"+strconv.Itoa(w.Port)+": bind: address already in use")
 }
 
 // start starts the process and waits until it is ready, or says why not.
