@@ -2,13 +2,13 @@ package informer_test
 
 import (
 	"errors"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/apikit-dev/apikit/informer"
 	"github.com/apikit-dev/apikit/registry"
+	"github.com/apikit-dev/apikit/storage/storagetest"
 )
 
 // TestItemSourceConvertsInTheInformer: an informer over an ItemSource
@@ -87,20 +87,5 @@ func TestStoreReadInTheInformer(t *testing.T) {
 
 // goroutinesIn counts the goroutines with fn in their stacks.
 func goroutinesIn(fn string) int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	count := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, fn) {
-			count++
-		}
-	}
-	return count
+	return storagetest.Goroutines(func(g string) bool { return strings.Contains(g, fn) })
 }

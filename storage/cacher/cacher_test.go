@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +15,7 @@ import (
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/storage"
 	"github.com/apikit-dev/apikit/storage/memory"
+	"github.com/apikit-dev/apikit/storage/storagetest"
 )
 
 func testContext(t testing.TB) context.Context {
@@ -541,23 +541,10 @@ func (c *Cacher) held() (events, versions, records int) { return c.h.Stats() }
 // cacherGoroutines counts goroutines running this package's code or its
 // history's (watchers, the bookmark ticker).
 func cacherGoroutines() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	count := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
+	return storagetest.Goroutines(func(g string) bool {
 		ours := strings.Contains(g, "apikit/storage/cacher.(*") || strings.Contains(g, "apikit/storage/internal/history.(*")
-		if ours && !strings.Contains(g, "testing.tRunner") {
-			count++
-		}
-	}
-	return count
+		return ours && !strings.Contains(g, "testing.tRunner")
+	})
 }
 
 // TestCloseStopsEverything checks that Close ends the cacher's goroutines,
@@ -1189,20 +1176,7 @@ func TestIdleGoroutines(t *testing.T) {
 
 // ownGoroutines counts the goroutines running the Cacher's own code.
 func ownGoroutines() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	count := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "apikit/storage/cacher.(*Cacher)") && !strings.Contains(g, "testing.tRunner") {
-			count++
-		}
-	}
-	return count
+	return storagetest.Goroutines(func(g string) bool {
+		return strings.Contains(g, "apikit/storage/cacher.(*Cacher)") && !strings.Contains(g, "testing.tRunner")
+	})
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -248,27 +247,16 @@ func sameKV(t testing.TB, what string, got storage.KeyValue, key string, val []b
 // (any apikit storage package but this suite), for leak checks: goroutines
 // of etcd's client or server are not the backend's to stop.
 func backendGoroutines() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	count := 0
-	for _, g := range strings.Split(string(buf), "\n\n") {
+	return Goroutines(func(g string) bool {
 		for _, line := range strings.Split(g, "\n") {
 			line = strings.TrimPrefix(line, "created by ")
 			if strings.HasPrefix(line, "github.com/apikit-dev/apikit/storage") &&
 				!strings.HasPrefix(line, "github.com/apikit-dev/apikit/storage/storagetest.") {
-				count++
-				break
+				return true
 			}
 		}
-	}
-	return count
+		return false
+	})
 }
 
 // eventually polls cond until it holds or d passes.
