@@ -91,15 +91,9 @@ func negotiate(accept string, allowTransform bool) (outputForm, error) {
 		if err != nil {
 			continue
 		}
-		if as := params["as"]; as != "" {
-			if !allowTransform || params["g"] != "meta.k8s.io" || (mt != "application/json" && mt != "*/*") {
-				continue
-			}
-			switch {
-			case as == "Table" && (params["v"] == "v1" || params["v"] == "v1beta1"):
-				return formTable, nil
-			case (as == "PartialObjectMetadata" || as == "PartialObjectMetadataList") && (params["v"] == "v1" || params["v"] == "v1beta1"):
-				return formPartialMetadata, nil
+		if params["as"] != "" {
+			if form, ok := transformForm(mt, params, allowTransform); ok {
+				return form, nil
 			}
 			continue
 		}
@@ -108,4 +102,22 @@ func negotiate(accept string, allowTransform bool) (outputForm, error) {
 		}
 	}
 	return formJSON, meta.NewNotAcceptable(supportedOutputs)
+}
+
+// transformForm is the form an Accept entry with an "as" parameter asks
+// for (a Table or PartialObjectMetadata of meta.k8s.io v1 or v1beta1), if
+// the server can produce it here.
+func transformForm(mt string, params map[string]string, allowTransform bool) (outputForm, bool) {
+	if !allowTransform || params["g"] != "meta.k8s.io" || (mt != "application/json" && mt != "*/*") {
+		return 0, false
+	}
+	v, as := params["v"], params["as"]
+	switch {
+	case v != "v1" && v != "v1beta1":
+	case as == "Table":
+		return formTable, true
+	case as == "PartialObjectMetadata" || as == "PartialObjectMetadataList":
+		return formPartialMetadata, true
+	}
+	return 0, false
 }

@@ -61,15 +61,9 @@ func negotiateByParse(accept string, allowTransform bool) (outputForm, error) {
 		if err != nil {
 			continue
 		}
-		if as := params["as"]; as != "" {
-			if !allowTransform || params["g"] != "meta.k8s.io" || (mt != "application/json" && mt != "*/*") {
-				continue
-			}
-			switch {
-			case as == "Table" && (params["v"] == "v1" || params["v"] == "v1beta1"):
-				return formTable, nil
-			case (as == "PartialObjectMetadata" || as == "PartialObjectMetadataList") && (params["v"] == "v1" || params["v"] == "v1beta1"):
-				return formPartialMetadata, nil
+		if params["as"] != "" {
+			if form, ok := transformForm(mt, params, allowTransform); ok {
+				return form, nil
 			}
 			continue
 		}
