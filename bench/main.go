@@ -32,6 +32,13 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == floorCommand {
+		if err := floorServe(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -49,10 +56,12 @@ type options struct {
 	apikitTags             string
 	only                   string
 	// core runs the core mode: ConfigMaps beside kube-apiserver.
-	core      bool
-	kubeArgs  string
-	profile   string
-	profSecs  int
+	core     bool
+	kubeArgs string
+	profile  string
+	profSecs int
+	// floor measures the transport floor after each run (floor.go).
+	floor     bool
 	profPhase string
 	// crd runs the CRD mode: custom resources beside the
 	// apiextensions-apiserver.
@@ -75,6 +84,7 @@ func parseFlags() (options, error) {
 	fs.StringVar(&o.label, "label", "", "what this run is, for its heading (e.g. \"before the watch cache\")")
 	fs.StringVar(&o.repo, "repo", "..", "apikit's repository root")
 	fs.StringVar(&o.work, "work", "", "scratch directory (default: a new temporary one, removed afterwards)")
+	fs.BoolVar(&o.floor, "floor", true, "measure the transport floor after each run: a minimal HTTPS server answering the GETs and full LISTs with apikit's responses from memory (floor.go)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the scratch directory (server and etcd logs)")
 	fs.BoolVar(&o.fsync, "etcd-fsync", false, "run etcd with fsync (default: --unsafe-no-fsync, so that the servers, not the disk, are measured)")
 	fs.StringVar(&o.wardleArgs, "wardle-args", "", "extra flags for wardle, space separated")
@@ -205,6 +215,7 @@ func run() error {
 	}
 	defer r.stop()
 	etcd := r.etcd
+	r.captureFloor = o.floor
 
 	specs := []serverSpec{
 		wardleSpec(bins.wardle, strings.Fields(o.wardleArgs)),
@@ -212,6 +223,10 @@ func run() error {
 	}
 	if o.only != "" {
 		specs = filterSpecs(specs, o.only)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
 	}
 	runs, errs, err := runAll(ctx, o.runs, specs, r.run, func(i int, rec *runRecord) []string {
 		rec.casSize = valueSizeOf(*rec)
@@ -221,6 +236,17 @@ func run() error {
 		}
 		rec.cas = &cas
 		logger.Printf("run %d: raw etcd compare-and-put %.0f/s", i+1, cas.throughput())
+		if !o.floor {
+			return nil
+		}
+		bodies, ok := floorBodiesOf(*rec)
+		if !ok {
+			return []string{fmt.Sprintf("run %d, transport floor: no server's responses to answer with", i+1)}
+		}
+		if rec.floor, err = r.runFloor(ctx, self, bodies, i, o.n); err != nil {
+			return []string{fmt.Sprintf("run %d, transport floor: %v", i+1, err)}
+		}
+		logger.Printf("run %d: transport floor GET %.3f ms, full LIST %.1f ms server CPU", i+1, rec.floor.get.cpuPerOp(), rec.floor.list.cpuMS())
 		return nil
 	})
 	if err != nil {
@@ -231,7 +257,7 @@ func run() error {
 	in := reportInput{
 		label: o.label, when: started, elapsed: time.Since(started), machine: describeMachine(),
 		p: o.params, runs: o.runs, etcdVer: bins.etcdVersion, fsync: o.fsync, apikitRev: gitRevision(repo),
-		figs: figs, etcd: etcdFiguresOf(runs, figs), errs: errs,
+		figs: figs, etcd: etcdFiguresOf(runs, figs), floor: floorFiguresOf(runs, figs), errs: errs,
 		wardleArgs: o.wardleArgs, sampleArgs: o.sampleArgs, apikitTags: builtTags(o),
 	}
 	section := markdownRun(in)

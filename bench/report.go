@@ -25,6 +25,8 @@ type runRecord struct {
 	servers map[string]*serverRun
 	cas     *casResult
 	casSize int
+	// floor is the transport floor's run, if measured.
+	floor *floorResult
 }
 
 // figure is one row of the report: a value per run for each server, and
@@ -371,6 +373,7 @@ type reportInput struct {
 	apikitRev  string
 	figs       []*figure
 	etcd       etcdFigures
+	floor      floorFigures
 	errs       []string
 	sampleArgs string
 	wardleArgs string
@@ -440,6 +443,7 @@ func table(in reportInput) string {
 	fmt.Fprintf(&b, "| create throughput / raw etcd compare-and-put | %s | %s | | %s | %s |\n",
 		fmtValue("%.2f", e.share[keyApikit]), fmtValue("%.2f", e.share[keySample]),
 		targetText(etcdShareTarget, true), judge(e.share[keyApikit], etcdShareTarget, true))
+	b.WriteString(in.floor.rows())
 	return b.String()
 }
 
@@ -579,6 +583,16 @@ first; each starts fresh, on an empty etcd prefix of its own):
   with values of the size apikit stores, from the same number of workers over
   one etcd client connection, against the same etcd: the physical limit that
   apikit's create throughput is measured against.
+- **transport floor** (` + "`-floor`" + `, on by default; since 2026-12-02): after each
+  run, a minimal HTTPS server (this program as ` + "`bench floor-server`" + `: crypto/tls
+  asking for the client certificate, x/net/http2 configured as both servers
+  configure it, no authentication, no storage) answers the same N GETs and
+  LISTs with the bytes apikit served for them, from memory, gzipping the LIST
+  as apikit does (klauspost's encoder at kube's level 1). Its CPU per GET and
+  per full LIST is what any Go server pays for the same answers on the same
+  connection; "floor/sample" is that as a share of the sample-apiserver's
+  figure. Where it is above a ratio's target, no server code can meet the
+  target: the transport alone costs more.
 - **stripped binary size** (` + "`-ldflags=-s -w`" + `) and **modules** linked into it
   (` + "`dep`" + ` lines of ` + "`go version -m`" + `). Since 2026-12-02 wardle is built with
   ` + "`-tags apikit_noembed`" + ` (` + "`-apikit-tags`" + `): without the embedded etcd, its

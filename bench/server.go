@@ -133,6 +133,8 @@ type serverRun struct {
 	// setup is how long the objects' setup took, if any
 	// (objectType.setup).
 	setup setupTimes
+	// floorBodies are its responses for the transport floor, if asked.
+	floorBodies *floorBodies
 }
 
 // runner runs the phases against a server.
@@ -150,6 +152,9 @@ type runner struct {
 	// phase: the phase's requests repeat, unmeasured, for the profile's
 	// length before the phase is measured.
 	profilePhase string
+	// captureFloor keeps a GET's and a full LIST's responses of each
+	// server (serverRun.floorBodies) for the transport floor.
+	captureFloor bool
 }
 
 // Phases -profile-phase can profile alone.
@@ -396,6 +401,13 @@ func (r *runner) runObjects(ctx context.Context, spec serverSpec, runNo int, t o
 		return nil, err
 	}
 	r.heapProfile(ctx, l, spec, runNo)
+	if r.captureFloor {
+		if fb, err := captureFloorBodies(ctx, c, t, names[0]); err != nil {
+			fail("transport floor responses", err)
+		} else {
+			res.floorBodies = &fb
+		}
+	}
 
 	if err := c.do(ctx, http.MethodGet, t.collection+"?limit=1", nil, http.StatusOK, &buf); err != nil {
 		fail("watch", err)
