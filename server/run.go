@@ -211,7 +211,9 @@ func (p PreparedServer) Run(ctx context.Context) error {
 		hookWG.Add(1)
 		go func() {
 			defer hookWG.Done()
+			hookStart := time.Now()
 			err := hook(hookCtx)
+			log.Debug("post-start hook finished", "hook", name, "took", time.Since(hookStart))
 			rt.mu.Lock()
 			rt.hooksDone[name] = true
 			if err != nil {
