@@ -542,7 +542,7 @@ Flags: ` + "`-runs`" + ` (default 5), ` + "`-n`" + ` (5000), ` + "`-workers`" + 
 ` + "`-watch-events`" + `, ` + "`-etcd-fsync`" + `, ` + "`-wardle-args`" + `/` + "`-sample-args`" + ` (extra server flags),
 ` + "`-wardle-bin`" + ` (a prebuilt wardle), ` + "`-apikit-tags`" + ` (build tags, default ` + "`apikit_noembed`" + `), ` + "`-only apikit`" + ` (one server), ` + "`-keep`" + ` (keep the scratch
 directory: logs and a kubeconfig per server), ` + "`-identity`" + ` (no gzip: every response
-uncompressed, on both servers); ` + "`go run . -h`" + ` lists them. Each new run
+uncompressed, on both servers), ` + "`-floor=false`" + ` (no transport floor); ` + "`go run . -h`" + ` lists them. Each new run
 is added at the top; earlier ones stay below. ` + "`cd bench && go test ./...`" + ` tests the
 harness only; ./test.sh does not run the benchmark.
 
