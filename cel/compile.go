@@ -3,6 +3,7 @@ package cel
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -33,6 +34,9 @@ type Validator struct {
 	items      *Validator
 	additional *Validator
 	allOf      []*Validator
+	// usesOldSelf is set when a rule of the node uses oldSelf: only then
+	// is oldSelf bound for the node's rules and messageExpressions.
+	usesOldSelf bool
 }
 
 type compiledRule struct {
@@ -243,6 +247,7 @@ func (c *compiler) node(s *schema.Schema, decl *declType, path *meta.Path, cardi
 	}
 	if len(s.Validations) > 0 {
 		v.rules = c.rules(s, decl, path, cardinality, uncorrelatable)
+		v.usesOldSelf = slices.ContainsFunc(v.rules, func(r compiledRule) bool { return r.usesOldSelf })
 	}
 	return v
 }

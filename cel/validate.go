@@ -14,6 +14,7 @@ import (
 
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/schema"
+	"github.com/apikit-dev/apikit/schema/structural"
 )
 
 // Result is what validating one object found.
@@ -38,7 +39,11 @@ func (v *Validator) Validate(ctx context.Context, path *meta.Path, obj, old any)
 // ValidateWithBudget is Validate with a given cost budget.
 func (v *Validator) ValidateWithBudget(ctx context.Context, path *meta.Path, obj, old any, budget int64) Result {
 	r := &run{ctx: ctx, budget: budget}
-	v.validate(r, path, obj, old, correlation{old: old, correlated: old != nil})
+	var rc ratchet
+	if old != nil && v != nil {
+		rc.cur = &correlated{val: obj, old: old, schema: v.schema}
+	}
+	v.validate(r, path, obj, old, rc)
 	return Result{Errors: r.errs, Warnings: r.warnings, RemainingBudget: r.budget}
 }
 
@@ -51,71 +56,44 @@ type run struct {
 
 func (r *run) out() bool { return r.budget < 0 }
 
-// correlation tells whether a node's old value is known and whether errors
-// on it are ratcheted: an unchanged correlated node, or one under an
-// unchanged correlated ancestor, keeps its rules' failures as warnings.
-type correlation struct {
-	old        any
-	correlated bool
-	// parentUnchanged is set on nodes that cannot be correlated, from the
-	// nearest correlated ancestor.
-	parentUnchanged *bool
-}
-
-func (c correlation) unchanged(obj any) bool {
-	if c.correlated {
-		return reflect.DeepEqual(obj, c.old)
-	}
-	return c.parentUnchanged != nil && *c.parentUnchanged
-}
-
-func (c correlation) child(obj any, old any, ok bool) correlation {
-	if c.correlated && ok {
-		return correlation{old: old, correlated: true}
-	}
-	u := c.unchanged(obj)
-	return correlation{parentUnchanged: &u}
-}
-
-func (v *Validator) validate(r *run, path *meta.Path, obj, old any, c correlation) {
+func (v *Validator) validate(r *run, path *meta.Path, obj, old any, rc ratchet) {
 	if v == nil || obj == nil || r.out() {
 		return
 	}
 	if isNilValue(old) {
 		old = nil
 	}
-	v.evaluate(r, path, obj, old, c)
+	v.evaluate(r, path, obj, old, rc)
 	for _, a := range v.allOf {
 		if r.out() {
 			return
 		}
-		// kube does not ratchet allOf's rules.
-		a.validate(r, path, obj, old, correlation{old: old, parentUnchanged: c.parentUnchanged})
+		// As kube: an allOf branch's value is not correlated itself, so
+		// its failures ratchet only when the nearest correlated ancestor
+		// is unchanged (kube-apiserver refuses rules in allOf in a CRD).
+		a.validate(r, path, obj, old, ratchet{parent: rc.parent})
 	}
 	if r.out() {
 		return
 	}
 	switch o := obj.(type) {
 	case map[string]any:
+		// Every map type kube knows (granular, atomic) pairs a key with
+		// the old value at the same key, for oldSelf and for ratcheting.
 		oldMap, _ := old.(map[string]any)
-		correlatable := v.schema.MapType != schema.MapAtomic
 		keys := make([]string, 0, len(o))
 		for k := range o {
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			var ov any
-			var ok bool
-			if correlatable && oldMap != nil {
-				ov, ok = oldMap[k]
-			}
-			cc := c.child(o[k], ov, ok)
+			ov := oldMap[k]
+			kr := rc.key(k)
 			if v.additional != nil {
-				v.additional.validate(r, path.Key(k), o[k], ov, cc)
+				v.additional.validate(r, path.Key(k), o[k], ov, kr)
 			}
 			if pv := v.properties[k]; pv != nil {
-				pv.validate(r, path.Child(k), o[k], ov, cc)
+				pv.validate(r, path.Child(k), o[k], ov, kr)
 			}
 			if r.out() {
 				return
@@ -125,15 +103,12 @@ func (v *Validator) validate(r *run, path *meta.Path, obj, old any, c correlatio
 		if v.items == nil {
 			return
 		}
-		oldList, _ := old.([]any)
-		byKey := v.oldItemsByKey(oldList)
+		// Only a map list's items have old values (oldSelf), found by
+		// their keys.
+		oldItems := structural.NewMapListItems(v.schema, old)
 		for i, item := range o {
-			var ov any
-			var ok bool
-			if byKey != nil {
-				ov, ok = byKey[v.itemKey(item)]
-			}
-			v.items.validate(r, path.Index(i), item, ov, c.child(item, ov, ok))
+			ov, _ := oldItems.Old(item)
+			v.items.validate(r, path.Index(i), item, ov, rc.index(i))
 			if r.out() {
 				return
 			}
@@ -150,28 +125,6 @@ func isNilValue(v any) bool {
 		return rv.IsNil()
 	}
 	return false
-}
-
-// oldItemsByKey indexes the old items of a map list by their keys; other
-// lists' items have no old value.
-func (v *Validator) oldItemsByKey(old []any) map[string]any {
-	if v.schema.ListType != schema.ListMap || len(v.schema.ListMapKeys) == 0 || old == nil {
-		return nil
-	}
-	m := make(map[string]any, len(old))
-	for _, item := range old {
-		m[v.itemKey(item)] = item
-	}
-	return m
-}
-
-func (v *Validator) itemKey(item any) string {
-	obj, _ := item.(map[string]any)
-	parts := make([]string, len(v.schema.ListMapKeys))
-	for i, k := range v.schema.ListMapKeys {
-		parts[i] = fmt.Sprintf("%T:%v", obj[k], obj[k])
-	}
-	return strings.Join(parts, "\x00")
 }
 
 var rootPath = meta.NewPath("<nil>")
@@ -195,7 +148,7 @@ func (a *activation) ResolveName(name string) (any, bool) {
 func (a *activation) Parent() interpreter.Activation { return nil }
 
 // evaluate runs the node's own rules.
-func (v *Validator) evaluate(r *run, path *meta.Path, obj, old any, c correlation) {
+func (v *Validator) evaluate(r *run, path *meta.Path, obj, old any, rc ratchet) {
 	if len(v.rules) == 0 {
 		return
 	}
@@ -213,11 +166,11 @@ func (v *Validator) evaluate(r *run, path *meta.Path, obj, old any, c correlatio
 	self := toVal(obj, v.decl)
 	act := &activation{self: self}
 	optAct := &activation{self: self, hasOldSelf: true, oldSelf: types.OptionalNone}
-	if old != nil {
+	// As kube: oldSelf is bound only at a node one of whose rules uses it.
+	if old != nil && v.usesOldSelf {
 		act.oldSelf, act.hasOldSelf = toVal(old, v.decl), true
 		optAct.oldSelf = types.OptionalOf(act.oldSelf)
 	}
-	var unchanged *bool
 	for _, rule := range v.rules {
 		if rule.usesOldSelf && old == nil && !rule.optional {
 			// A transition rule runs only on updates with an old value.
@@ -264,22 +217,25 @@ func (v *Validator) evaluate(r *run, path *meta.Path, obj, old any, c correlatio
 				at = path.Child(rule.fieldPath)
 			}
 		}
+		// A failed rule without oldSelf at a value the update left
+		// unchanged is a warning (kube's CRDValidationRatcheting); a
+		// transition rule, an evaluation error or an exhausted budget
+		// is always an error.
 		add := func(e *meta.FieldError) {
-			if !rule.usesOldSelf {
-				if unchanged == nil {
-					u := c.unchanged(obj)
-					unchanged = &u
-				}
-				if *unchanged {
-					r.warnings = append(r.warnings, e.Error())
-					return
-				}
+			if !rule.usesOldSelf && rc.unchanged() {
+				r.warnings = append(r.warnings, e.Error())
+				return
 			}
 			r.errs = append(r.errs, e)
 		}
 		detail, ok := "", false
 		if rule.message != nil {
-			msg, fatal, e := v.evalMessage(r, rule, a)
+			// kube evaluates every messageExpression with oldSelf bound
+			// as a plain value, even an optionalOldSelf rule's (whose
+			// messageExpression is typed with an optional oldSelf): one
+			// that calls oldSelf.hasValue() fails, and the message falls
+			// back to the rule's message.
+			msg, fatal, e := v.evalMessage(r, rule, act)
 			switch {
 			case e == nil:
 				detail, ok = msg, true

@@ -144,12 +144,22 @@ func TestValidateMessages(t *testing.T) {
 		schema: spec(schema.ValidationRule{Rule: "self.name.find('[0-9]+') == '42' && self.name.findAll('[a-z]', 2) == ['w', 'e']"}),
 		obj:    map[string]any{"spec": map[string]any{"name": "web42"}},
 	}, {
+		// kube evaluates a messageExpression with oldSelf bound as a plain
+		// value, even an optionalOldSelf rule's: hasValue() fails on it
+		// and the message falls back (e2e/celdiff holds this to kube's).
 		name: "messageExpression of an optionalOldSelf rule",
 		schema: spec(schema.ValidationRule{Rule: "!oldSelf.hasValue() || self.replicas >= oldSelf.value().replicas", OptionalOldSelf: ptrTrue(),
 			MessageExpression: "oldSelf.hasValue() ? 'replicas may not shrink' : 'unreachable'"}),
 		obj:  map[string]any{"spec": map[string]any{"replicas": int64(1)}},
 		old:  map[string]any{"spec": map[string]any{"replicas": int64(2)}},
-		want: []string{`spec: Invalid value: replicas may not shrink`},
+		want: []string{`spec: Invalid value: failed rule: !oldSelf.hasValue() || self.replicas >= oldSelf.value().replicas`},
+	}, {
+		name: "messageExpression sees oldSelf only where a rule uses it",
+		schema: spec(schema.ValidationRule{Rule: "self.replicas <= self.maxReplicas", Message: "too many",
+			MessageExpression: "oldSelf.replicas > 3 ? 'was over 3' : 'was at most 3'"}),
+		obj:  map[string]any{"spec": map[string]any{"replicas": int64(5), "maxReplicas": int64(3)}},
+		old:  map[string]any{"spec": map[string]any{"replicas": int64(4), "maxReplicas": int64(3)}},
+		want: []string{`spec: Invalid value: too many`},
 	}, {
 		name:     "ratcheting: an unchanged value warns",
 		schema:   spec(schema.ValidationRule{Rule: "self.replicas <= self.maxReplicas"}),

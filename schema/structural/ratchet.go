@@ -68,19 +68,22 @@ func (v *validator) drop(from int) {
 	v.errs, v.keys = v.errs[:from], v.keys[:from]
 }
 
-// oldItems correlates the items of a list with the old list's: by their
-// keys in a map list, not at all in other lists.
-type oldItems struct {
+// MapListItems pairs the items of a list with the old list's, as
+// kube-apiserver's MapList does for ratcheting and for CEL's oldSelf: an
+// item of an x-kubernetes-list-type=map list with the first old item of
+// the same keys; items of other lists with none.
+type MapListItems struct {
 	keys  []string
 	byKey map[string]any
 }
 
-func correlateItems(s *schema.Schema, old prior) oldItems {
-	if !old.ok || s.ListType != schema.ListMap || len(s.ListMapKeys) == 0 {
-		return oldItems{}
+// NewMapListItems indexes old, the old value of a list of schema s.
+func NewMapListItems(s *schema.Schema, old any) MapListItems {
+	list, _ := old.([]any)
+	if s == nil || s.ListType != schema.ListMap || len(s.ListMapKeys) == 0 || len(list) == 0 {
+		return MapListItems{}
 	}
-	list, _ := old.value.([]any)
-	c := oldItems{keys: s.ListMapKeys, byKey: make(map[string]any, len(list))}
+	c := MapListItems{keys: s.ListMapKeys, byKey: make(map[string]any, len(list))}
 	for _, item := range list {
 		if k, ok := c.key(item); ok {
 			// The first item with a key wins, as in kube's MapList.
@@ -92,23 +95,37 @@ func correlateItems(s *schema.Schema, old prior) oldItems {
 	return c
 }
 
-// of is the old item with the keys of item.
-func (c oldItems) of(item any) prior {
+// Old returns the old item with the keys of item.
+func (c MapListItems) Old(item any) (any, bool) {
 	if c.byKey == nil {
-		return prior{}
+		return nil, false
 	}
 	k, ok := c.key(item)
 	if !ok {
-		return prior{}
+		return nil, false
 	}
 	old, ok := c.byKey[k]
+	return old, ok
+}
+
+func correlateItems(s *schema.Schema, old prior) MapListItems {
+	if !old.ok {
+		return MapListItems{}
+	}
+	return NewMapListItems(s, old.value)
+}
+
+// of is the old item with the keys of item.
+func (c MapListItems) of(item any) prior {
+	old, ok := c.Old(item)
 	return prior{value: old, ok: ok}
 }
 
 // key is an item's composite key: each key field must be present and a
 // scalar; values of different types never match (1 is not 1.0), as in
-// kube's MapList.
-func (c oldItems) key(item any) (string, bool) {
+// kube's MapList, which also compares a float64 key to six decimals when
+// there are several keys.
+func (c MapListItems) key(item any) (string, bool) {
 	m, ok := item.(map[string]any)
 	if !ok {
 		return "", false
@@ -124,7 +141,11 @@ func (c oldItems) key(item any) (string, bool) {
 			b.WriteString(strconv.FormatInt(t, 10))
 		case float64:
 			b.WriteByte('f')
-			b.WriteString(strconv.FormatFloat(t, 'g', -1, 64))
+			if len(c.keys) == 1 {
+				b.WriteString(strconv.FormatFloat(t, 'g', -1, 64))
+			} else {
+				b.WriteString(strconv.FormatFloat(t, 'f', 6, 64))
+			}
 		case bool:
 			b.WriteByte('b')
 			b.WriteString(strconv.FormatBool(t))
@@ -136,12 +157,12 @@ func (c oldItems) key(item any) (string, bool) {
 	return b.String(), true
 }
 
-// unchanged is kube's CorrelatedObject.CachedDeepEqual: whether a node
-// equals its correlated old value, comparing objects field by field
-// through the schema (a field the schema does not know makes an object
-// changed) and map lists item by item through their keys; other lists and
-// scalars compare as values.
-func unchanged(s *schema.Schema, old, value any) bool {
+// Unchanged is kube's CorrelatedObject.CachedDeepEqual: whether a value
+// of schema s equals its correlated old value, comparing objects field by
+// field through the schema (a field the schema does not declare makes an
+// object changed) and map lists item by item through their keys (order
+// aside); other lists and scalars compare as values (1 is not 1.0).
+func Unchanged(s *schema.Schema, old, value any) bool {
 	if old == nil || value == nil {
 		return old == nil && value == nil
 	}
@@ -160,7 +181,7 @@ func unchanged(s *schema.Schema, old, value any) bool {
 			if !ok {
 				ps = s.AdditionalProperties
 			}
-			if ps == nil || !unchanged(ps, ov, v) {
+			if ps == nil || !Unchanged(ps, ov, v) {
 				return false
 			}
 		}
@@ -176,7 +197,7 @@ func unchanged(s *schema.Schema, old, value any) bool {
 		items := correlateItems(s, prior{value: old, ok: true})
 		for _, item := range t {
 			p := items.of(item)
-			if !p.ok || s.Items == nil || !unchanged(s.Items, p.value, item) {
+			if !p.ok || s.Items == nil || !Unchanged(s.Items, p.value, item) {
 				return false
 			}
 		}

@@ -1,10 +1,12 @@
 package structural
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/apikit-dev/apikit/meta"
+	"github.com/apikit-dev/apikit/schema"
 )
 
 // xy is the schema of a spec with the property x, whose schema is given,
@@ -129,4 +131,44 @@ func messages(errs meta.FieldErrors) []string {
 		out = append(out, e.Error())
 	}
 	return out
+}
+
+// TestMapListItems pins how an item of a map list finds its old item, as
+// kube-apiserver's MapList (ratcheting, and CEL's oldSelf) finds it.
+func TestMapListItems(t *testing.T) {
+	one := &schema.Schema{Type: "array", ListType: schema.ListMap, ListMapKeys: []string{"k"}, Items: &schema.Schema{Type: "object"}}
+	two := &schema.Schema{Type: "array", ListType: schema.ListMap, ListMapKeys: []string{"k", "j"}, Items: &schema.Schema{Type: "object"}}
+	set := &schema.Schema{Type: "array", ListType: schema.ListSet, Items: &schema.Schema{Type: "object"}}
+	item := func(kv ...any) map[string]any {
+		m := map[string]any{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	}
+	tests := []struct {
+		name string
+		s    *schema.Schema
+		old  []any
+		item any
+		want any // nil: no old item
+	}{
+		{name: "by key", s: one, old: []any{item("k", "a", "v", int64(1)), item("k", "b")}, item: item("k", "a"), want: item("k", "a", "v", int64(1))},
+		{name: "the first of duplicates", s: one, old: []any{item("k", "a", "v", int64(1)), item("k", "a", "v", int64(2))}, item: item("k", "a"), want: item("k", "a", "v", int64(1))},
+		{name: "a missing key pairs nothing", s: one, old: []any{item("v", int64(1))}, item: item("v", int64(1))},
+		{name: "a null key pairs nothing", s: one, old: []any{item("k", nil)}, item: item("k", nil)},
+		{name: "a non-scalar key pairs nothing", s: one, old: []any{item("k", []any{"a"})}, item: item("k", []any{"a"})},
+		{name: "an int is not a float", s: one, old: []any{item("k", float64(1))}, item: item("k", int64(1))},
+		{name: "one float key compares exactly", s: one, old: []any{item("k", 1.0000001)}, item: item("k", 1.0000002)},
+		{name: "several keys compare floats to six decimals", s: two, old: []any{item("k", 1.0000001, "j", "x")}, item: item("k", 1.0000002, "j", "x"), want: item("k", 1.0000001, "j", "x")},
+		{name: "a set pairs nothing", s: set, old: []any{item("k", "a")}, item: item("k", "a")},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := NewMapListItems(tc.s, tc.old).Old(tc.item)
+			if ok != (tc.want != nil) || !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("Old = %v, %v; want %v", got, ok, tc.want)
+			}
+		})
+	}
 }

@@ -128,7 +128,7 @@ func (v *validator) invalid(path opath, value any, format string, args ...any) {
 func (v *validator) node(s *schema.Schema, value any, path opath, old prior) {
 	from := len(v.errs)
 	v.check(s, value, path, old)
-	if old.ok && len(v.errs) > from && unchanged(s, old.value, value) {
+	if old.ok && len(v.errs) > from && Unchanged(s, old.value, value) {
 		v.drop(from)
 	}
 }
