@@ -133,3 +133,27 @@ func TestRatcheting(t *testing.T) {
 		})
 	}
 }
+
+// TestReadsObjectMeta pins when a Validator needs the root's apiVersion,
+// kind and metadata: rules at the root or on those fields.
+func TestReadsObjectMeta(t *testing.T) {
+	const spec = `"spec":{"type":"object","properties":{"a":{"type":"integer"}},"x-kubernetes-validations":[{"rule":"self.a > 0"}]}`
+	tests := []struct {
+		name, schema string
+		want         bool
+	}{
+		{name: "rules below the root only", schema: `{"type":"object","properties":{` + spec + `}}`},
+		{name: "a rule at the root", schema: `{"type":"object","x-kubernetes-validations":[{"rule":"has(self.spec)"}],"properties":{` + spec + `}}`, want: true},
+		{name: "a rule on apiVersion", schema: `{"type":"object","properties":{"apiVersion":{"type":"string","x-kubernetes-validations":[{"rule":"self != ''"}]},` + spec + `}}`, want: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := compileJSON(t, tc.schema).ReadsObjectMeta(); got != tc.want {
+				t.Fatalf("ReadsObjectMeta() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if (*Validator)(nil).ReadsObjectMeta() {
+		t.Fatal("a nil Validator reads nothing")
+	}
+}

@@ -318,3 +318,24 @@ func fieldErrorForReason(p *meta.Path, value any, detail, reason string) *meta.F
 	}
 	return meta.Invalid(p, value, detail)
 }
+
+// ReadsObjectMeta reports whether a rule sees the root's apiVersion, kind
+// or metadata, or ratchets by them: a rule at the root (or in its allOf),
+// or under a root property of those names. Elsewhere they are invisible:
+// failures below the root ratchet by values of their own, and a new
+// top-level field already makes the root changed. A caller holding them
+// apart from the other fields adds them only when this says so.
+func (v *Validator) ReadsObjectMeta() bool {
+	if v == nil {
+		return false
+	}
+	if len(v.rules) > 0 || len(v.allOf) > 0 {
+		return true
+	}
+	for _, name := range []string{"apiVersion", "kind", "metadata"} {
+		if v.properties[name] != nil {
+			return true
+		}
+	}
+	return false
+}

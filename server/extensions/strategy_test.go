@@ -1,8 +1,10 @@
 package extensions
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apikit-dev/apikit/meta"
@@ -176,5 +178,65 @@ func BenchmarkValidateValidWidget(b *testing.B) {
 		if errs := c.Validate(b.Context(), &o); len(errs) > 0 {
 			b.Fatal(errs)
 		}
+	}
+}
+
+// TestCustomResourceRulesSeeTheObject checks that the CEL rules see the
+// whole object, as kube-apiserver's: a rule at the root reads
+// metadata.name, and on an update a root rule's failure is never
+// ratcheted (metadata holds fields no schema declares, so kube never
+// finds the root unchanged), while a rule's failure at an unchanged
+// value below is.
+func TestCustomResourceRulesSeeTheObject(t *testing.T) {
+	crd := &CustomResourceDefinition{}
+	if err := json.Unmarshal([]byte(`{"metadata":{"name":"widgets.example.com"},"spec":{"group":"example.com","scope":"Namespaced",
+  "names":{"plural":"widgets","singular":"widget","kind":"Widget","listKind":"WidgetList"},
+  "versions":[{"name":"v1","served":true,"storage":true,
+    "schema":{"openAPIV3Schema":{"type":"object",
+      "x-kubernetes-validations":[{"rule":"self.metadata.name.startsWith('x')","message":"x names only"},{"rule":"self.spec.a < 10"}],
+      "properties":{"metadata":{"type":"object","properties":{"name":{"type":"string","maxLength":8}}},
+        "spec":{"type":"object","properties":{"a":{"type":"integer"},
+          "s":{"type":"object","properties":{"b":{"type":"integer"}},"x-kubernetes-validations":[{"rule":"self.b < 10"}]}}}}}}}]}}`), crd); err != nil {
+		t.Fatal(err)
+	}
+	c, _, err := versionStrategy(crd, &crd.Spec.Versions[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	const stored = `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"x1","uid":"u1","creationTimestamp":"2026-01-01T00:00:00Z"},"spec":{"a":20,"s":{"b":20}}}`
+	for _, tc := range []struct {
+		name     string
+		obj, old string
+		want     []string
+	}{
+		{name: "create", obj: `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"y1"},"spec":{"a":20,"s":{"b":20}}}`, want: []string{
+			`<nil>: Invalid value: x names only`,
+			`<nil>: Invalid value: failed rule: self.spec.a < 10`,
+			`spec.s: Invalid value: failed rule: self.b < 10`,
+		}},
+		{name: "label added", old: stored,
+			obj:  `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"x1","uid":"u1","creationTimestamp":"2026-01-01T00:00:00Z","labels":{"a":"b"}},"spec":{"a":20,"s":{"b":20}}}`,
+			want: []string{`<nil>: Invalid value: failed rule: self.spec.a < 10`}},
+		{name: "nothing changed", old: stored, obj: stored,
+			want: []string{`<nil>: Invalid value: failed rule: self.spec.a < 10`}},
+		{name: "spec.s changed", old: stored,
+			obj:  `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"x1","uid":"u1","creationTimestamp":"2026-01-01T00:00:00Z"},"spec":{"a":20,"s":{"b":21}}}`,
+			want: []string{`<nil>: Invalid value: failed rule: self.spec.a < 10`, `spec.s: Invalid value: failed rule: self.b < 10`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var errs meta.FieldErrors
+			if tc.old == "" {
+				errs = c.Validate(context.Background(), decodeObject(t, tc.obj))
+			} else {
+				errs = c.ValidateUpdate(context.Background(), decodeObject(t, tc.obj), decodeObject(t, tc.old))
+			}
+			var got []string
+			for _, e := range errs {
+				got = append(got, e.Error())
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
 	}
 }
