@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -39,19 +40,22 @@ const floorCommand = "floor-server"
 
 // floorResult is the floor server's measurements in one run.
 type floorResult struct {
-	get  *phase
-	list *listPhase
+	get         *phase
+	list, paged *listPhase
 }
 
-// floorBodies are the responses the floor server answers with: a GET's
-// and a full LIST's, as a server under test served them (decompressed).
+// floorBodies are the responses the floor server answers with: a GET's,
+// a full LIST's and the pages of a paged LIST's (by the continue token
+// that asked for each, "" for the first), as a server under test served
+// them (decompressed).
 type floorBodies struct {
 	get, list []byte
+	pages     map[string][]byte
 }
 
-// captureFloorBodies reads one Flunder and the full LIST from a server,
-// for the floor server to answer with.
-func captureFloorBodies(ctx context.Context, c *apiClient, t objectType, name string) (floorBodies, error) {
+// captureFloorBodies reads one Flunder, the full LIST and the LIST in
+// pages of pageSize from a server, for the floor server to answer with.
+func captureFloorBodies(ctx context.Context, c *apiClient, t objectType, name string, pageSize int) (floorBodies, error) {
 	var fb floorBodies
 	var buf bytes.Buffer
 	if err := c.do(ctx, http.MethodGet, t.collection+"/"+name, nil, http.StatusOK, &buf); err != nil {
@@ -62,7 +66,15 @@ func captureFloorBodies(ctx context.Context, c *apiClient, t objectType, name st
 		return fb, err
 	}
 	fb.list = bytes.Clone(buf.Bytes())
-	return fb, nil
+	fb.pages = map[string][]byte{}
+	token := ""
+	_, _, _, err := listAll(ctx, c, t.collection, pageSize, &buf, func(page []byte) error {
+		fb.pages[token] = bytes.Clone(page)
+		_, next, err := listMeta(page)
+		token = next
+		return err
+	})
+	return fb, err
 }
 
 // runFloor starts the floor server with bodies and measures n GETs and
@@ -73,8 +85,12 @@ func (r *runner) runFloor(ctx context.Context, self string, bodies floorBodies, 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("making %s: %w", dir, err)
 	}
-	getFile, listFile := filepath.Join(dir, "get.json"), filepath.Join(dir, "list.json")
-	for f, b := range map[string][]byte{getFile: bodies.get, listFile: bodies.list} {
+	pages, err := json.Marshal(bodies.pages)
+	if err != nil {
+		return nil, fmt.Errorf("floor: %w", err)
+	}
+	getFile, listFile, pagesFile := filepath.Join(dir, "get.json"), filepath.Join(dir, "list.json"), filepath.Join(dir, "pages.json")
+	for f, b := range map[string][]byte{getFile: bodies.get, listFile: bodies.list, pagesFile: pages} {
 		if err := os.WriteFile(f, b, 0o644); err != nil {
 			return nil, fmt.Errorf("floor: %w", err)
 		}
@@ -89,7 +105,7 @@ func (r *runner) runFloor(ctx context.Context, self string, bodies floorBodies, 
 	defer c.close()
 	proc, err := startProcess("floor", self, []string{floorCommand,
 		"-port=" + strconv.Itoa(ports[0]), "-cert=" + r.pki.servingCert, "-key=" + r.pki.servingKey,
-		"-get=" + getFile, "-list=" + listFile}, filepath.Join(dir, "server.log"))
+		"-get=" + getFile, "-list=" + listFile, "-pages=" + pagesFile}, filepath.Join(dir, "server.log"))
 	if err != nil {
 		return nil, err
 	}
@@ -113,6 +129,9 @@ func (r *runner) runFloor(ctx context.Context, self string, bodies floorBodies, 
 	if res.list, err = r.lists(ctx, c, pid, collection, 0, want, countItems); err != nil {
 		return nil, fmt.Errorf("floor LIST: %w", err)
 	}
+	if res.paged, err = r.lists(ctx, c, pid, collection, r.p.pageSize, want, countItems); err != nil {
+		return nil, fmt.Errorf("floor paged LIST: %w", err)
+	}
 	return &res, nil
 }
 
@@ -124,6 +143,7 @@ func floorServe(args []string) error {
 	key := fs.String("key", "", "serving key")
 	getFile := fs.String("get", "", "the body of every GET of one object")
 	listFile := fs.String("list", "", "the body of every LIST")
+	pagesFile := fs.String("pages", "", "the pages of a paged LIST: a JSON object of bodies by the continue token that asks for each")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -139,6 +159,12 @@ func floorServe(args []string) error {
 	if err != nil {
 		return fmt.Errorf("floor: %w", err)
 	}
+	var pages map[string][]byte
+	if b, err := os.ReadFile(*pagesFile); err != nil {
+		return fmt.Errorf("floor: %w", err)
+	} else if err := json.Unmarshal(b, &pages); err != nil {
+		return fmt.Errorf("floor: %s: %w", *pagesFile, err)
+	}
 	tlsConfig := &tls.Config{
 		Certificates: []tls.Certificate{pair},
 		MinVersion:   tls.VersionTLS12,
@@ -148,7 +174,7 @@ func floorServe(args []string) error {
 		ClientAuth: tls.RequestClientCert,
 		NextProtos: []string{"h2", "http/1.1"},
 	}
-	srv := &http.Server{Handler: floorHandler(get, list), TLSConfig: tlsConfig, ReadHeaderTimeout: 32 * time.Second}
+	srv := &http.Server{Handler: floorHandler(get, list, pages), TLSConfig: tlsConfig, ReadHeaderTimeout: 32 * time.Second}
 	if err := http2.ConfigureServer(srv, &http2.Server{
 		MaxUploadBufferPerStream:     256 << 10,
 		MaxUploadBufferPerConnection: 256 << 10 * 32,
@@ -169,10 +195,11 @@ func floorServe(args []string) error {
 // for a client that accepts it.
 const floorGzipThreshold = 128 << 10
 
-// floorHandler answers /readyz, GETs of one object with get and GETs of
-// the collection with list, gzipped as apikit gzips (klauspost's encoder
-// at kube's level 1) when it is large and the client accepts it.
-func floorHandler(get, list []byte) http.Handler {
+// floorHandler answers /readyz, GETs of one object with get, GETs of
+// the collection with list, or with a limit with the page of pages its
+// continue token names; gzipped as apikit gzips (klauspost's encoder at
+// kube's level 1) when it is large and the client accepts it.
+func floorHandler(get, list []byte, pages map[string][]byte) http.Handler {
 	gzips := sync.Pool{New: func() any {
 		zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed)
 		return zw
@@ -182,6 +209,12 @@ func floorHandler(get, list []byte) http.Handler {
 		switch {
 		case r.URL.Path == "/readyz":
 			body = []byte("ok")
+		case r.Method == http.MethodGet && r.URL.Path == collection && r.URL.Query().Get("limit") != "":
+			var ok bool
+			if body, ok = pages[r.URL.Query().Get("continue")]; !ok {
+				http.NotFound(w, r)
+				return
+			}
 		case r.Method == http.MethodGet && r.URL.Path == collection:
 			body = list
 		case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, collection+"/"):
@@ -229,10 +262,12 @@ func floorBodiesOf(rec runRecord) (floorBodies, bool) {
 // floorFigures are the transport floor's medians beside the figures they
 // bound, and the peer's, so that a target can be read against the floor.
 type floorFigures struct {
-	get, list             []float64 // per run: CPU per GET, per full LIST (ms)
-	sampleGet             float64   // the peer's median CPU per GET (ms)
-	sampleList            float64   // the peer's median CPU per full LIST (ms)
-	getTarget, listTarget float64   // the targets of apikit's ratios
+	// per run: CPU per GET, per full LIST and per paged LIST (ms)
+	get, list, paged []float64
+	// the peer's medians of the same (ms)
+	sampleGet, sampleList, samplePaged float64
+	// the targets of apikit's ratios
+	getTarget, listTarget, pagedTarget float64
 }
 
 func floorFiguresOf(runs []runRecord, figs []*figure) floorFigures {
@@ -241,6 +276,7 @@ func floorFiguresOf(runs []runRecord, figs []*figure) floorFigures {
 		if r.floor != nil {
 			f.get = append(f.get, r.floor.get.cpuPerOp())
 			f.list = append(f.list, r.floor.list.cpuMS())
+			f.paged = append(f.paged, r.floor.paged.cpuMS())
 		}
 	}
 	for _, fig := range figs {
@@ -249,6 +285,8 @@ func floorFiguresOf(runs []runRecord, figs []*figure) floorFigures {
 			f.sampleGet, f.getTarget = fig.medianOf(keySample), fig.target
 		case "full LIST server CPU":
 			f.sampleList, f.listTarget = fig.medianOf(keySample), fig.target
+		case "paged LIST server CPU":
+			f.samplePaged, f.pagedTarget = fig.medianOf(keySample), fig.target
 		}
 	}
 	return f
@@ -270,6 +308,7 @@ func (f floorFigures) rows() string {
 	}{
 		{"transport floor: GET server CPU per op (ms)", "%.3f", f.get, f.sampleGet, f.getTarget},
 		{"transport floor: full LIST server CPU (ms)", "%.1f", f.list, f.sampleList, f.listTarget},
+		{"transport floor: paged LIST server CPU (ms)", "%.1f", f.paged, f.samplePaged, f.pagedTarget},
 	} {
 		m := median(r.vals)
 		fmt.Fprintf(&b, "| %s | %s | | floor/sample %s | apikit's target %s | |\n",

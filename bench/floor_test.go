@@ -13,7 +13,8 @@ import (
 func TestFloorHandler(t *testing.T) {
 	get := []byte(`{"kind":"Flunder"}`)
 	list := bytes.Repeat([]byte("x"), floorGzipThreshold+1)
-	h := floorHandler(get, list)
+	pages := map[string][]byte{"": []byte(`{"page":1}`), "tok2": []byte(`{"page":2}`)}
+	h := floorHandler(get, list, pages)
 	for _, tc := range []struct {
 		name, method, path, encoding string
 		code                         int
@@ -24,6 +25,9 @@ func TestFloorHandler(t *testing.T) {
 		{"get", http.MethodGet, collection + "/flunder-00001", "gzip", http.StatusOK, get, false},
 		{"list gzipped", http.MethodGet, collection, "gzip", http.StatusOK, list, true},
 		{"list identity", http.MethodGet, collection, "identity", http.StatusOK, list, false},
+		{"first page", http.MethodGet, collection + "?limit=500", "gzip", http.StatusOK, pages[""], false},
+		{"next page", http.MethodGet, collection + "?limit=500&continue=tok2", "gzip", http.StatusOK, pages["tok2"], false},
+		{"unknown page", http.MethodGet, collection + "?limit=500&continue=nope", "gzip", http.StatusNotFound, nil, false},
 		{"other path", http.MethodGet, "/apis", "", http.StatusNotFound, nil, false},
 		{"not a GET", http.MethodPost, collection, "", http.StatusNotFound, nil, false},
 	} {
@@ -64,11 +68,13 @@ func TestFloorRows(t *testing.T) {
 	if got := (floorFigures{}).rows(); got != "" {
 		t.Fatalf("rows without a floor run = %q, want none", got)
 	}
-	f := floorFigures{get: []float64{0.1, 0.12, 0.11}, list: []float64{8, 9, 10}, sampleGet: 0.5, sampleList: 40, getTarget: 0.2, listTarget: 0.15}
+	f := floorFigures{get: []float64{0.1, 0.12, 0.11}, list: []float64{8, 9, 10}, paged: []float64{12, 11, 13},
+		sampleGet: 0.5, sampleList: 40, samplePaged: 60, getTarget: 0.2, listTarget: 0.15, pagedTarget: 0.2}
 	got := f.rows()
 	for _, want := range []string{
 		"| transport floor: GET server CPU per op (ms) | 0.110 | | floor/sample 0.22 | apikit's target 0.20 | |",
 		"| transport floor: full LIST server CPU (ms) | 9.0 | | floor/sample 0.23 | apikit's target 0.15 | |",
+		"| transport floor: paged LIST server CPU (ms) | 12.0 | | floor/sample 0.20 | apikit's target 0.20 | |",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("rows:\n%s\nwant a row %s", got, want)

@@ -246,7 +246,8 @@ func run() error {
 		if rec.floor, err = r.runFloor(ctx, self, bodies, i, o.n); err != nil {
 			return []string{fmt.Sprintf("run %d, transport floor: %v", i+1, err)}
 		}
-		logger.Printf("run %d: transport floor GET %.3f ms, full LIST %.1f ms server CPU", i+1, rec.floor.get.cpuPerOp(), rec.floor.list.cpuMS())
+		logger.Printf("run %d: transport floor GET %.3f ms, full LIST %.1f ms, paged LIST %.1f ms server CPU", i+1,
+			rec.floor.get.cpuPerOp(), rec.floor.list.cpuMS(), rec.floor.paged.cpuMS())
 		return nil
 	})
 	if err != nil {

@@ -587,12 +587,13 @@ first; each starts fresh, on an empty etcd prefix of its own):
   run, a minimal HTTPS server (this program as ` + "`bench floor-server`" + `: crypto/tls
   asking for the client certificate, x/net/http2 configured as both servers
   configure it, no authentication, no storage) answers the same N GETs and
-  LISTs with the bytes apikit served for them, from memory, gzipping the LIST
-  as apikit does (klauspost's encoder at kube's level 1). Its CPU per GET and
-  per full LIST is what any Go server pays for the same answers on the same
-  connection; "floor/sample" is that as a share of the sample-apiserver's
-  figure. Where it is above a ratio's target, no server code can meet the
-  target: the transport alone costs more.
+  LISTs, whole and in pages, with the bytes apikit served for them, from
+  memory, gzipped and written as apikit does (klauspost's encoder at kube's
+  level 1, in pieces of one TLS record). Its CPU per GET and per LIST is what
+  any Go server pays for the same answers on the same connection;
+  "floor/sample" is that as a share of the sample-apiserver's figure. Where
+  it is above a ratio's target, no server code can meet the target: the
+  transport alone costs more.
 - **stripped binary size** (` + "`-ldflags=-s -w`" + `) and **modules** linked into it
   (` + "`dep`" + ` lines of ` + "`go version -m`" + `). Since 2026-12-02 wardle is built with
   ` + "`-tags apikit_noembed`" + ` (` + "`-apikit-tags`" + `): without the embedded etcd, its

@@ -402,7 +402,7 @@ func (r *runner) runObjects(ctx context.Context, spec serverSpec, runNo int, t o
 	}
 	r.heapProfile(ctx, l, spec, runNo)
 	if r.captureFloor {
-		if fb, err := captureFloorBodies(ctx, c, t, names[0]); err != nil {
+		if fb, err := captureFloorBodies(ctx, c, t, names[0], r.p.pageSize); err != nil {
 			fail("transport floor responses", err)
 		} else {
 			res.floorBodies = &fb
