@@ -170,7 +170,7 @@ func (s *Scope) apply(w http.ResponseWriter, r *http.Request, ns, name, subresou
 	}
 	admit, validate := s.admissionFuncs(r.Context(), w, admission.Update, ns, name, subresource, dryRun)
 	uo := registry.UpdateOptions{WriteOptions: registry.WriteOptions{DryRun: dryRun, Admit: admit, Validate: validate}, Subresource: subresource}
-	it, _, err := s.Resource.Update(r.Context(), ns, name, applyTo, uo)
+	it, _, err := s.Resource.Update(withValidationWarnings(r.Context(), w), ns, name, applyTo, uo)
 	code := http.StatusOK
 	if meta.IsNotFound(err) && subresource == "" {
 		// Apply creates what is missing, as kube-apiserver's apply does

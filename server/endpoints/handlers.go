@@ -113,6 +113,24 @@ func writeWarnings(w http.ResponseWriter, warnings []string) {
 	}
 }
 
+// withValidationWarnings returns ctx with a sink for the warnings a
+// resource's validation sends (admission.AddWarning), such as the failed
+// CEL rules kube-apiserver's CRD strategy ratchets on an update: each
+// distinct message becomes a Warning header once, as kube's per-request
+// recorder dedupes them (an update retried on a conflict validates again).
+func withValidationWarnings(ctx context.Context, w http.ResponseWriter) context.Context {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	return admission.WithWarnings(ctx, func(msg string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !seen[msg] {
+			seen[msg] = true
+			writeWarnings(w, []string{msg})
+		}
+	})
+}
+
 // admissionFuncs binds the admission chain to one request.
 func (s *Scope) admissionFuncs(ctx context.Context, w http.ResponseWriter, op admission.Operation, ns, name, subresource string, dryRun bool) (
 	admit func(context.Context, meta.Object, meta.Object) error, validate func(context.Context, meta.Object, meta.Object) error) {
@@ -565,10 +583,11 @@ func (s *Scope) Update(w http.ResponseWriter, r *http.Request, ns, name, subreso
 		}
 		return obj, nil
 	}
-	it, created, err := s.Resource.Update(r.Context(), ns, name, update, uo)
+	ctx := withValidationWarnings(r.Context(), w)
+	it, created, err := s.Resource.Update(ctx, ns, name, update, uo)
 	if tooLarge(err) {
 		withoutManaged = true
-		it, created, err = s.Resource.Update(r.Context(), ns, name, update, uo)
+		it, created, err = s.Resource.Update(ctx, ns, name, update, uo)
 	}
 	if err != nil {
 		respond.Error(w, r, err)
@@ -704,10 +723,11 @@ func (s *Scope) Patch(w http.ResponseWriter, r *http.Request, ns, name, subresou
 		return obj, nil
 	}
 	uo := registry.UpdateOptions{WriteOptions: registry.WriteOptions{DryRun: dryRun, Admit: admit, Validate: validate}, Subresource: subresource}
-	it, _, err := s.Resource.Update(r.Context(), ns, name, update, uo)
+	ctx := withValidationWarnings(r.Context(), w)
+	it, _, err := s.Resource.Update(ctx, ns, name, update, uo)
 	if tooLarge(err) {
 		withoutManaged = true
-		it, _, err = s.Resource.Update(r.Context(), ns, name, update, uo)
+		it, _, err = s.Resource.Update(ctx, ns, name, update, uo)
 	}
 	if err != nil {
 		respond.Error(w, r, err)

@@ -14,6 +14,7 @@ import (
 
 	restful "github.com/emicklei/go-restful/v3"
 
+	"github.com/apikit-dev/apikit/admission"
 	"github.com/apikit-dev/apikit/cel"
 	"github.com/apikit-dev/apikit/meta"
 	"github.com/apikit-dev/apikit/registry"
@@ -322,7 +323,12 @@ func (c *crStrategy) validateRest(ctx context.Context, errs meta.FieldErrors, o 
 			oldValue = ruleObject(old, oldValue.(map[string]any))
 		}
 	}
-	return append(errs, c.rules.Validate(ctx, nil, value, oldValue).Errors...)
+	res := c.rules.Validate(ctx, nil, value, oldValue)
+	// kube-apiserver sends a ratcheted rule's failure as a warning.
+	for _, msg := range res.Warnings {
+		admission.AddWarning(ctx, msg)
+	}
+	return append(errs, res.Errors...)
 }
 
 // ruleObject returns fields, a map Fields made for this validation, with

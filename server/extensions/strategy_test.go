@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apikit-dev/apikit/admission"
 	"github.com/apikit-dev/apikit/meta"
 )
 
@@ -208,6 +209,8 @@ func TestCustomResourceRulesSeeTheObject(t *testing.T) {
 		name     string
 		obj, old string
 		want     []string
+		// warnings are the ratcheted failures, sent as kube sends them.
+		warnings []string
 	}{
 		{name: "create", obj: `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"y1"},"spec":{"a":20,"s":{"b":20}}}`, want: []string{
 			`<nil>: Invalid value: x names only`,
@@ -215,20 +218,27 @@ func TestCustomResourceRulesSeeTheObject(t *testing.T) {
 			`spec.s: Invalid value: failed rule: self.b < 10`,
 		}},
 		{name: "label added", old: stored,
-			obj:  `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"x1","uid":"u1","creationTimestamp":"2026-01-01T00:00:00Z","labels":{"a":"b"}},"spec":{"a":20,"s":{"b":20}}}`,
-			want: []string{`<nil>: Invalid value: failed rule: self.spec.a < 10`}},
+			obj:      `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"x1","uid":"u1","creationTimestamp":"2026-01-01T00:00:00Z","labels":{"a":"b"}},"spec":{"a":20,"s":{"b":20}}}`,
+			want:     []string{`<nil>: Invalid value: failed rule: self.spec.a < 10`},
+			warnings: []string{`spec.s: Invalid value: failed rule: self.b < 10`}},
 		{name: "nothing changed", old: stored, obj: stored,
-			want: []string{`<nil>: Invalid value: failed rule: self.spec.a < 10`}},
+			want:     []string{`<nil>: Invalid value: failed rule: self.spec.a < 10`},
+			warnings: []string{`spec.s: Invalid value: failed rule: self.b < 10`}},
 		{name: "spec.s changed", old: stored,
 			obj:  `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"x1","uid":"u1","creationTimestamp":"2026-01-01T00:00:00Z"},"spec":{"a":20,"s":{"b":21}}}`,
 			want: []string{`<nil>: Invalid value: failed rule: self.spec.a < 10`, `spec.s: Invalid value: failed rule: self.b < 10`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			var warnings []string
+			ctx := admission.WithWarnings(context.Background(), func(msg string) { warnings = append(warnings, msg) })
 			var errs meta.FieldErrors
 			if tc.old == "" {
-				errs = c.Validate(context.Background(), decodeObject(t, tc.obj))
+				errs = c.Validate(ctx, decodeObject(t, tc.obj))
 			} else {
-				errs = c.ValidateUpdate(context.Background(), decodeObject(t, tc.obj), decodeObject(t, tc.old))
+				errs = c.ValidateUpdate(ctx, decodeObject(t, tc.obj), decodeObject(t, tc.old))
+			}
+			if !slices.Equal(warnings, tc.warnings) {
+				t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(warnings, "\n"), strings.Join(tc.warnings, "\n"))
 			}
 			var got []string
 			for _, e := range errs {
