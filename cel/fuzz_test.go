@@ -2,6 +2,9 @@ package cel
 
 import (
 	"context"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apikit-dev/apikit/schema"
@@ -91,6 +94,167 @@ func FuzzEvaluate(f *testing.F) {
 		res := v.ValidateWithBudget(context.Background(), nil, o, old, budget)
 		if res.RemainingBudget > budget {
 			t.Fatalf("remaining budget %d grew", res.RemainingBudget)
+		}
+	})
+}
+
+// ratchetFuzzSchema has a rule on every kind of node ratcheting pairs
+// differently: the root, an object, allOf, a map list's items, a set's,
+// a plain list's, an atomic map's field, map values, and an object
+// keeping unknown fields. None uses oldSelf, so an update evaluates the
+// same rules as a create.
+const ratchetFuzzSchema = `{"type":"object","x-kubernetes-validations":[{"rule":"!has(self.spec) || !has(self.spec.n) || self.spec.n < 9","message":"root"}],
+ "properties":{"spec":{"type":"object","x-kubernetes-validations":[{"rule":"!has(self.n) || self.n < 5"}],"properties":{
+  "n":{"type":"integer","allOf":[{"x-kubernetes-validations":[{"rule":"self < 7","message":"allOf"}]}]},
+  "m":{"type":"array","maxItems":8,"x-kubernetes-list-type":"map","x-kubernetes-list-map-keys":["k"],"items":{"type":"object",
+    "properties":{"k":{"type":"string","maxLength":4},"v":{"type":"integer"}},"x-kubernetes-validations":[{"rule":"!has(self.v) || self.v < 5"}]}},
+  "s":{"type":"array","maxItems":8,"x-kubernetes-list-type":"set","items":{"type":"string","maxLength":4,"x-kubernetes-validations":[{"rule":"self.size() < 2"}]}},
+  "a":{"type":"array","maxItems":8,"items":{"type":"integer","x-kubernetes-validations":[{"rule":"self < 5"}]}},
+  "am":{"type":"object","x-kubernetes-map-type":"atomic","properties":{"x":{"type":"integer","x-kubernetes-validations":[{"rule":"self < 5"}]},"y":{"type":"integer"}}},
+  "ap":{"type":"object","maxProperties":8,"additionalProperties":{"type":"integer","x-kubernetes-validations":[{"rule":"self < 5"}]}},
+  "u":{"type":"object","x-kubernetes-preserve-unknown-fields":true,"properties":{"x":{"type":"integer"}},"x-kubernetes-validations":[{"rule":"!has(self.x) || self.x < 5"}]}}}}}`
+
+// ratchetPair makes, from the fuzzer's bytes, an object of
+// ratchetFuzzSchema and an old version of it that shares most of its
+// values (a random pair of JSON documents would rarely share any): each
+// byte picks a field's value, and a later byte whether and how the old
+// object differs there.
+func ratchetPair(data []byte) (obj, old map[string]any) {
+	next := func() int {
+		if len(data) == 0 {
+			return 0
+		}
+		b := data[0]
+		data = data[1:]
+		return int(b)
+	}
+	keys := []string{"a", "b", "c"}
+	value := func(field string) any {
+		n := next()
+		switch field {
+		case "n":
+			return int64(n % 10)
+		case "m":
+			l := []any{}
+			for i := range n % 4 {
+				item := map[string]any{"k": keys[(n/4+i)%3]}
+				if v := next(); v%3 != 0 {
+					item["v"] = int64(v % 8)
+				}
+				l = append(l, item)
+			}
+			return l
+		case "s":
+			l := []any{}
+			for i := range n % 4 {
+				l = append(l, strings.Repeat("x", i+1)) // distinct: a set
+			}
+			return l
+		case "a":
+			l := []any{}
+			for range n % 4 {
+				l = append(l, int64(next()%8))
+			}
+			return l
+		case "am":
+			return map[string]any{"x": int64(n % 8), "y": int64(next() % 3)}
+		case "ap":
+			m := map[string]any{}
+			for i := range n % 4 {
+				m[keys[i%3]] = int64(next() % 8)
+			}
+			return m
+		default: // u
+			m := map[string]any{"x": int64(n % 8)}
+			if n%2 == 0 {
+				m["extra"] = "kept"
+			}
+			return m
+		}
+	}
+	spec, oldSpec := map[string]any{}, map[string]any{}
+	for _, f := range []string{"n", "m", "s", "a", "am", "ap", "u"} {
+		present := next()
+		if present%4 == 0 {
+			continue
+		}
+		v := value(f)
+		spec[f] = v
+		switch how := next() % 4; how {
+		case 0: // the old object lacks the field
+		case 1: // a different old value
+			oldSpec[f] = value(f)
+		default: // the same value
+			oldSpec[f] = deepCopyJSON(v)
+		}
+	}
+	return map[string]any{"spec": spec}, map[string]any{"spec": oldSpec}
+}
+
+func deepCopyJSON(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, e := range t {
+			m[k] = deepCopyJSON(e)
+		}
+		return m
+	case []any:
+		if t == nil {
+			return t
+		}
+		l := make([]any, len(t))
+		for i, e := range t {
+			l[i] = deepCopyJSON(e)
+		}
+		return l
+	}
+	return v
+}
+
+// FuzzValidateRatcheting validates updates of objects whose values the
+// old object shares in part: ratcheting only turns errors into warnings,
+// so the errors and warnings of an update are, together, exactly the
+// errors of creating the same object (no rule here uses oldSelf), and an
+// update from an identical copy has no error unless a field the schema
+// does not declare makes it changed. Old and new come out unmodified.
+//
+// go test ./cel -run XXX -fuzz FuzzValidateRatcheting -fuzztime 1m
+func FuzzValidateRatcheting(f *testing.F) {
+	for _, seed := range []string{"", "\x01\x01\x07\x02", "\x03\x05\x09\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f",
+		strings.Repeat("\x07\x03\x02", 20), strings.Repeat("\xff\x05\x01\x09", 20)} {
+		f.Add([]byte(seed))
+	}
+	s, err := schema.FromOpenAPIV3([]byte(ratchetFuzzSchema))
+	if err != nil {
+		f.Fatal(err)
+	}
+	v, errs := CompileSchema(s, crdPath)
+	if len(errs) > 0 {
+		f.Fatal(errs)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		obj, old := ratchetPair(data)
+		objCopy, oldCopy := deepCopyJSON(obj), deepCopyJSON(old)
+		create := messages(v.Validate(context.Background(), nil, obj, nil).Errors)
+		update := v.Validate(context.Background(), nil, obj, old)
+		both := append(messages(update.Errors), update.Warnings...)
+		slices.Sort(create)
+		slices.Sort(both)
+		if !slices.Equal(create, both) {
+			t.Fatalf("create's errors:\n%s\nan update's errors and warnings:\n%s\nobj %v\nold %v",
+				strings.Join(create, "\n"), strings.Join(both, "\n"), obj, old)
+		}
+		// A field the schema does not declare makes its object, and
+		// every object above it, changed.
+		u, _ := obj["spec"].(map[string]any)["u"].(map[string]any)
+		if _, unknown := u["extra"]; !unknown {
+			if same := v.Validate(context.Background(), nil, obj, deepCopyJSON(obj)); len(same.Errors) > 0 {
+				t.Fatalf("an update from an identical copy reports %s\nobj %v", same.Errors, obj)
+			}
+		}
+		if !reflect.DeepEqual(obj, objCopy) || !reflect.DeepEqual(old, oldCopy) {
+			t.Fatalf("validation modified its input")
 		}
 	})
 }
