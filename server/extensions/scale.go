@@ -208,8 +208,12 @@ func (sc *scaleSubresource) write(w http.ResponseWriter, r *http.Request, change
 	var result *Scale
 	dryRun := len(opts.DryRun) > 0
 	manager := fieldmanager.ManagerName(opts.FieldManager, r.UserAgent())
+	// Admission's warnings and the strategy's (a ratcheted CEL rule's
+	// failure, as kube-apiserver sends it) are collected for the last
+	// attempt of the update.
 	var warnings []string
-	it, _, err := sc.res.Update(r.Context(), info.Namespace, info.Name, func(ctx context.Context, current meta.Object) (meta.Object, error) {
+	collect := func(msg string) { warnings = append(warnings, msg) }
+	it, _, err := sc.res.Update(admission.WithWarnings(r.Context(), collect), info.Namespace, info.Name, func(ctx context.Context, current meta.Object) (meta.Object, error) {
 		if current == nil {
 			return nil, meta.NewNotFound(sc.gr, info.Name)
 		}
@@ -224,7 +228,7 @@ func (sc *scaleSubresource) write(w http.ResponseWriter, r *http.Request, change
 			return sc.apply(cur, old, s, info.Name, manager, &result)
 		}
 		a := sc.attributes(ctx, info, s, old, dryRun)
-		ctx = admission.WithWarnings(ctx, func(msg string) { warnings = append(warnings, msg) })
+		ctx = admission.WithWarnings(ctx, collect)
 		if err := sc.admission.Admit(ctx, a); err != nil {
 			return nil, err
 		}
@@ -242,8 +246,12 @@ func (sc *scaleSubresource) write(w http.ResponseWriter, r *http.Request, change
 		}
 		return next, nil
 	}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{DryRun: dryRun}})
+	seen := map[string]bool{}
 	for _, msg := range warnings {
-		w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
+		if !seen[msg] {
+			seen[msg] = true
+			w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
+		}
 	}
 	if err != nil {
 		respond.Error(w, r, err)

@@ -101,3 +101,52 @@ func TestScaleAdmission(t *testing.T) {
 		t.Errorf("stored after the mutation: %v", w["spec"])
 	}
 }
+
+// A write of /scale sends the failures of CEL rules it ratchets as
+// warnings, as kube-apiserver does: the rule on spec.look, added after
+// the widget was stored, fails on a value the write leaves unchanged.
+func TestScaleWarnsRatchetedRules(t *testing.T) {
+	c := startExtensions(t)
+	crd := func(rules string) string {
+		return `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.example.com"},
+  "spec":{"group":"example.com","scope":"Namespaced","names":{"plural":"widgets","singular":"widget","kind":"Widget"},
+    "versions":[{"name":"v1","served":true,"storage":true,
+      "schema":{"openAPIV3Schema":{"type":"object","properties":{
+        "spec":{"type":"object","properties":{"replicas":{"type":"integer"},
+          "look":{"type":"object","properties":{"color":{"type":"string"}}` + rules + `}}},
+        "status":{"type":"object","properties":{"replicas":{"type":"integer"}}}}}},
+      "subresources":{"status":{},"scale":{"specReplicasPath":".spec.replicas","statusReplicasPath":".status.replicas"}}}]}}`
+	}
+	c.must(201, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", crd(""))
+	c.waitEstablished("widgets.example.com")
+	const widgets = "/apis/example.com/v1/namespaces/default/widgets"
+	eventually(t, "widgets served", func() string {
+		if code, b := c.do("GET", widgets, "", ""); code != 200 {
+			return fmt.Sprintf("%d %s", code, b)
+		}
+		return ""
+	})
+	c.must(201, "POST", widgets, "application/json", `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1"},"spec":{"replicas":2,"look":{"color":"black"}}}`)
+	c.must(200, "PATCH", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com", "application/merge-patch+json",
+		crd(`,"x-kubernetes-validations":[{"rule":"self.color != 'black'","message":"black is not a color"}]`))
+	eventually(t, "the rule refuses a create", func() string {
+		if code, b := c.do("POST", widgets+"?dryRun=All", "application/json", `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w2"},"spec":{"look":{"color":"black"}}}`); code != 422 {
+			return fmt.Sprintf("%d %s", code, b)
+		}
+		return ""
+	})
+	req, err := http.NewRequest("PATCH", c.host+widgets+"/w1/scale", strings.NewReader(`{"spec":{"replicas":3}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/merge-patch+json")
+	resp, err := c.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	want := []string{`299 - "spec.look: Invalid value: black is not a color"`}
+	if got := resp.Header.Values("Warning"); resp.StatusCode != 200 || strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("PATCH of /scale: %d, warnings %q, want 200 and %q", resp.StatusCode, got, want)
+	}
+}
