@@ -106,6 +106,11 @@ func (v *Validator) validate(r *run, path *meta.Path, obj, old any, rc ratchet) 
 		// Only a map list's items have old values (oldSelf), found by
 		// their keys.
 		oldItems := structural.NewMapListItems(v.schema, old)
+		if rc.cur != nil && !rc.cur.indexed {
+			// A paired list's old value is this old: its items pair the
+			// same way for ratcheting.
+			rc.cur.oldItems, rc.cur.indexed = oldItems, true
+		}
 		for i, item := range o {
 			ov, _ := oldItems.Old(item)
 			v.items.validate(r, path.Index(i), item, ov, rc.index(i))
