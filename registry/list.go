@@ -56,6 +56,7 @@ func (s *Store[T]) predicate(opts meta.ListOptions) (storage.Predicate, error) {
 	}
 	if !p.Empty() {
 		p.GetAttrs = s.attrs
+		p.AttrsKey = s.attrsKey
 	}
 	return p, nil
 }

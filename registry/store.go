@@ -115,7 +115,16 @@ type Store[T meta.Object] struct {
 	gk           meta.GroupKind
 	// fieldLabels are the selectable fields, nil when unknown.
 	fieldLabels map[string]bool
+	// attrsKey keys the selectable attributes in a stored value's memo:
+	// nil (the storage's shared key) for the metadata alone, the
+	// resource's own key with Fields, which another resource over the
+	// same storage may name otherwise (events.k8s.io/v1's regarding.*
+	// for core/v1's involvedObject.*).
+	attrsKey any
 }
+
+// fieldsMemoKey keys the attributes of a resource with Fields in a memo.
+type fieldsMemoKey struct{ resource meta.GroupResource }
 
 // NewStore checks opts and returns a Store.
 func NewStore[T meta.Object](opts Options[T]) (*Store[T], error) {
@@ -162,7 +171,17 @@ func NewStore[T meta.Object](opts Options[T]) (*Store[T], error) {
 		storedPrefix:      storedPrefix(opts.Kind, apiVersion),
 		gk:                meta.GroupKind{Group: opts.Resource.Group, Kind: opts.Kind},
 		fieldLabels:       fieldLabels(ti, opts.Fields),
+		attrsKey:          attrsKey(opts),
 	}, nil
+}
+
+// attrsKey returns a Store's attrsKey, boxed once: a unique.Handle, which
+// a memo lookup compares as one word, as the registry's other memo keys.
+func attrsKey[T meta.Object](opts Options[T]) any {
+	if opts.Fields == nil {
+		return nil
+	}
+	return unique.Make(fieldsMemoKey{opts.Resource})
 }
 
 // fieldLabels returns the fields a selector may name: the metadata ones and

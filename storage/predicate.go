@@ -21,6 +21,22 @@ type Predicate struct {
 	// GetAttrs decodes what the selectors need. It is required when either
 	// selector is not empty.
 	GetAttrs AttrFunc
+	// AttrsKey, when not nil, is the key of GetAttrs's results in a
+	// value's memo, instead of the one every predicate shares by default:
+	// stores that read one storage and select on different fields
+	// (core/v1 and events.k8s.io/v1 events) must not read each other's
+	// attributes. It must be comparable, the same for every predicate
+	// with the same GetAttrs, and boxed once (a key made per call would
+	// allocate on every match).
+	AttrsKey any
+}
+
+// attrsKey is the memo key of the attributes p's GetAttrs decodes.
+func (p Predicate) attrsKey() any {
+	if p.AttrsKey != nil {
+		return p.AttrsKey
+	}
+	return attrsMemoKey{}
 }
 
 // Empty reports whether p matches everything.
@@ -35,7 +51,7 @@ func (p Predicate) Matches(value []byte, memo *Memo) (bool, error) {
 		return true, nil
 	}
 	var a Attrs
-	if v, ok := memo.Load(attrsMemoKey{}); ok {
+	if v, ok := memo.Load(p.attrsKey()); ok {
 		a = v.(Attrs)
 	} else {
 		l, f, err := p.GetAttrs(value)
@@ -43,7 +59,7 @@ func (p Predicate) Matches(value []byte, memo *Memo) (bool, error) {
 			return false, err
 		}
 		a = Attrs{Labels: l, Fields: f}
-		memo.LoadOrStore(attrsMemoKey{}, a)
+		memo.LoadOrStore(p.attrsKey(), a)
 	}
 	return p.MatchesAttrs(a), nil
 }
@@ -55,7 +71,7 @@ func (p Predicate) MatchesMemoized(memo *Memo) (match, known bool) {
 	if p.Empty() {
 		return true, true
 	}
-	v, ok := memo.Load(attrsMemoKey{})
+	v, ok := memo.Load(p.attrsKey())
 	if !ok {
 		return false, false
 	}
