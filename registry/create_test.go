@@ -404,3 +404,40 @@ func TestCreateAdmission(t *testing.T) {
 	})
 	wantStatus(t, err, 400, meta.StatusReasonBadRequest, "the namespace of the provided object does not match the namespace sent on the request")
 }
+
+// TestInternalKind: a store whose Options name an internal kind reports it
+// in Invalid errors (create and update) and a delete's precondition
+// conflicts, as kube-apiserver names the kind its strategy validates
+// (events.k8s.io's events are core Events there); other errors keep the
+// resource.
+func TestInternalKind(t *testing.T) {
+	st, _ := newWidgets(t, func(o *registry.Options[*Widget]) { o.InternalKind = meta.GroupKind{Kind: "Gadget"} })
+	ctx := context.Background()
+	mustCreate(t, st, widget("ns", "w", 1))
+	_, errCreate := st.Create(ctx, "ns", widget("ns", "bad", -1), registry.WriteOptions{})
+	_, _, errUpdate := st.Update(ctx, "ns", "w", func(_ context.Context, w *Widget) (*Widget, error) {
+		w.Spec.Size = -1
+		return w, nil
+	}, registry.UpdateOptions{})
+	uid := "00000000-0000-0000-0000-000000000001"
+	_, _, errDelete := st.Delete(ctx, "ns", "w", registry.DeleteOptions{Preconditions: &meta.Preconditions{UID: &uid}})
+	_, errExists := st.Create(ctx, "ns", widget("ns", "w", 1), registry.WriteOptions{})
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"create", errCreate, `Gadget "bad" is invalid: spec.size: Invalid value: -1: must be greater than or equal to 0`},
+		{"update", errUpdate, `Gadget "w" is invalid: spec.size: Invalid value: -1: must be greater than or equal to 0`},
+		{"delete precondition", errDelete, `Operation cannot be fulfilled on Gadget "w": the UID in the precondition (` + uid + `) does not match the UID in record`},
+		{"exists", errExists, `widgets.example.com "w" already exists`},
+	} {
+		if tc.err == nil || !strings.HasPrefix(tc.err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %s", tc.name, tc.err, tc.want)
+		}
+	}
+	var se *meta.StatusError
+	if errors.As(errCreate, &se) && (se.Status().Details.Group != "" || se.Status().Details.Kind != "Gadget") {
+		t.Errorf("create: details %+v, want kind Gadget, no group", se.Status().Details)
+	}
+}

@@ -96,6 +96,13 @@ type Options[T meta.Object] struct {
 	// configmaps, secrets, namespaces, service accounts, events, leases or
 	// the RBAC kinds, and clients compare objects with it.
 	NoGeneration bool
+	// InternalKind, when its Kind is set, is the kind Invalid errors and
+	// a delete's precondition conflicts name, where kube-apiserver names
+	// the kind of the internal object its strategy validates rather than
+	// the served resource's: events.k8s.io/v1 events are core Events
+	// there ("Event \"x\" is invalid", no group). The default is Kind in
+	// Resource's group.
+	InternalKind meta.GroupKind
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -113,6 +120,8 @@ type Store[T meta.Object] struct {
 	// storedPrefix starts every value encodeForStorage writes (storedJSON).
 	storedPrefix []byte
 	gk           meta.GroupKind
+	// errKind is the kind errors name (Options.InternalKind).
+	errKind meta.GroupKind
 	// fieldLabels are the selectable fields, nil when unknown.
 	fieldLabels map[string]bool
 	// attrsKey keys the selectable attributes in a stored value's memo:
@@ -159,6 +168,10 @@ func NewStore[T meta.Object](opts Options[T]) (*Store[T], error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	errKind := opts.InternalKind
+	if errKind.Kind == "" {
+		errKind = meta.GroupKind{Group: opts.Resource.Group, Kind: opts.Kind}
+	}
 	apiVersion := meta.GroupVersion{Group: opts.Resource.Group, Version: opts.StorageVersion}.String()
 	if opts.StorageAPIVersion != "" {
 		apiVersion = opts.StorageAPIVersion
@@ -170,6 +183,7 @@ func NewStore[T meta.Object](opts Options[T]) (*Store[T], error) {
 		decodedMemoKey:    unique.Make(decodedMemoKey{apiVersion, ti}),
 		storedPrefix:      storedPrefix(opts.Kind, apiVersion),
 		gk:                meta.GroupKind{Group: opts.Resource.Group, Kind: opts.Kind},
+		errKind:           errKind,
 		fieldLabels:       fieldLabels(ti, opts.Fields),
 		attrsKey:          attrsKey(opts),
 	}, nil
@@ -403,16 +417,16 @@ func (s *Store[T]) prepareCreate(ctx context.Context, ns string, obj T, opts Wri
 	if s.opts.MetadataErrorsFirst {
 		errs := ValidateObjectMeta(m, s.opts.NamespaceScoped, s.opts.NameValidator)
 		if errs = append(errs, s.opts.Strategy.Validate(ctx, obj)...); len(errs) > 0 {
-			return zero, false, meta.NewInvalid(s.gk, m.Name, errs)
+			return zero, false, meta.NewInvalid(s.errKind, m.Name, errs)
 		}
 	} else {
 		// k8s.io/apiserver's rest.BeforeCreate: the strategy's errors
 		// alone, then, once it passes, the metadata's.
 		if errs := s.opts.Strategy.Validate(ctx, obj); len(errs) > 0 {
-			return zero, false, meta.NewInvalid(s.gk, m.Name, errs)
+			return zero, false, meta.NewInvalid(s.errKind, m.Name, errs)
 		}
 		if errs := ValidateObjectMeta(m, s.opts.NamespaceScoped, s.opts.NameValidator); len(errs) > 0 {
-			return zero, false, meta.NewInvalid(s.gk, m.Name, errs)
+			return zero, false, meta.NewInvalid(s.errKind, m.Name, errs)
 		}
 	}
 	if opts.Validate != nil {
@@ -608,7 +622,7 @@ func (s *Store[T]) prepareUpdate(ctx context.Context, ns, name string, cur stora
 		errs = append(errs, s.opts.Strategy.ValidateUpdate(ctx, obj, old)...)
 	}
 	if len(errs) > 0 {
-		return zero, nil, false, meta.NewInvalid(s.gk, name, errs)
+		return zero, nil, false, meta.NewInvalid(s.errKind, name, errs)
 	}
 	if opts.Validate != nil {
 		if err := opts.Validate(ctx, obj, old); err != nil {
@@ -810,7 +824,7 @@ func (s *Store[T]) Delete(ctx context.Context, ns, name string, opts DeleteOptio
 		if p := opts.Preconditions; p != nil {
 			// kube-apiserver's words (rest.BeforeDelete), which name the
 			// kind where other conflicts name the resource.
-			gk := meta.GroupResource{Group: s.gk.Group, Resource: s.gk.Kind}
+			gk := meta.GroupResource{Group: s.errKind.Group, Resource: s.errKind.Kind}
 			if p.UID != nil && *p.UID != m.UID {
 				return meta.NewConflict(gk, name, fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, m.UID))
 			}
