@@ -32,8 +32,20 @@ type Typer interface {
 	OpenAPISchemaFormat() string
 }
 
+// AtomicStruct is a struct type that merges as one value wherever it is
+// used, as Kubernetes' +structType=atomic marker makes one (core/v1's
+// ObjectReference and LocalObjectReference): its named schema has
+// MapType MapAtomic, x-kubernetes-map-type: atomic in OpenAPI, and
+// server-side apply owns such a value as one field (managedFields list
+// "f:involvedObject": {}, not its subfields). The method only marks the
+// type.
+type AtomicStruct interface {
+	AtomicStruct()
+}
+
 var (
 	typerType    = reflect.TypeOf((*Typer)(nil)).Elem()
+	atomicType   = reflect.TypeOf((*AtomicStruct)(nil)).Elem()
 	docType      = reflect.TypeOf((*Documented)(nil)).Elem()
 	timeType     = reflect.TypeOf(time.Time{})
 	durationType = reflect.TypeOf(time.Duration(0))
@@ -127,6 +139,8 @@ func (s *Set) node(t reflect.Type, path string) (*Schema, error) {
 			obj, err := s.object(t, key)
 			if t.Implements(typerType) {
 				obj, err = typed(t), nil
+			} else if err == nil && t.Implements(atomicType) {
+				obj.MapType = MapAtomic
 			}
 			if err != nil {
 				delete(s.named, key)

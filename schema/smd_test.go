@@ -117,3 +117,44 @@ func TestSMDShared(t *testing.T) {
 		prev = got
 	}
 }
+
+// reference is atomic, as Kubernetes' +structType=atomic makes core/v1's
+// ObjectReference.
+type reference struct {
+	Kind string `json:"kind,omitempty"`
+	Name string `json:"name,omitempty"`
+}
+
+func (reference) AtomicStruct() {}
+
+type referrer struct {
+	Ref  reference   `json:"ref"`
+	Refs []reference `json:"refs,omitempty" listType:"map" listMapKeys:"name"`
+}
+
+// TestAtomicStruct: an AtomicStruct's named schema is atomic wherever it is
+// used, in OpenAPI's terms (MapType) and in structured-merge-diff's, whose
+// managed fields then own the value whole.
+func TestAtomicStruct(t *testing.T) {
+	set := schema.NewSet()
+	root, err := set.AddType(reflect.TypeOf(referrer{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refKey := schema.Key(reflect.TypeOf(reference{}))
+	if n := resolve(t, set, &schema.Schema{Ref: refKey}); n.MapType != schema.MapAtomic {
+		t.Errorf("reference's schema: MapType %q, want atomic", n.MapType)
+	}
+	if n := resolve(t, set, root); n.MapType != "" {
+		t.Errorf("referrer's schema: MapType %q, want none", n.MapType)
+	}
+	s, err := set.SMD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]smd.ElementRelationship{refKey: smd.Atomic, root.Ref: smd.Separable} {
+		if typ, ok := s.FindNamedType(key); !ok || typ.Map == nil || typ.Map.ElementRelationship != want {
+			t.Errorf("SMD type %s = %+v, want a map %s", key, typ, want)
+		}
+	}
+}

@@ -70,10 +70,18 @@ func (ObjectReference) SwaggerDoc() map[string]string {
 	}
 }
 
+// AtomicStruct marks ObjectReference atomic, as kube's +structType=atomic
+// does: server-side apply owns a reference whole.
+func (ObjectReference) AtomicStruct() {}
+
 // LocalObjectReference names an object in the same namespace.
 type LocalObjectReference struct {
 	Name string `json:"name,omitempty" protobuf:"1"`
 }
+
+// AtomicStruct marks LocalObjectReference atomic, as kube's
+// +structType=atomic does.
+func (LocalObjectReference) AtomicStruct() {}
 
 // SwaggerDoc describes LocalObjectReference in OpenAPI, in kube-apiserver's words.
 func (LocalObjectReference) SwaggerDoc() map[string]string {
