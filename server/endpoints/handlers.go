@@ -262,6 +262,11 @@ func (s *Scope) encodeItemHeaders(r *http.Request, it registry.Item, form output
 		}
 		if listMeta != nil {
 			t.ListMeta = *listMeta
+		} else if obj, err := it.Object(); err == nil {
+			// One object's table carries the object's resourceVersion,
+			// as kube-apiserver's table convertors set it (a GET, a
+			// watch event).
+			t.ResourceVersion = obj.GetObjectMeta().ResourceVersion
 		}
 		b, err := registry.EncodeJSON(t)
 		return b, "application/json", err

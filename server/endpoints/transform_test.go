@@ -78,8 +78,14 @@ func TestTable(t *testing.T) {
 
 	// One object as a table.
 	resp, b = ts.do(t, req{method: "GET", path: ns + "/a", accept: kubectlGet})
+	tbl = meta.Table{}
 	if err := json.Unmarshal(b, &tbl); err != nil || resp.StatusCode != 200 || tbl.Kind != "Table" || len(tbl.Rows) != 1 || tbl.Rows[0].Cells[0] != "a" {
 		t.Errorf("object as a table: %d %s", resp.StatusCode, b)
+	}
+	// With the object's resourceVersion, as kube-apiserver's.
+	_, plain := ts.do(t, req{method: "GET", path: ns + "/a"})
+	if rv, _ := path(decode(t, plain), "metadata.resourceVersion").(string); rv == "" || tbl.ResourceVersion != rv {
+		t.Errorf("object as a table: resourceVersion %q, the object's %q", tbl.ResourceVersion, rv)
 	}
 	// A write never answers with a table.
 	resp, b = ts.do(t, req{method: "POST", path: ns, body: `{"metadata":{"name":"c"}}`, accept: kubectlGet})
