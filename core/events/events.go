@@ -126,8 +126,10 @@ func New(f storage.Factory) (*Stores, error) {
 		NamespaceScoped: true,
 		StorageVersion:  "v1",
 		// kube-apiserver takes a PUT without a resourceVersion as
-		// unconditional for this kind.
+		// unconditional for this kind, and one of a missing event as a
+		// create (through either API).
 		AllowUnconditionalUpdate: true,
+		AllowCreateOnUpdate:      true,
 		Strategy:                 strategy{},
 		Storage:                  st,
 		// kube-apiserver checks a core event's name only as a path
@@ -146,6 +148,10 @@ func New(f storage.Factory) (*Stores, error) {
 	}
 	opts.Resource = meta.GroupResource{Group: GroupName, Resource: "events"}
 	opts.Strategy = strictStrategy{}
+	opts.Fields = fieldsV1
+	// kube-apiserver's strategy validates the internal core Event: its
+	// errors name that kind ("Event \"x\" is invalid", no group).
+	opts.InternalKind = meta.GroupKind{Kind: "Event"}
 	opts.StorageAPIVersion = "v1"
 	opts.KeyRoot = storage.KeyRoot(coreResource)
 	ev, err := registry.NewStore(opts)
@@ -155,14 +161,34 @@ func New(f storage.Factory) (*Stores, error) {
 	return &Stores{Core: core, Events: ev}, nil
 }
 
-// fields are the field selectors kube-apiserver's events take.
+// fields are the field selectors kube-apiserver's core/v1 events take.
+// source is the reporting controller when the event has no source (an
+// events.k8s.io/v1 one), as kube's ToSelectableFields has it.
 func fields(e *Event) meta.Set {
+	source := e.Source.Component
+	if source == "" {
+		source = e.ReportingController
+	}
 	return meta.Set{
 		"involvedObject.kind": e.InvolvedObject.Kind, "involvedObject.namespace": e.InvolvedObject.Namespace,
 		"involvedObject.name": e.InvolvedObject.Name, "involvedObject.uid": e.InvolvedObject.UID,
 		"involvedObject.apiVersion": e.InvolvedObject.APIVersion, "involvedObject.resourceVersion": e.InvolvedObject.ResourceVersion,
 		"involvedObject.fieldPath": e.InvolvedObject.FieldPath,
-		"reason":                   e.Reason, "reportingComponent": e.ReportingController, "source": e.Source.Component, "type": e.Type,
+		"reason":                   e.Reason, "reportingComponent": e.ReportingController, "source": source, "type": e.Type,
+	}
+}
+
+// fieldsV1 are the field selectors events.k8s.io/v1 takes: the same
+// fields in that version's names (regarding.*, reportingController), and
+// neither source nor the involvedObject.* names, which kube-apiserver
+// refuses there ("field label not supported").
+func fieldsV1(e *Event) meta.Set {
+	return meta.Set{
+		"regarding.kind": e.InvolvedObject.Kind, "regarding.namespace": e.InvolvedObject.Namespace,
+		"regarding.name": e.InvolvedObject.Name, "regarding.uid": e.InvolvedObject.UID,
+		"regarding.apiVersion": e.InvolvedObject.APIVersion, "regarding.resourceVersion": e.InvolvedObject.ResourceVersion,
+		"regarding.fieldPath": e.InvolvedObject.FieldPath,
+		"reason":              e.Reason, "reportingController": e.ReportingController, "type": e.Type,
 	}
 }
 
@@ -180,11 +206,28 @@ func (strategy) ValidateUpdate(_ context.Context, e, _ *Event) meta.FieldErrors 
 type strictStrategy struct{ strategy }
 
 func (strictStrategy) Validate(_ context.Context, e *Event) meta.FieldErrors {
-	return ValidateStrict(e)
+	return dedupe(ValidateStrict(e))
 }
 
 func (strictStrategy) ValidateUpdate(_ context.Context, e, old *Event) meta.FieldErrors {
-	return ValidateStrictUpdate(e, old)
+	return dedupe(ValidateStrictUpdate(e, old))
+}
+
+// dedupe drops the errors that repeat an earlier one, as kube-apiserver's
+// event strategy does: it runs declarative validation, whose filtering of
+// the handwritten errors goes through an aggregate that keeps each
+// message once (a changed reason, which ValidateStrictUpdate reports
+// twice as kube's list does, reaches the client once).
+func dedupe(errs meta.FieldErrors) meta.FieldErrors {
+	seen := make(map[string]bool, len(errs))
+	out := errs[:0:0]
+	for _, e := range errs {
+		if msg := e.Error(); !seen[msg] {
+			seen[msg] = true
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Length limits of an event's fields, as kube-apiserver's.
@@ -197,9 +240,14 @@ const (
 
 // Validate checks an event as kube-apiserver does for core v1 writes: an
 // event without eventTime (an old-style one) names an object of its own
-// namespace; a new-style one needs its reporting controller, instance,
-// action and reason.
-func Validate(e *Event) meta.FieldErrors {
+// namespace; a new-style one needs its reporting controller (named
+// reportingComponent, as core/v1 spells it), instance, action and reason.
+func Validate(e *Event) meta.FieldErrors { return validateLegacy(e, "reportingComponent") }
+
+// validateLegacy is kube-apiserver's legacyValidateEvent, which both APIs
+// run; rc is the reporting controller's name in the request's version.
+// The namespace is the generic metadata check's (metadata.namespace).
+func validateLegacy(e *Event, rc string) meta.FieldErrors {
 	var errs meta.FieldErrors
 	involvedNS := meta.NewPath("involvedObject", "namespace")
 	if e.EventTime.IsZero() {
@@ -210,37 +258,34 @@ func Validate(e *Event) meta.FieldErrors {
 		} else if e.Namespace != e.InvolvedObject.Namespace {
 			errs = append(errs, meta.Invalid(involvedNS, e.InvolvedObject.Namespace, "does not match event.namespace"))
 		}
-	} else {
-		if e.InvolvedObject.Namespace == "" && e.Namespace != "default" && e.Namespace != "kube-system" {
-			errs = append(errs, meta.Invalid(involvedNS, e.InvolvedObject.Namespace, "does not match event.namespace"))
-		}
-		rc := meta.NewPath("reportingController")
-		if e.ReportingController == "" {
-			errs = append(errs, meta.Required(rc, ""))
-		}
-		for _, msg := range meta.ValidateQualifiedName(e.ReportingController) {
-			errs = append(errs, meta.Invalid(rc, e.ReportingController, msg))
-		}
-		errs = append(errs, requiredAtMost(meta.NewPath("reportingInstance"), e.ReportingInstance, reportingInstanceLengthLimit)...)
-		errs = append(errs, requiredAtMost(meta.NewPath("action"), e.Action, actionLengthLimit)...)
-		errs = append(errs, requiredAtMost(meta.NewPath("reason"), e.Reason, reasonLengthLimit)...)
-		if len(e.Message) > noteLengthLimit {
-			errs = append(errs, meta.Invalid(meta.NewPath("message"), "", fmt.Sprintf("can have at most %v characters", noteLengthLimit)))
-		}
+		return errs
 	}
-	for _, msg := range meta.ValidateDNS1123Subdomain(e.Namespace) {
-		errs = append(errs, meta.Invalid(meta.NewPath("namespace"), e.Namespace, msg))
+	if e.InvolvedObject.Namespace == "" && e.Namespace != "default" && e.Namespace != "kube-system" {
+		errs = append(errs, meta.Invalid(involvedNS, e.InvolvedObject.Namespace, "does not match event.namespace"))
+	}
+	rcPath := meta.NewPath(rc)
+	if e.ReportingController == "" {
+		errs = append(errs, meta.Required(rcPath, ""))
+	}
+	for _, msg := range meta.ValidateQualifiedName(e.ReportingController) {
+		errs = append(errs, meta.Invalid(rcPath, e.ReportingController, msg))
+	}
+	errs = append(errs, requiredAtMost(meta.NewPath("reportingInstance"), e.ReportingInstance, reportingInstanceLengthLimit)...)
+	errs = append(errs, requiredAtMost(meta.NewPath("action"), e.Action, actionLengthLimit)...)
+	errs = append(errs, requiredAtMost(meta.NewPath("reason"), e.Reason, reasonLengthLimit)...)
+	if len(e.Message) > noteLengthLimit {
+		errs = append(errs, meta.Invalid(meta.NewPath("message"), "", fmt.Sprintf("can have at most %v characters", noteLengthLimit)))
 	}
 	return errs
 }
 
 // ValidateStrict checks an event created through events.k8s.io/v1 as
 // kube-apiserver does (ValidateEventCreate for that version): Validate's
-// checks, then the metadata with RFC 1123 subdomain names, the series, a
+// checks (naming reportingController so), then the metadata with RFC 1123 subdomain names, the series, a
 // required eventTime, a type of Normal or Warning, and none of the
 // deprecated core fields.
 func ValidateStrict(e *Event) meta.FieldErrors {
-	errs := Validate(e)
+	errs := validateLegacy(e, "reportingController")
 	errs = append(errs, registry.ValidateObjectMeta(&e.ObjectMeta, true, registry.ValidateDNSSubdomainName)...)
 	errs = append(errs, validateSeries(e)...)
 	if e.EventTime.IsZero() {
@@ -271,7 +316,7 @@ func ValidateStrict(e *Event) meta.FieldErrors {
 // generic check), a changed series, and every field but the series and
 // the metadata immutable.
 func ValidateStrictUpdate(e, old *Event) meta.FieldErrors {
-	errs := Validate(e)
+	errs := validateLegacy(e, "reportingController")
 	errs = append(errs, registry.ValidateObjectMetaUpdate(&e.ObjectMeta, &old.ObjectMeta)...)
 	if !reflect.DeepEqual(e.Series, old.Series) {
 		errs = append(errs, validateSeries(e)...)

@@ -1,35 +1,37 @@
 package events
 
 import (
-	"strconv"
+	"cmp"
 	"strings"
 	"time"
 
 	"github.com/apikit-dev/apikit/registry"
 )
 
+// nameDescription is ObjectMeta's name, as the NAME column of every
+// kube-apiserver table describes it.
+const nameDescription = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names"
+
 // columns are kube-apiserver's events table, which kubectl get events
 // prints: LAST SEEN, TYPE, REASON, OBJECT, MESSAGE (and more with -o wide).
-var columns = []registry.Column[*Event]{
-	{Name: "Last Seen", Type: "string", Description: "Time when this Event was last observed.", Value: func(e *Event) any { return lastSeen(e) }},
-	{Name: "Type", Type: "string", Description: "Type of this event (Normal, Warning), new types could be added in the future.", Value: func(e *Event) any { return e.Type }},
-	{Name: "Reason", Type: "string", Description: "This should be a short, machine understandable string that gives the reason for the transition into the object's current status.", Value: func(e *Event) any { return e.Reason }},
-	{Name: "Object", Type: "string", Description: "The object that this event is about.", Value: func(e *Event) any {
-		return strings.ToLower(e.InvolvedObject.Kind) + "/" + e.InvolvedObject.Name
-	}},
-	{Name: "Subobject", Type: "string", Priority: 1, Description: "The subobject of the object that this event is about.", Value: func(e *Event) any { return e.InvolvedObject.FieldPath }},
-	{Name: "Source", Type: "string", Priority: 1, Description: "The component reporting this event.", Value: func(e *Event) any { return source(e) }},
-	{Name: "Message", Type: "string", Description: "A human-readable description of the status of this operation.", Value: func(e *Event) any { return e.Message }},
-	{Name: "First Seen", Type: "string", Priority: 1, Description: "The time at which the event was first recorded.", Value: func(e *Event) any {
-		first := e.FirstTimestamp.Time
-		if first.IsZero() {
-			first = e.EventTime.Time
-		}
-		return since(first)
-	}},
-	{Name: "Count", Type: "string", Priority: 1, Description: "The number of times this event has occurred.", Value: func(e *Event) any { return count(e) }},
-	{Name: "Name", Type: "string", Priority: 1, Description: "Name of the event.", Value: func(e *Event) any { return e.Name }},
-}
+// kube describes each column by the core/v1 field it comes from, and
+// declares COUNT a string but fills it with an integer.
+var columns = func() []registry.Column[*Event] {
+	doc := Event{}.SwaggerDoc()
+	return []registry.Column[*Event]{
+		{Name: "Last Seen", Type: "string", Description: doc["lastTimestamp"], Value: func(e *Event) any { return lastSeen(e) }},
+		{Name: "Type", Type: "string", Description: doc["type"], Value: func(e *Event) any { return e.Type }},
+		{Name: "Reason", Type: "string", Description: doc["reason"], Value: func(e *Event) any { return e.Reason }},
+		{Name: "Object", Type: "string", Description: doc["involvedObject"], Value: func(e *Event) any { return object(e) }},
+		{Name: "Subobject", Type: "string", Priority: 1, Description: ObjectReference{}.SwaggerDoc()["fieldPath"],
+			Value: func(e *Event) any { return e.InvolvedObject.FieldPath }},
+		{Name: "Source", Type: "string", Priority: 1, Description: doc["source"], Value: func(e *Event) any { return source(e) }},
+		{Name: "Message", Type: "string", Description: doc["message"], Value: func(e *Event) any { return strings.TrimSpace(e.Message) }},
+		{Name: "First Seen", Type: "string", Priority: 1, Description: doc["firstTimestamp"], Value: func(e *Event) any { return firstSeen(e) }},
+		{Name: "Count", Type: "string", Priority: 1, Description: doc["count"], Value: func(e *Event) any { return count(e) }},
+		{Name: "Name", Type: "string", Format: "name", Priority: 1, Description: nameDescription, Value: func(e *Event) any { return e.Name }},
+	}
+}()
 
 func since(t time.Time) string {
 	if t.IsZero() {
@@ -38,36 +40,57 @@ func since(t time.Time) string {
 	return registry.HumanDuration(time.Since(t))
 }
 
-// lastSeen is when the event last happened, as kube's printer picks it.
+// firstSeen is when the event first happened: firstTimestamp, else (an
+// events.k8s.io/v1 event) eventTime.
+func firstSeen(e *Event) string {
+	if e.FirstTimestamp.IsZero() {
+		return since(e.EventTime.Time)
+	}
+	return since(e.FirstTimestamp.Time)
+}
+
+// lastSeen is when the event last happened, as kube's printer picks it: a
+// series' last occurrence, else lastTimestamp, else the first one.
 func lastSeen(e *Event) string {
 	switch {
 	case e.Series != nil:
-		return since(e.Series.LastObservedTime.Time) // a series: its last occurrence
+		return since(e.Series.LastObservedTime.Time)
 	case !e.LastTimestamp.IsZero():
 		return since(e.LastTimestamp.Time)
 	}
-	return since(e.EventTime.Time)
+	return firstSeen(e)
 }
 
+// object is kind/name of what the event is about, or the kind alone for
+// an event about no named object.
+func object(e *Event) string {
+	kind := strings.ToLower(e.InvolvedObject.Kind)
+	if e.InvolvedObject.Name == "" {
+		return kind
+	}
+	return kind + "/" + e.InvolvedObject.Name
+}
+
+// source is the reporting component and host, each from the core/v1 field
+// or else from its events.k8s.io/v1 counterpart (reportingController,
+// reportingInstance).
 func source(e *Event) string {
-	s := e.Source.Component
-	if s == "" {
-		s = e.ReportingController
+	component := cmp.Or(e.Source.Component, e.ReportingController)
+	host := cmp.Or(e.Source.Host, e.ReportingInstance)
+	if host == "" {
+		return component
 	}
-	if e.Source.Host != "" {
-		s += ", " + e.Source.Host
-	}
-	return s
+	return component + ", " + host
 }
 
-func count(e *Event) string {
-	if e.Series != nil {
-		return itoa(e.Series.Count)
+// count is how often the event happened: a series' count, else count, and
+// 1 for a singleton (which events.k8s.io/v1 leaves at 0).
+func count(e *Event) int64 {
+	switch {
+	case e.Series != nil:
+		return int64(e.Series.Count)
+	case e.Count == 0:
+		return 1
 	}
-	if e.Count > 1 {
-		return itoa(e.Count)
-	}
-	return "1"
+	return int64(e.Count)
 }
-
-func itoa(n int32) string { return strconv.FormatInt(int64(n), 10) }
