@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -82,6 +83,8 @@ type diffStep struct {
 	method, path, body, contentType string
 	// continueFrom appends the continue token of the previous answer.
 	continueFrom bool
+	// accept replaces the Accept header (application/json): a Table.
+	accept string
 	// A kubectl command, with stdin.
 	kubectl []string
 	stdin   string
@@ -116,7 +119,7 @@ var (
 	dateRE    = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ|[A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d [+-]\d{4}`)
 	jwtRE     = regexp.MustCompile(`eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`)
 	tmpRE     = regexp.MustCompile(`/tmp/(LIVE|MERGED)-\d+|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ [+-]\d{4}`)
-	rvRE      = regexp.MustCompile(`(resourceVersion: |ResourceVersion: |resourceVersion":|ResourceVersion in record \()"?\d+"?`)
+	rvRE      = regexp.MustCompile(`(resourceVersion: |ResourceVersion: |Resource Version:\s+|resourceVersion":|ResourceVersion in record \()"?\d+"?`)
 	maskedKey = map[string]bool{"uid": true, "resourceVersion": true, "creationTimestamp": true,
 		"deletionTimestamp": true, "time": true, "lastTransitionTime": true, "expirationTimestamp": true,
 		"token": true, "continue": true}
@@ -208,7 +211,7 @@ func (s *diffServer) do(ctx context.Context, st diffStep) (observation, error) {
 	if err != nil {
 		return "", err
 	}
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", cmp.Or(st.accept, "application/json"))
 	if st.body != "" {
 		ct := st.contentType
 		if ct == "" {
@@ -733,7 +736,7 @@ func kubeDiffSteps() []diffStep {
 		{name: "describe namespace", kubectl: []string{"describe", "ns", "kd"},
 			differs: "apikit serves no resourcequotas or limitranges, whose absence kubectl describe then leaves out"},
 	}
-	return steps
+	return append(steps, kubeDiffEventSteps()...)
 }
 
 const kdPolicyYAML = `apiVersion: admissionregistration.k8s.io/v1
@@ -785,3 +788,170 @@ spec:
   policyName: kd-warn
   validationActions: [Warn]
 `
+
+// kubeDiffEventSteps are the events steps: core/v1 Events (names checked
+// only as path segments, kube's legacy checks, reportingComponent named
+// so), events.k8s.io/v1 Events (kube's strict create and update checks),
+// the same event through both APIs, field selectors in each API's
+// names, and the tables kubectl prints. The times are fixed, so that
+// both servers print the same ages.
+func kubeDiffEventSteps() []diffStep {
+	const (
+		evs   = "/api/v1/namespaces/kd/events"
+		evsV1 = "/apis/events.k8s.io/v1/namespaces/kd/events"
+		table = "application/json;as=Table;v=v1;g=meta.k8s.io"
+	)
+	// body is an event of apiVersion named name with fields; with
+	// returns a copy of fields changed by kv pairs (a nil value deletes).
+	body := func(apiVersion, name string, fields map[string]any) string {
+		obj := map[string]any{"apiVersion": apiVersion, "kind": "Event", "metadata": map[string]any{"name": name}}
+		for k, v := range fields {
+			obj[k] = v
+		}
+		b, err := json.Marshal(obj)
+		if err != nil {
+			panic(err)
+		}
+		return string(b)
+	}
+	with := func(fields map[string]any, kv ...any) map[string]any {
+		out := maps.Clone(fields)
+		for i := 0; i < len(kv); i += 2 {
+			if kv[i+1] == nil {
+				delete(out, kv[i].(string))
+			} else {
+				out[kv[i].(string)] = kv[i+1]
+			}
+		}
+		return out
+	}
+	core := func(name string, fields map[string]any) string { return body("v1", name, fields) }
+	v1 := func(name string, fields map[string]any) string { return body("events.k8s.io/v1", name, fields) }
+	c1 := map[string]any{"kind": "ConfigMap", "namespace": "kd", "name": "c1", "apiVersion": "v1"}
+	// An old-style core event (no eventTime), as record.EventRecorder
+	// writes them; a new-style one, as events.EventRecorder's through
+	// core/v1; an events.k8s.io/v1 one.
+	old := map[string]any{"involvedObject": c1, "reason": "Created", "message": "made c1  ", "type": "Normal",
+		"source": map[string]any{"component": "kd-test", "host": "node-1"}, "count": 3,
+		"firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-02T00:00:00Z"}
+	newStyle := map[string]any{"involvedObject": map[string]any{"kind": "ConfigMap", "namespace": "kd", "name": "c4"},
+		"eventTime": "2026-01-01T00:00:00.000000Z", "reportingComponent": "example.com/kd", "reportingInstance": "kd-1",
+		"action": "Sync", "reason": "Synced", "message": "synced c4", "type": "Warning"}
+	valid := map[string]any{"eventTime": "2026-01-03T00:00:00.000000Z", "reportingController": "example.com/kd",
+		"reportingInstance": "kd-2", "action": "Reconcile", "reason": "Reconciled", "regarding": c1, "note": "reconciled c1",
+		"type": "Normal", "series": map[string]any{"count": 2, "lastObservedTime": "2026-01-04T00:00:00.000000Z"}}
+	long := strings.Repeat("x", 129)
+	return []diffStep{
+		// core/v1 creates.
+		{name: "event create", method: "POST", path: evs, body: core("e1", old)},
+		{name: "event create exists", method: "POST", path: evs, body: core("e1", old)},
+		{name: "event create Bad_Name", method: "POST", path: evs, body: core("Bad_Name", old)},
+		{name: "event create name with a slash", method: "POST", path: evs, body: core("a/b", old)},
+		{name: "event create name of 300 characters", method: "POST", path: evs, body: core(strings.Repeat("e", 300), old)},
+		// The generic name check runs only once the strategy's pass.
+		{name: "event create name with a slash, reporting fields missing", method: "POST", path: evs,
+			body: core("a/b", with(newStyle, "reportingComponent", nil, "reportingInstance", nil, "action", nil, "reason", nil))},
+		{name: "event create involvedObject namespace mismatch", method: "POST", path: evs,
+			body: core("e3", with(old, "involvedObject", map[string]any{"kind": "ConfigMap", "namespace": "other", "name": "c1"}))},
+		{name: "event create without involvedObject", method: "POST", path: evs, body: core("e4", map[string]any{"reason": "Orphan"})},
+		{name: "event create without involvedObject in default", method: "POST", path: "/api/v1/namespaces/default/events",
+			body: core("kd-orphan", map[string]any{"reason": "Orphan"})},
+		{name: "event create new-style without reportingComponent", method: "POST", path: evs, body: core("e5", with(newStyle, "reportingComponent", nil))},
+		{name: "event create new-style with an invalid reportingComponent", method: "POST", path: evs,
+			body: core("e5", with(newStyle, "reportingComponent", "Bad Component!"))},
+		{name: "event create new-style too long", method: "POST", path: evs,
+			body: core("e5", with(newStyle, "reportingInstance", long, "action", long, "reason", long, "message", strings.Repeat("m", 1025)))},
+		{name: "event create new-style without involvedObject namespace", method: "POST", path: evs,
+			body: core("e5", with(newStyle, "involvedObject", map[string]any{"kind": "ConfigMap", "name": "c4"}))},
+		{name: "event create new-style", method: "POST", path: evs, body: core("e2", newStyle)},
+		{name: "event create in an invalid namespace", method: "POST", path: "/api/v1/namespaces/Bad_NS/events",
+			body: core("e7", with(old, "involvedObject", map[string]any{"kind": "ConfigMap", "namespace": "Bad_NS", "name": "c1"}))},
+		// core/v1 checks neither the type nor the series.
+		{name: "event create type Bogus, series count 1", method: "POST", path: evs,
+			body: core("e6", with(old, "type", "Bogus", "series", map[string]any{"count": 1}))},
+
+		// core/v1 updates.
+		{name: "event update missing creates", method: "PUT", path: evs + "/e-put", body: core("e-put", with(old, "reason", "Put"))},
+		{name: "event update without resourceVersion", method: "PUT", path: evs + "/e1", body: core("e1", with(old, "message", "made c1 again"))},
+		{name: "event patch reason", method: "PATCH", path: evs + "/e1", contentType: "application/merge-patch+json", body: `{"reason":"Recreated"}`},
+		{name: "event get", method: "GET", path: evs + "/e1"},
+		{name: "event get through events.k8s.io", method: "GET", path: evsV1 + "/e1"},
+		{name: "event new-style get through events.k8s.io", method: "GET", path: evsV1 + "/e2"},
+		{name: "event Bad_Name get through events.k8s.io", method: "GET", path: evsV1 + "/Bad_Name"},
+
+		// events.k8s.io/v1 creates.
+		{name: "events.k8s.io create", method: "POST", path: evsV1, body: v1("ev1", valid)},
+		{name: "events.k8s.io create empty", method: "POST", path: evsV1, body: v1("ev2", nil)},
+		{name: "events.k8s.io create without eventTime", method: "POST", path: evsV1, body: v1("ev2", with(valid, "eventTime", nil))},
+		{name: "events.k8s.io create without reporting fields", method: "POST", path: evsV1,
+			body: v1("ev2", with(valid, "reportingController", nil, "reportingInstance", nil, "action", nil, "reason", nil))},
+		{name: "events.k8s.io create type Bogus", method: "POST", path: evsV1, body: v1("ev2", with(valid, "type", "Bogus"))},
+		{name: "events.k8s.io create without type", method: "POST", path: evsV1, body: v1("ev2", with(valid, "type", nil))},
+		{name: "events.k8s.io create series count 1 without lastObservedTime", method: "POST", path: evsV1,
+			body: v1("ev2", with(valid, "series", map[string]any{"count": 1}))},
+		{name: "events.k8s.io create note too long", method: "POST", path: evsV1, body: v1("ev2", with(valid, "note", strings.Repeat("n", 1025)))},
+		{name: "events.k8s.io create Bad_Name and deprecated fields", method: "POST", path: evsV1,
+			body: v1("Bad_Name", with(valid, "deprecatedCount", 3, "deprecatedSource", map[string]any{"component": "kd-test"},
+				"deprecatedFirstTimestamp", "2026-01-01T00:00:00Z", "deprecatedLastTimestamp", "2026-01-02T00:00:00Z"))},
+		{name: "events.k8s.io create name with a slash", method: "POST", path: evsV1, body: v1("a/b", valid)},
+		{name: "events.k8s.io create regarding namespace mismatch", method: "POST", path: evsV1,
+			body: v1("ev2", with(valid, "regarding", map[string]any{"kind": "ConfigMap", "namespace": "other", "name": "c1"}))},
+		{name: "events.k8s.io create regarding without namespace", method: "POST", path: evsV1,
+			body: v1("ev2", with(valid, "regarding", map[string]any{"kind": "ConfigMap", "name": "c1"}))},
+		{name: "events.k8s.io get", method: "GET", path: evsV1 + "/ev1"},
+		{name: "events.k8s.io get through core", method: "GET", path: evs + "/ev1"},
+		{name: "events.k8s.io get missing", method: "GET", path: evsV1 + "/nope"},
+
+		// events.k8s.io/v1 updates: all but the series and the metadata
+		// are immutable there; core/v1 may change them.
+		{name: "events.k8s.io update immutable fields", method: "PUT", path: evsV1 + "/ev1",
+			body: v1("ev1", with(valid, "note", "changed", "reason", "Changed", "type", "Warning", "action", "Other"))},
+		{name: "events.k8s.io patch series", method: "PATCH", path: evsV1 + "/ev1", contentType: "application/merge-patch+json",
+			body: `{"series":{"count":3,"lastObservedTime":"2026-01-05T00:00:00.000000Z"}}`},
+		{name: "events.k8s.io patch series count 1", method: "PATCH", path: evsV1 + "/ev1", contentType: "application/merge-patch+json",
+			body: `{"series":{"count":1}}`},
+		{name: "events.k8s.io patch note", method: "PATCH", path: evsV1 + "/ev1", contentType: "application/merge-patch+json", body: `{"note":"changed"}`},
+		{name: "events.k8s.io patch labels", method: "PATCH", path: evsV1 + "/ev1", contentType: "application/merge-patch+json",
+			body: `{"metadata":{"labels":{"tier":"web"}}}`},
+		{name: "events.k8s.io patch of a core event", method: "PATCH", path: evsV1 + "/e1", contentType: "application/merge-patch+json", body: `{"note":"x"}`},
+		{name: "core patch of an events.k8s.io event", method: "PATCH", path: evs + "/ev1", contentType: "application/merge-patch+json", body: `{"message":"rewritten"}`},
+		{name: "events.k8s.io update missing creates", method: "PUT", path: evsV1 + "/ev-put", body: v1("ev-put", with(valid, "reason", "Put"))},
+		{name: "events.k8s.io update missing creates, invalid", method: "PUT", path: evsV1 + "/ev-put2", body: v1("ev-put2", with(valid, "type", "Bogus"))},
+
+		// Field selectors: core/v1's names, and events.k8s.io/v1's
+		// (regarding.*, reportingController) for the same fields.
+		{name: "events field selector involvedObject.name", method: "GET", path: evs + "?fieldSelector=involvedObject.name%3Dc1"},
+		{name: "events field selector reason", method: "GET", path: evs + "?fieldSelector=reason%3DSynced"},
+		{name: "events field selector source", method: "GET", path: evs + "?fieldSelector=source%3Dexample.com/kd"},
+		{name: "events field selector reportingComponent and type", method: "GET", path: evs + "?fieldSelector=reportingComponent%3Dexample.com/kd,type%3DNormal"},
+		{name: "events field selector involvedObject.kind, metadata.name", method: "GET", path: evs + "?fieldSelector=involvedObject.kind%3DConfigMap,metadata.name!%3De1"},
+		{name: "events unsupported field selector", method: "GET", path: evs + "?fieldSelector=regarding.name%3Dc1"},
+		{name: "events.k8s.io field selector regarding.name", method: "GET", path: evsV1 + "?fieldSelector=regarding.name%3Dc1"},
+		{name: "events.k8s.io field selector reportingController", method: "GET", path: evsV1 + "?fieldSelector=reportingController%3Dexample.com/kd"},
+		{name: "events.k8s.io field selector reason and type", method: "GET", path: evsV1 + "?fieldSelector=reason%3DRecreated,type%3DNormal"},
+		{name: "events.k8s.io unsupported field selector involvedObject.name", method: "GET", path: evsV1 + "?fieldSelector=involvedObject.name%3Dc1"},
+		{name: "events.k8s.io unsupported field selector source", method: "GET", path: evsV1 + "?fieldSelector=source%3Dkd-test"},
+
+		// Tables, as served and as kubectl prints them.
+		{name: "events as Table", method: "GET", path: evs, accept: table},
+		{name: "events as Table wide", method: "GET", path: evs + "?fieldSelector=reason!%3DOrphan", accept: table + ";includeObject=None"},
+		{name: "events.k8s.io event as Table", method: "GET", path: evsV1 + "/ev1", accept: table},
+		{name: "kubectl get events", kubectl: []string{"get", "events", "-n", "kd"}},
+		{name: "kubectl get events wide", kubectl: []string{"get", "events", "-n", "kd", "-o", "wide"}},
+		{name: "kubectl get events field selector", kubectl: []string{"get", "events", "-n", "kd", "--field-selector", "type=Warning"}},
+		{name: "kubectl get events.events.k8s.io", kubectl: []string{"get", "events.events.k8s.io", "-n", "kd"}},
+		{name: "kubectl get events.k8s.io event yaml", kubectl: []string{"get", "events.v1.events.k8s.io", "e1", "-n", "kd", "-o", "yaml"}},
+		{name: "kubectl events", kubectl: []string{"events", "-n", "kd"}},
+		{name: "kubectl events for", kubectl: []string{"events", "-n", "kd", "--for", "configmap/c1"}},
+		{name: "kubectl events types Warning", kubectl: []string{"events", "-n", "kd", "--types=Warning"}},
+		{name: "kubectl describe event", kubectl: []string{"describe", "event", "e1", "-n", "kd"}},
+		{name: "kubectl create events.k8s.io invalid", kubectl: []string{"create", "-f", "-"}, stdin: strings.Replace(v1("Bad_Name", with(valid, "type", "Bogus")), `"name":"Bad_Name"`, `"name":"Bad_Name","namespace":"kd"`, 1)},
+
+		// Deletes.
+		{name: "event delete", method: "DELETE", path: evs + "/e2"},
+		{name: "events.k8s.io delete", method: "DELETE", path: evsV1 + "/ev-put"},
+		{name: "events deletecollection by field selector", method: "DELETE", path: evs + "?fieldSelector=reason%3DPut"},
+		{name: "events after the deletes", kubectl: []string{"get", "events", "-n", "kd", "-o", "name"}},
+		{name: "delete the orphan in default", method: "DELETE", path: "/api/v1/namespaces/default/events/kd-orphan"},
+	}
+}
