@@ -119,16 +119,28 @@ func writeWarnings(w http.ResponseWriter, warnings []string) {
 // distinct message becomes a Warning header once, as kube's per-request
 // recorder dedupes them (an update retried on a conflict validates again).
 func withValidationWarnings(ctx context.Context, w http.ResponseWriter) context.Context {
+	return admission.WithWarnings(ctx, onceWarnings(w))
+}
+
+// onceWarnings returns a function that adds a Warning header to w for each
+// distinct message it is given, once; it may be called concurrently
+// (validating webhooks run in parallel). The set of messages is made at
+// the first warning: most requests have none.
+func onceWarnings(w http.ResponseWriter) func(msg string) {
 	var mu sync.Mutex
-	seen := map[string]bool{}
-	return admission.WithWarnings(ctx, func(msg string) {
+	var seen map[string]bool
+	return func(msg string) {
 		mu.Lock()
 		defer mu.Unlock()
-		if !seen[msg] {
-			seen[msg] = true
-			writeWarnings(w, []string{msg})
+		if seen[msg] {
+			return
 		}
-	})
+		if seen == nil {
+			seen = map[string]bool{}
+		}
+		seen[msg] = true
+		writeWarnings(w, []string{msg})
+	}
 }
 
 // admissionFuncs binds the admission chain to one request.
@@ -147,16 +159,7 @@ func (s *Scope) admissionFuncsWith(ctx context.Context, w http.ResponseWriter, o
 	user, _ := authn.UserFrom(ctx)
 	toVersion, toStorage := converters(s.Resource)
 	// Validating webhooks run in parallel: their warnings meet here.
-	var mu sync.Mutex
-	seen := map[string]bool{}
-	warn := func(msg string) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !seen[msg] {
-			seen[msg] = true
-			writeWarnings(w, []string{msg})
-		}
-	}
+	warn := onceWarnings(w)
 	attrs := func(obj, old meta.Object) *admission.Attributes {
 		// A request without a name (a create with generateName, a
 		// deletecollection) or without a namespace (across all of them)
