@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apikit-dev/apikit/internal/celfuzz"
 	"github.com/apikit-dev/apikit/schema"
 	"github.com/apikit-dev/apikit/schema/structural"
 )
@@ -114,104 +115,6 @@ const ratchetFuzzSchema = `{"type":"object","x-kubernetes-validations":[{"rule":
   "ap":{"type":"object","maxProperties":8,"additionalProperties":{"type":"integer","x-kubernetes-validations":[{"rule":"self < 5"}]}},
   "u":{"type":"object","x-kubernetes-preserve-unknown-fields":true,"properties":{"x":{"type":"integer"}},"x-kubernetes-validations":[{"rule":"!has(self.x) || self.x < 5"}]}}}}}`
 
-// ratchetPair makes, from the fuzzer's bytes, an object of
-// ratchetFuzzSchema and an old version of it that shares most of its
-// values (a random pair of JSON documents would rarely share any): each
-// byte picks a field's value, and a later byte whether and how the old
-// object differs there.
-func ratchetPair(data []byte) (obj, old map[string]any) {
-	next := func() int {
-		if len(data) == 0 {
-			return 0
-		}
-		b := data[0]
-		data = data[1:]
-		return int(b)
-	}
-	keys := []string{"a", "b", "c"}
-	value := func(field string) any {
-		n := next()
-		switch field {
-		case "n":
-			return int64(n % 10)
-		case "m":
-			l := []any{}
-			for i := range n % 4 {
-				item := map[string]any{"k": keys[(n/4+i)%3]}
-				if v := next(); v%3 != 0 {
-					item["v"] = int64(v % 8)
-				}
-				l = append(l, item)
-			}
-			return l
-		case "s":
-			l := []any{}
-			for i := range n % 4 {
-				l = append(l, strings.Repeat("x", i+1)) // distinct: a set
-			}
-			return l
-		case "a":
-			l := []any{}
-			for range n % 4 {
-				l = append(l, int64(next()%8))
-			}
-			return l
-		case "am":
-			return map[string]any{"x": int64(n % 8), "y": int64(next() % 3)}
-		case "ap":
-			m := map[string]any{}
-			for i := range n % 4 {
-				m[keys[i%3]] = int64(next() % 8)
-			}
-			return m
-		default: // u
-			m := map[string]any{"x": int64(n % 8)}
-			if n%2 == 0 {
-				m["extra"] = "kept"
-			}
-			return m
-		}
-	}
-	spec, oldSpec := map[string]any{}, map[string]any{}
-	for _, f := range []string{"n", "m", "s", "a", "am", "ap", "u"} {
-		present := next()
-		if present%4 == 0 {
-			continue
-		}
-		v := value(f)
-		spec[f] = v
-		switch how := next() % 4; how {
-		case 0: // the old object lacks the field
-		case 1: // a different old value
-			oldSpec[f] = value(f)
-		default: // the same value
-			oldSpec[f] = deepCopyJSON(v)
-		}
-	}
-	return map[string]any{"spec": spec}, map[string]any{"spec": oldSpec}
-}
-
-func deepCopyJSON(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(t))
-		for k, e := range t {
-			m[k] = deepCopyJSON(e)
-		}
-		return m
-	case []any:
-		if t == nil {
-			return t
-		}
-		l := make([]any, len(t))
-		for i, e := range t {
-			l[i] = deepCopyJSON(e)
-		}
-		return l
-	}
-	return v
-}
-
 // FuzzValidateRatcheting validates updates of objects whose values the
 // old object shares in part: ratcheting only turns errors into warnings,
 // so the errors and warnings of an update are, together, exactly the
@@ -234,8 +137,8 @@ func FuzzValidateRatcheting(f *testing.F) {
 		f.Fatal(errs)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		obj, old := ratchetPair(data)
-		objCopy, oldCopy := deepCopyJSON(obj), deepCopyJSON(old)
+		obj, old := celfuzz.RatchetPair(data)
+		objCopy, oldCopy := celfuzz.DeepCopyJSON(obj), celfuzz.DeepCopyJSON(old)
 		create := messages(v.Validate(context.Background(), nil, obj, nil).Errors)
 		update := v.Validate(context.Background(), nil, obj, old)
 		both := append(messages(update.Errors), update.Warnings...)
@@ -249,7 +152,7 @@ func FuzzValidateRatcheting(f *testing.F) {
 		// every object above it, changed.
 		u, _ := obj["spec"].(map[string]any)["u"].(map[string]any)
 		if _, unknown := u["extra"]; !unknown {
-			if same := v.Validate(context.Background(), nil, obj, deepCopyJSON(obj)); len(same.Errors) > 0 {
+			if same := v.Validate(context.Background(), nil, obj, celfuzz.DeepCopyJSON(obj)); len(same.Errors) > 0 {
 				t.Fatalf("an update from an identical copy reports %s\nobj %v", same.Errors, obj)
 			}
 		}

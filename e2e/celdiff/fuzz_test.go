@@ -16,6 +16,7 @@ import (
 	"k8s.io/apiserver/pkg/warning"
 
 	"github.com/apikit-dev/apikit/cel"
+	"github.com/apikit-dev/apikit/internal/celfuzz"
 )
 
 // ratchetFuzzSchema has a rule at every kind of node kube's ratcheting
@@ -39,98 +40,6 @@ const ratchetFuzzSchema = `{"type":"object","x-kubernetes-validations":[{"rule":
     "y":{"type":"integer","x-kubernetes-validations":[{"rule":"self >= oldSelf","message":"y may not shrink"}]}}},
   "ap":{"type":"object","maxProperties":8,"additionalProperties":{"type":"integer","x-kubernetes-validations":[{"rule":"self < 5"}]}},
   "u":{"type":"object","x-kubernetes-preserve-unknown-fields":true,"properties":{"x":{"type":"integer"}},"x-kubernetes-validations":[{"rule":"!has(self.x) || self.x < 5"}]}}}}}`
-
-// ratchetPair makes, from the fuzzer's bytes, an object of
-// ratchetFuzzSchema and an old version sharing most of its values (two
-// random documents would rarely share any).
-func ratchetPair(data []byte) (obj, old map[string]any) {
-	next := func() int {
-		if len(data) == 0 {
-			return 0
-		}
-		b := data[0]
-		data = data[1:]
-		return int(b)
-	}
-	keys := []string{"a", "b", "c"}
-	value := func(field string) any {
-		n := next()
-		switch field {
-		case "n":
-			return int64(n % 10)
-		case "m":
-			l := []any{}
-			for i := range n % 4 {
-				item := map[string]any{"k": keys[(n/4+i)%3]}
-				if v := next(); v%3 != 0 {
-					item["v"] = int64(v % 8)
-				}
-				l = append(l, item)
-			}
-			return l
-		case "s":
-			l := []any{}
-			for i := range n % 4 {
-				l = append(l, strings.Repeat("x", i+1))
-			}
-			return l
-		case "a":
-			l := []any{}
-			for range n % 4 {
-				l = append(l, int64(next()%8))
-			}
-			return l
-		case "am":
-			return map[string]any{"x": int64(n % 8), "y": int64(next() % 3)}
-		case "ap":
-			m := map[string]any{}
-			for i := range n % 4 {
-				m[keys[i%3]] = int64(next() % 8)
-			}
-			return m
-		default: // u
-			m := map[string]any{"x": int64(n % 8)}
-			if n%2 == 0 {
-				m["extra"] = "kept"
-			}
-			return m
-		}
-	}
-	spec, oldSpec := map[string]any{}, map[string]any{}
-	for _, f := range []string{"n", "m", "s", "a", "am", "ap", "u"} {
-		if next()%4 == 0 {
-			continue
-		}
-		v := value(f)
-		spec[f] = v
-		switch next() % 4 {
-		case 0: // the old object lacks the field
-		case 1:
-			oldSpec[f] = value(f)
-		default:
-			oldSpec[f] = copyJSON(v)
-		}
-	}
-	return map[string]any{"spec": spec}, map[string]any{"spec": oldSpec}
-}
-
-func copyJSON(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(t))
-		for k, e := range t {
-			m[k] = copyJSON(e)
-		}
-		return m
-	case []any:
-		l := make([]any, len(t))
-		for i, e := range t {
-			l[i] = copyJSON(e)
-		}
-		return l
-	}
-	return v
-}
 
 // FuzzRatchetingMatchesKube validates the same updates with apikit and
 // kube-apiserver's validator (k8s.io/apiextensions-apiserver v0.37.0,
@@ -165,8 +74,8 @@ func FuzzRatchetingMatchesKube(f *testing.F) {
 		if v == nil || kv == nil {
 			t.Skip("the schema did not compile")
 		}
-		obj, old := ratchetPair(data)
-		for _, o := range []map[string]any{nil, old, copyJSON(obj).(map[string]any)} {
+		obj, old := celfuzz.RatchetPair(data)
+		for _, o := range []map[string]any{nil, old, celfuzz.DeepCopyJSON(obj).(map[string]any)} {
 			var w warnings
 			ctx := warning.WithWarningRecorder(context.Background(), &w)
 			var opts []kubecel.Option
