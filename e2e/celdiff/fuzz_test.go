@@ -1,19 +1,14 @@
 package celdiff
 
 import (
-	"context"
 	"reflect"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
 
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	kubecel "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
-	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
-	"k8s.io/apiserver/pkg/cel/common"
-	"k8s.io/apiserver/pkg/warning"
 
 	"github.com/apikit-dev/apikit/cel"
 	"github.com/apikit-dev/apikit/internal/celfuzz"
@@ -76,21 +71,11 @@ func FuzzRatchetingMatchesKube(f *testing.F) {
 		}
 		obj, old := celfuzz.RatchetPair(data)
 		for _, o := range []map[string]any{nil, old, celfuzz.DeepCopyJSON(obj).(map[string]any)} {
-			var w warnings
-			ctx := warning.WithWarningRecorder(context.Background(), &w)
-			var opts []kubecel.Option
-			var oldObj any
-			if o != nil {
-				oldObj = o
-				opts = append(opts, kubecel.WithRatcheting(common.NewCorrelatedObject(obj, o, &model.Structural{Structural: ss})))
-			}
-			kerrs, _ := kv.Validate(ctx, nil, ss, obj, oldObj, celconfig.RuntimeCELCostBudget, opts...)
-			wantErrs := fieldMessages(kerrs)
-			sort.Strings(w)
+			wantErrs, wantWarns := kubeValidateWith(kv, ss, obj, o)
 			gotErrs, gotWarns := apikitValidateWarn(v, obj, o)
-			if !reflect.DeepEqual(gotErrs, wantErrs) || !reflect.DeepEqual(gotWarns, []string(w)) {
+			if !reflect.DeepEqual(gotErrs, wantErrs) || !reflect.DeepEqual(gotWarns, wantWarns) {
 				t.Fatalf("obj %v\nold %v\napikit errors:   %q\n  kube errors:   %q\napikit warnings: %q\n  kube warnings: %q",
-					obj, o, gotErrs, wantErrs, gotWarns, []string(w))
+					obj, o, gotErrs, wantErrs, gotWarns, wantWarns)
 			}
 		}
 	})

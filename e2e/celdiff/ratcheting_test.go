@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	kubecel "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
@@ -30,6 +31,11 @@ func kubeValidateWarn(t *testing.T, js string, obj, old map[string]any) (errs, w
 	if v == nil {
 		return nil, nil
 	}
+	return kubeValidateWith(v, ss, obj, old)
+}
+
+// kubeValidateWith is kubeValidateWarn with kube's validator v of ss made.
+func kubeValidateWith(v *kubecel.Validator, ss *structuralschema.Structural, obj, old map[string]any) (errs, warns []string) {
 	var w warnings
 	ctx := warning.WithWarningRecorder(context.Background(), &w)
 	var opts []kubecel.Option
