@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
-	"strconv"
 	"sync"
 	"time"
 
@@ -181,8 +180,9 @@ func (h *tokenHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return h.validate(ctx, a, done)
 		})
 	}
+	warn := respond.WarningsOnce(w)
 	for _, msg := range warnings {
-		w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
+		warn(msg)
 	}
 	if err != nil {
 		respond.Error(w, r, err)

@@ -109,7 +109,7 @@ func (s *Scope) groupResource() meta.GroupResource { return s.gvr.GroupResource(
 // field validation warnings.
 func writeWarnings(w http.ResponseWriter, warnings []string) {
 	for _, msg := range warnings {
-		w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
+		respond.AddWarning(w.Header(), msg)
 	}
 }
 
@@ -119,28 +119,7 @@ func writeWarnings(w http.ResponseWriter, warnings []string) {
 // distinct message becomes a Warning header once, as kube's per-request
 // recorder dedupes them (an update retried on a conflict validates again).
 func withValidationWarnings(ctx context.Context, w http.ResponseWriter) context.Context {
-	return admission.WithWarnings(ctx, onceWarnings(w))
-}
-
-// onceWarnings returns a function that adds a Warning header to w for each
-// distinct message it is given, once; it may be called concurrently
-// (validating webhooks run in parallel). The set of messages is made at
-// the first warning: most requests have none.
-func onceWarnings(w http.ResponseWriter) func(msg string) {
-	var mu sync.Mutex
-	var seen map[string]bool
-	return func(msg string) {
-		mu.Lock()
-		defer mu.Unlock()
-		if seen[msg] {
-			return
-		}
-		if seen == nil {
-			seen = map[string]bool{}
-		}
-		seen[msg] = true
-		writeWarnings(w, []string{msg})
-	}
+	return admission.WithWarnings(ctx, respond.WarningsOnce(w))
 }
 
 // admissionFuncs binds the admission chain to one request.
@@ -159,7 +138,7 @@ func (s *Scope) admissionFuncsWith(ctx context.Context, w http.ResponseWriter, o
 	user, _ := authn.UserFrom(ctx)
 	toVersion, toStorage := converters(s.Resource)
 	// Validating webhooks run in parallel: their warnings meet here.
-	warn := onceWarnings(w)
+	warn := respond.WarningsOnce(w)
 	attrs := func(obj, old meta.Object) *admission.Attributes {
 		// A request without a name (a create with generateName, a
 		// deletecollection) or without a namespace (across all of them)

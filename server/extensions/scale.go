@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 
 	restful "github.com/emicklei/go-restful/v3"
@@ -246,12 +245,9 @@ func (sc *scaleSubresource) write(w http.ResponseWriter, r *http.Request, change
 		}
 		return next, nil
 	}, registry.UpdateOptions{WriteOptions: registry.WriteOptions{DryRun: dryRun}})
-	seen := map[string]bool{}
+	warn := respond.WarningsOnce(w)
 	for _, msg := range warnings {
-		if !seen[msg] {
-			seen[msg] = true
-			w.Header().Add("Warning", "299 - "+strconv.Quote(msg))
-		}
+		warn(msg)
 	}
 	if err != nil {
 		respond.Error(w, r, err)
