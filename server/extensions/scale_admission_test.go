@@ -69,12 +69,7 @@ func TestScaleAdmission(t *testing.T) {
 	c.must(201, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", widgetsCRD)
 	c.waitEstablished("widgets.example.com")
 	const widgets = "/apis/example.com/v1/namespaces/default/widgets"
-	eventually(t, "widgets served", func() string {
-		if code, b := c.do("GET", widgets, "", ""); code != 200 {
-			return fmt.Sprintf("%d %s", code, b)
-		}
-		return ""
-	})
+	c.waitServed(widgets)
 	c.must(201, "POST", widgets, "application/json", `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1"},"spec":{"replicas":2}}`)
 	policy.take()
 
@@ -120,12 +115,7 @@ func TestScaleWarnsRatchetedRules(t *testing.T) {
 	c.must(201, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", crd(""))
 	c.waitEstablished("widgets.example.com")
 	const widgets = "/apis/example.com/v1/namespaces/default/widgets"
-	eventually(t, "widgets served", func() string {
-		if code, b := c.do("GET", widgets, "", ""); code != 200 {
-			return fmt.Sprintf("%d %s", code, b)
-		}
-		return ""
-	})
+	c.waitServed(widgets)
 	c.must(201, "POST", widgets, "application/json", `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1"},"spec":{"replicas":2,"look":{"color":"black"}}}`)
 	c.must(200, "PATCH", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.example.com", "application/merge-patch+json",
 		crd(`,"x-kubernetes-validations":[{"rule":"self.color != 'black'","message":"black is not a color"}]`))

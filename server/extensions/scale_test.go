@@ -16,12 +16,7 @@ func TestScaleManagedFields(t *testing.T) {
 	c.must(201, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", widgetsCRD)
 	c.waitEstablished("widgets.example.com")
 	const widgets = "/apis/example.com/v1/namespaces/default/widgets"
-	eventually(t, "widgets served", func() string {
-		if code, b := c.do("GET", widgets, "", ""); code != 200 {
-			return string(b)
-		}
-		return ""
-	})
+	c.waitServed(widgets)
 	c.must(201, "POST", widgets+"?fieldManager=creator", "application/json", `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1"},"spec":{"replicas":2,"color":"red"}}`)
 	managed := func() string {
 		t.Helper()

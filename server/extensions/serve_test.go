@@ -146,6 +146,17 @@ func (c *client) waitEstablished(name string) {
 	})
 }
 
+// waitServed waits until a GET of the collection at path answers 200.
+func (c *client) waitServed(path string) {
+	c.t.Helper()
+	eventually(c.t, path+" served", func() string {
+		if code, b := c.do("GET", path, "", ""); code != 200 {
+			return fmt.Sprintf("%d %s", code, b)
+		}
+		return ""
+	})
+}
+
 func TestCustomResourcesServed(t *testing.T) {
 	c := startExtensions(t)
 	const crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
@@ -159,12 +170,7 @@ func TestCustomResourcesServed(t *testing.T) {
 		t.Errorf("NamesAccepted = %s %s %s", s, r, m)
 	}
 	const widgets = "/apis/example.com/v1/namespaces/default/widgets"
-	eventually(t, "widgets served", func() string {
-		if code, b := c.do("GET", widgets, "", ""); code != 200 {
-			return fmt.Sprintf("%d %s", code, b)
-		}
-		return ""
-	})
+	c.waitServed(widgets)
 	w := c.must(201, "POST", widgets, "application/json",
 		`{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1","labels":{"a":"b"}},"spec":{"color":"red","replicas":2},"status":{"replicas":9}}`)
 	if w["status"] != nil {
@@ -330,12 +336,7 @@ func TestCustomResourceSchemas(t *testing.T) {
 	}
 	c.waitEstablished("gizmos.example.com")
 	const gizmos = "/apis/example.com/v1/gizmos"
-	eventually(t, "gizmos served", func() string {
-		if code, b := c.do("GET", gizmos, "", ""); code != 200 {
-			return fmt.Sprintf("%d %s", code, b)
-		}
-		return ""
-	})
+	c.waitServed(gizmos)
 	g := c.must(201, "POST", gizmos, "application/json", `{"apiVersion":"example.com/v1","kind":"Gizmo","metadata":{"name":"g1"},"spec":{"replicas":3,"color":"red"},"extra":1}`)
 	if fmt.Sprint(g["spec"]) != "map[replicas:3 size:medium]" || g["extra"] != nil {
 		t.Errorf("not defaulted and pruned: %v", g)
@@ -426,12 +427,7 @@ func TestCustomResourceCELRules(t *testing.T) {
 		`{"rule": "self.min <= self.max", "message": "min must not exceed max"}, {"rule": "self.max >= oldSelf.max", "message": "max may not shrink"}`))
 	c.waitEstablished("limits.example.com")
 	const limits = "/apis/example.com/v1/namespaces/default/limits"
-	eventually(t, "limits served", func() string {
-		if code, b := c.do("GET", limits, "", ""); code != 200 {
-			return fmt.Sprintf("%d %s", code, b)
-		}
-		return ""
-	})
+	c.waitServed(limits)
 	code, b = c.do("POST", limits, "application/json", `{"apiVersion":"example.com/v1","kind":"Limit","metadata":{"name":"l1"},"spec":{"min":5,"max":1}}`)
 	if want := `Limit.example.com \"l1\" is invalid: spec: Invalid value: min must not exceed max`; code != 422 || !strings.Contains(string(b), want) {
 		t.Errorf("min > max: %d %s, want 422 with %s", code, b, want)
